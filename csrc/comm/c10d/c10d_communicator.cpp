@@ -1,0 +1,136 @@
+#include "comm/c10d/c10d_communicator.h"
+
+#include <ATen/ops/empty.h>
+#include <torch/csrc/distributed/c10d/GroupRegistry.hpp>
+
+#include <mutex>
+
+#include "core/env.h"
+#include "core/status.h"
+
+namespace atb_ops::c10dcomm {
+namespace {
+
+std::mutex& resolverMutex() {
+  static std::mutex m;
+  return m;
+}
+
+GroupResolver& resolver() {
+  static GroupResolver r;
+  return r;
+}
+
+// A flat byte view of a contiguous tensor: gloo then needs no per-dtype support.
+at::Tensor bytesOf(const at::Tensor& t) {
+  return t.reshape({-1}).view(at::kByte).reshape({-1});
+}
+
+bool packedInRankOrder(const std::vector<int64_t>& counts, const std::vector<int64_t>& displs) {
+  int64_t offset = 0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    if (counts[i] != 0 && displs[i] != offset) return false;
+    offset += counts[i];
+  }
+  return true;
+}
+
+std::vector<int64_t> scaled(const std::vector<int64_t>& v, int64_t by) {
+  std::vector<int64_t> out(v);
+  for (auto& x : out) x *= by;
+  return out;
+}
+
+}  // namespace
+
+void setGroupResolver(GroupResolver r) {
+  std::lock_guard<std::mutex> lock(resolverMutex());
+  resolver() = std::move(r);
+}
+
+C10dCommunicator::C10dCommunicator(const CommConfig& c) {
+  ATB_CHECK(c.handle == 0, ERROR_INVALID_PARAM, "backend 'gloo' takes no hcclComm handle, got ", c.handle);
+  GroupResolver r;
+  {
+    std::lock_guard<std::mutex> lock(resolverMutex());
+    r = resolver();
+  }
+  groupName_ = r ? r(c) : (c.groupName.empty() ? std::string("0") : c.groupName);
+  try {
+    pg_ = c10d::resolve_process_group(groupName_);
+  } catch (const c10::Error& e) {
+    ATB_FAIL(ERROR_COMM_EMPTY, "backend 'gloo' found no torch.distributed process group '", groupName_,
+             "': call torch.distributed.init_process_group('gloo') or set MASTER_ADDR/MASTER_PORT (",
+             e.what_without_backtrace(), ")");
+  }
+  ATB_CHECK(pg_->getRank() == c.rank && pg_->getSize() == c.rankSize, ERROR_INVALID_PARAM,
+            "backend 'gloo': param says rank ", c.rank, " of rankSize ", c.rankSize, " but process group '",
+            groupName_, "' has rank ", pg_->getRank(), " of size ", pg_->getSize());
+}
+
+void C10dCommunicator::waitFor(const c10::intrusive_ptr<c10d::Work>& work, const char* what) const {
+  const auto timeout = peerTimeout();
+  try {
+    work->wait(timeout);
+  } catch (const c10::Error& e) {
+    ATB_FAIL(ERROR_COMM_TIMEOUT, "gloo ", what, " on group '", groupName_, "' (rank ", rank(), " of ", size(),
+             ") failed or timed out after ATB_OPS_TIMEOUT=", std::chrono::duration<double>(timeout).count(),
+             " s: ", e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    ATB_FAIL(ERROR_COMM_TIMEOUT, "gloo ", what, " on group '", groupName_, "' (rank ", rank(), " of ", size(),
+             ") failed: ", e.what());
+  }
+}
+
+void C10dCommunicator::alltoallv(const at::Tensor& send, const AllToAllVLayout& l, at::Tensor& recv) {
+  const int64_t es = send.element_size();
+  at::Tensor sendBytes = bytesOf(send);
+  at::Tensor recvBytes = bytesOf(recv);
+
+  // Displacements with gaps, overlaps or another order: gather into rank order first.
+  at::Tensor in = sendBytes;
+  if (!packedInRankOrder(l.sendCounts, l.sdispls)) {
+    in = at::empty({l.totalSend() * es}, sendBytes.options());
+    int64_t offset = 0;
+    for (size_t i = 0; i < l.sendCounts.size(); ++i) {
+      const int64_t n = l.sendCounts[i] * es;
+      in.narrow(0, offset, n).copy_(sendBytes.narrow(0, l.sdispls[i] * es, n));
+      offset += n;
+    }
+  } else {
+    in = sendBytes.narrow(0, 0, l.totalSend() * es);
+  }
+  const bool recvPacked = packedInRankOrder(l.recvCounts, l.rdispls);
+  at::Tensor out = recvPacked ? recvBytes.narrow(0, 0, l.totalRecv() * es)
+                              : at::empty({l.totalRecv() * es}, recvBytes.options());
+
+  std::vector<int64_t> inSplits = scaled(l.sendCounts, es);
+  std::vector<int64_t> outSplits = scaled(l.recvCounts, es);
+  waitFor(pg_->all_to_all_single(out, in, outSplits, inSplits), "alltoallv");
+
+  if (!recvPacked) {
+    int64_t offset = 0;
+    for (size_t i = 0; i < l.recvCounts.size(); ++i) {
+      const int64_t n = l.recvCounts[i] * es;
+      recvBytes.narrow(0, l.rdispls[i] * es, n).copy_(out.narrow(0, offset, n));
+      offset += n;
+    }
+  }
+}
+
+void C10dCommunicator::allgather(const at::Tensor& send, at::Tensor& recv) {
+  at::Tensor in = bytesOf(send);
+  at::Tensor out = bytesOf(recv);
+  waitFor(pg_->_allgather_base(out, in), "allgather");
+}
+
+void C10dCommunicator::barrier() { waitFor(pg_->barrier(), "barrier"); }
+
+namespace {
+const bool registered = [] {
+  registerBackend("gloo", [](const CommConfig& c) { return std::make_shared<C10dCommunicator>(c); });
+  return true;
+}();
+}  // namespace
+
+}  // namespace atb_ops::c10dcomm

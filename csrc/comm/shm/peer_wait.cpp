@@ -1,0 +1,108 @@
+#include "comm/shm/peer_wait.h"
+
+#include <linux/futex.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "core/status.h"
+
+namespace atb_ops::shm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Spinning past this only steals the core the peer needs when ranks outnumber cores.
+constexpr auto kSpinFor = std::chrono::microseconds(50);
+constexpr auto kYieldFor = std::chrono::microseconds(1000);
+constexpr auto kSleepSlice = std::chrono::milliseconds(20);
+constexpr auto kLivenessEvery = std::chrono::milliseconds(100);
+
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
+uint32_t* futexWord(std::atomic<uint32_t>& word) {
+  static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t), "futex word must be 32 bits");
+  return reinterpret_cast<uint32_t*>(&word);
+}
+
+void futexWait(std::atomic<uint32_t>& word, uint32_t expected, std::chrono::nanoseconds slice) {
+  timespec ts{};
+  ts.tv_sec = static_cast<time_t>(slice.count() / 1000000000);
+  ts.tv_nsec = static_cast<long>(slice.count() % 1000000000);
+  // Not FUTEX_PRIVATE: the word lives in memory shared between processes.
+  syscall(SYS_futex, futexWord(word), FUTEX_WAIT, expected, &ts, nullptr, 0);
+}
+
+}  // namespace
+
+bool processAlive(pid_t pid) {
+  if (pid <= 0) return false;
+  if (::kill(pid, 0) != 0 && errno == ESRCH) return false;
+  // A killed child stays a zombie until its parent reaps it; it answers kill(0) but will never post.
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));
+  FILE* f = std::fopen(path, "r");
+  if (f == nullptr) return errno != ENOENT;
+  char buf[512] = {0};
+  const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+  std::fclose(f);
+  const char* close = std::strrchr(buf, ')');  // the command name may contain spaces and ')'
+  if (n == 0 || close == nullptr || close[1] == '\0') return true;
+  const char state = close[2];
+  return state != 'Z' && state != 'X';
+}
+
+void waitReached(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, uint32_t target,
+                 const WaitTarget& peer, std::chrono::milliseconds timeout) {
+  if (reached(word.load(std::memory_order_acquire), target)) return;
+  const auto start = Clock::now();
+  while (Clock::now() - start < kSpinFor) {
+    for (int i = 0; i < 64; ++i) {
+      if (reached(word.load(std::memory_order_acquire), target)) return;
+      cpuRelax();
+    }
+  }
+  while (Clock::now() - start < kYieldFor) {
+    if (reached(word.load(std::memory_order_acquire), target)) return;
+    sched_yield();
+  }
+  const auto deadline = start + timeout;
+  auto nextLivenessCheck = Clock::now();
+  while (true) {
+    waiters.fetch_add(1, std::memory_order_seq_cst);
+    const uint32_t seen = word.load(std::memory_order_seq_cst);
+    if (!reached(seen, target)) futexWait(word, seen, kSleepSlice);
+    waiters.fetch_sub(1, std::memory_order_seq_cst);
+    if (reached(word.load(std::memory_order_acquire), target)) return;
+    const auto now = Clock::now();
+    ATB_CHECK(now < deadline, ERROR_COMM_TIMEOUT, peer.what, ": rank ", peer.peerRank, " (pid ",
+              peer.peerPid, ") did not arrive within ATB_OPS_TIMEOUT=",
+              std::chrono::duration<double>(timeout).count(), " s");
+    if (now >= nextLivenessCheck) {
+      ATB_CHECK(processAlive(peer.peerPid), ERROR_COMM_PEER_DIED, peer.what, ": rank ", peer.peerRank,
+                " (pid ", peer.peerPid, ") exited while this rank waited for it");
+      nextLivenessCheck = now + kLivenessEvery;
+    }
+  }
+}
+
+void publish(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, uint32_t value) {
+  word.store(value, std::memory_order_seq_cst);
+  if (waiters.load(std::memory_order_seq_cst) != 0) {
+    syscall(SYS_futex, futexWord(word), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
+  }
+}
+
+}  // namespace atb_ops::shm

@@ -1,0 +1,32 @@
+#include "core/env.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "core/status.h"
+
+namespace atb_ops {
+namespace {
+
+bool flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && std::string(v) != "" && std::string(v) != "0";
+}
+
+}  // namespace
+
+std::chrono::milliseconds peerTimeout() {
+  const char* v = std::getenv("ATB_OPS_TIMEOUT");
+  if (v == nullptr || *v == '\0') return std::chrono::seconds(300);
+  char* end = nullptr;
+  const double seconds = std::strtod(v, &end);
+  ATB_CHECK(end != v && *end == '\0' && seconds > 0, ERROR_INVALID_PARAM,
+            "ATB_OPS_TIMEOUT must be a positive number of seconds, got '", v, "'");
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+bool strictBackend() { return flag("ATB_OPS_STRICT_BACKEND"); }
+
+bool crossRankCheck() { return flag("ATB_OPS_CHECK"); }
+
+}  // namespace atb_ops

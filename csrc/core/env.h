@@ -1,0 +1,17 @@
+// Settings read from the environment, in one place so README can list them.
+#pragma once
+
+#include <chrono>
+
+namespace atb_ops {
+
+// ATB_OPS_TIMEOUT (seconds, default 300): the longest any rank waits for a peer.
+std::chrono::milliseconds peerTimeout();
+
+// ATB_OPS_STRICT_BACKEND=1: asking for a backend this machine cannot run is an error, not a fallback.
+bool strictBackend();
+
+// ATB_OPS_CHECK=1: ranks cross-check the whole count matrix before moving data.
+bool crossRankCheck();
+
+}  // namespace atb_ops

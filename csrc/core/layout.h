@@ -1,0 +1,45 @@
+// The alltoallv layout (counts and displacements) and the ONE function that validates it.
+// Every operation, every backend and the Python API call validateLayout before any communication.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace atb_ops {
+
+// All values are in elements of the flattened tensors, as in ATB and MPI_Alltoallv.
+struct AllToAllVLayout {
+  std::vector<int64_t> sendCounts;  // [rankSize] elements this rank sends to rank i
+  std::vector<int64_t> sdispls;     // [rankSize] offset in the input of what goes to rank i
+  std::vector<int64_t> recvCounts;  // [rankSize] elements this rank receives from rank i
+  std::vector<int64_t> rdispls;     // [rankSize] offset in the output of what comes from rank i
+
+  int64_t totalRecv() const;
+  int64_t totalSend() const;
+};
+
+// Checks, raising ATB-style errors that name the argument and the values:
+//  - all four arrays have rankSize entries, counts >= 0, displacements >= 0;
+//  - send regions [sdispls[i], sdispls[i]+sendCounts[i]) lie inside the input of sendNumel
+//    elements (they may overlap);
+//  - receive regions lie inside the output of recvCapacity elements and are disjoint.
+// recvCapacity < 0 means "exactly sum(recvCounts)", the ATB output size.
+// Returns sum(recvCounts).
+int64_t validateLayout(const AllToAllVLayout& layout, int64_t rankSize, int64_t sendNumel,
+                       int64_t recvCapacity = -1);
+
+// The layout whose send and receive sides are swapped: the adjoint (backward) of an alltoallv.
+AllToAllVLayout transposedLayout(const AllToAllVLayout& layout);
+
+// Equal splits: `chunk` elements to and from every rank, packed in rank order (AllToAll).
+AllToAllVLayout equalSplitLayout(int64_t rankSize, int64_t chunk);
+
+// AllGather as alltoallv: every rank sends its whole input to everyone; output in rank order.
+AllToAllVLayout allGatherLayout(int64_t rankSize, int64_t numel);
+
+// Parses set_varaintpack_param's JSON: {"sendCounts": [...], "sdispls": [...], "recvCounts": [...],
+// "rdispls": [...]}; all four keys required, integers only, unknown keys rejected.
+AllToAllVLayout parseLayoutJson(const std::string& json);
+
+}  // namespace atb_ops

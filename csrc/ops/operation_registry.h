@@ -1,0 +1,14 @@
+// Operations register a factory under their ATB name; createOperation looks them up.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "ops/operation.h"
+
+namespace atb_ops {
+
+bool registerOperation(const std::string& name, std::function<std::unique_ptr<Operation>()> factory);
+
+}  // namespace atb_ops
