@@ -25,8 +25,14 @@ def nlohmann_include() -> str:
 
 
 def cpu_sources() -> list[str]:
-    patterns = ["csrc/core/*.cpp", "csrc/ops/*.cpp", "csrc/comm/*.cpp", "csrc/comm/shm/*.cpp",
-                "csrc/comm/c10d/*.cpp", "op_plugin/*.cpp"]
+    patterns = [
+        "csrc/core/*.cpp",
+        "csrc/ops/*.cpp",
+        "csrc/comm/*.cpp",
+        "csrc/comm/shm/*.cpp",
+        "csrc/comm/c10d/*.cpp",
+        "op_plugin/*.cpp",
+    ]
     return sorted(str(p) for pattern in patterns for p in glob.glob(str(ROOT / pattern)))
 
 

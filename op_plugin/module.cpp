@@ -14,9 +14,8 @@ namespace py = pybind11;
 
 namespace {
 
-int64_t validateLayout(std::vector<int64_t> sendCounts, std::vector<int64_t> sdispls,
-                       std::vector<int64_t> recvCounts, std::vector<int64_t> rdispls, int64_t rankSize,
-                       int64_t sendNumel, int64_t recvCapacity) {
+int64_t validateLayout(std::vector<int64_t> sendCounts, std::vector<int64_t> sdispls, std::vector<int64_t> recvCounts,
+                       std::vector<int64_t> rdispls, int64_t rankSize, int64_t sendNumel, int64_t recvCapacity) {
   try {
     return atb_ops::validateLayout(atb_ops::AllToAllVLayout{sendCounts, sdispls, recvCounts, rdispls}, rankSize,
                                    sendNumel, recvCapacity);
@@ -34,18 +33,16 @@ PYBIND11_MODULE(_C, m) {
   m.def("backends", &atb_ops::registeredBackends, "Backends built into this atb_ops.");
   m.def("communicator_count", &atb_ops::cachedCommunicatorCount, "Communicators in the cache.");
   m.def(
-      "clear_communicators", [] {
+      "clear_communicators",
+      [] {
         py::gil_scoped_release unlocked;
         atb_ops::clearCommunicatorCache();
       },
       "Drops every cached communicator (at exit, and in tests).");
 
-  m.def(
-      "validate_layout",
-      &validateLayout,
-      py::arg("send_counts"), py::arg("sdispls"), py::arg("recv_counts"), py::arg("rdispls"), py::arg("rank_size"),
-      py::arg("send_numel"), py::arg("recv_capacity") = -1,
-      "The one layout check (see csrc/core/layout.h); returns sum(recv_counts), raises RuntimeError.");
+  m.def("validate_layout", &validateLayout, py::arg("send_counts"), py::arg("sdispls"), py::arg("recv_counts"),
+        py::arg("rdispls"), py::arg("rank_size"), py::arg("send_numel"), py::arg("recv_capacity") = -1,
+        "The one layout check (see csrc/core/layout.h); returns sum(recv_counts), raises RuntimeError.");
 
   m.def(
       "set_group_resolver",

@@ -89,8 +89,8 @@ std::shared_ptr<Communicator> getCommunicator(const CommConfig& c) {
     auto it = factories().find(c.backend);
     if (it != factories().end()) factory = it->second;
   }
-  ATB_CHECK(factory, ERROR_COMM_EMPTY, "backend '", c.backend, "' is not built into this atb_ops; built: ",
-            c10::Join(", ", registeredBackends()));
+  ATB_CHECK(factory, ERROR_COMM_EMPTY, "backend '", c.backend,
+            "' is not built into this atb_ops; built: ", c10::Join(", ", registeredBackends()));
   // Created outside the lock: creation waits for peers, and in multi-thread mode the peers are
   // other threads of this process that need the cache too.
   std::shared_ptr<Communicator> comm = factory(c);
@@ -117,8 +117,7 @@ std::string resolveBackend(const std::string& requested, c10::DeviceType device)
   if (requested == "auto") return native;
   if (requested == "shm" || requested == "gloo") {
     ATB_CHECK(device == c10::DeviceType::CPU, ERROR_INVALID_PARAM, "backend '", requested,
-              "' moves CPU tensors, got a ", deviceName(device), " tensor; use backend 'auto' or '", native,
-              "'");
+              "' moves CPU tensors, got a ", deviceName(device), " tensor; use backend 'auto' or '", native, "'");
     return requested;
   }
   if (requested == native && hasBackend(native)) return native;
@@ -130,8 +129,7 @@ std::string resolveBackend(const std::string& requested, c10::DeviceType device)
     return native;
   }
   ATB_FAIL(ERROR_INVALID_PARAM, "backend '", requested, "' cannot move ", deviceName(device),
-           " tensors in this build (built backends: ", c10::Join(", ", registeredBackends()),
-           "); use backend 'auto'");
+           " tensors in this build (built backends: ", c10::Join(", ", registeredBackends()), "); use backend 'auto'");
 }
 
 }  // namespace atb_ops

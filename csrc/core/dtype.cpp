@@ -15,10 +15,8 @@ bool isSupportedDtype(c10::ScalarType t) {
     case c10::ScalarType::Float:
     case c10::ScalarType::Byte:
     case c10::ScalarType::Bool:
-    case c10::ScalarType::Double:
-      return true;
-    default:
-      return false;
+    case c10::ScalarType::Double: return true;
+    default: return false;
   }
 }
 

@@ -25,8 +25,12 @@ std::chrono::milliseconds peerTimeout() {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
 
-bool strictBackend() { return flag("ATB_OPS_STRICT_BACKEND"); }
+bool strictBackend() {
+  return flag("ATB_OPS_STRICT_BACKEND");
+}
 
-bool crossRankCheck() { return flag("ATB_OPS_CHECK"); }
+bool crossRankCheck() {
+  return flag("ATB_OPS_CHECK");
+}
 
 }  // namespace atb_ops

@@ -24,8 +24,7 @@ void checkArray(const std::vector<int64_t>& v, const char* name, int64_t rankSiz
   ATB_CHECK(static_cast<int64_t>(v.size()) == rankSize, ERROR_INVALID_PARAM, name, " has ", v.size(),
             " entries but rankSize is ", rankSize, ": ", name, "=", show(v));
   for (size_t i = 0; i < v.size(); ++i) {
-    ATB_CHECK(v[i] >= 0, ERROR_INVALID_PARAM, name, "[", i, "] is ", v[i], "; must be >= 0: ", name, "=",
-              show(v));
+    ATB_CHECK(v[i] >= 0, ERROR_INVALID_PARAM, name, "[", i, "] is ", v[i], "; must be >= 0: ", name, "=", show(v));
   }
 }
 
@@ -53,19 +52,18 @@ int64_t validateLayout(const AllToAllVLayout& l, int64_t rankSize, int64_t sendN
 
   int64_t recvTotal = 0;
   for (int64_t c : l.recvCounts) {
-    ATB_CHECK(c <= INT64_MAX - recvTotal, ERROR_INVALID_PARAM, "sum(recvCounts) overflows int64: ",
-              show(l.recvCounts));
+    ATB_CHECK(c <= INT64_MAX - recvTotal, ERROR_INVALID_PARAM, "sum(recvCounts) overflows int64: ", show(l.recvCounts));
     recvTotal += c;
   }
   const int64_t capacity = recvCapacity < 0 ? recvTotal : recvCapacity;
 
   for (int64_t i = 0; i < rankSize; ++i) {
-    ATB_CHECK(inside(l.sdispls[i], l.sendCounts[i], sendNumel), ERROR_INVALID_PARAM,
-              "send region for rank ", i, " [sdispls[", i, "]=", l.sdispls[i], ", +sendCounts[", i,
-              "]=", l.sendCounts[i], ") exceeds the input's ", sendNumel, " elements");
-    ATB_CHECK(inside(l.rdispls[i], l.recvCounts[i], capacity), ERROR_INVALID_PARAM,
-              "receive region for rank ", i, " [rdispls[", i, "]=", l.rdispls[i], ", +recvCounts[", i,
-              "]=", l.recvCounts[i], ") exceeds the output's ", capacity, " elements");
+    ATB_CHECK(inside(l.sdispls[i], l.sendCounts[i], sendNumel), ERROR_INVALID_PARAM, "send region for rank ", i,
+              " [sdispls[", i, "]=", l.sdispls[i], ", +sendCounts[", i, "]=", l.sendCounts[i], ") exceeds the input's ",
+              sendNumel, " elements");
+    ATB_CHECK(inside(l.rdispls[i], l.recvCounts[i], capacity), ERROR_INVALID_PARAM, "receive region for rank ", i,
+              " [rdispls[", i, "]=", l.rdispls[i], ", +recvCounts[", i, "]=", l.recvCounts[i],
+              ") exceeds the output's ", capacity, " elements");
   }
 
   // Receive regions must not overlap: two peers writing one element would race.
@@ -77,10 +75,9 @@ int64_t validateLayout(const AllToAllVLayout& l, int64_t rankSize, int64_t sendN
   for (size_t k = 1; k < regions.size(); ++k) {
     const int64_t a = regions[k - 1].second;
     const int64_t b = regions[k].second;
-    ATB_CHECK(l.rdispls[a] + l.recvCounts[a] <= l.rdispls[b], ERROR_INVALID_PARAM,
-              "receive regions overlap: rank ", a, " [", l.rdispls[a], ", ", l.rdispls[a] + l.recvCounts[a],
-              ") and rank ", b, " [", l.rdispls[b], ", ", l.rdispls[b] + l.recvCounts[b],
-              "); rdispls=", show(l.rdispls), " recvCounts=", show(l.recvCounts));
+    ATB_CHECK(l.rdispls[a] + l.recvCounts[a] <= l.rdispls[b], ERROR_INVALID_PARAM, "receive regions overlap: rank ", a,
+              " [", l.rdispls[a], ", ", l.rdispls[a] + l.recvCounts[a], ") and rank ", b, " [", l.rdispls[b], ", ",
+              l.rdispls[b] + l.recvCounts[b], "); rdispls=", show(l.rdispls), " recvCounts=", show(l.recvCounts));
   }
   return recvTotal;
 }
@@ -113,19 +110,17 @@ AllToAllVLayout parseLayoutJson(const std::string& text) {
   } catch (const nlohmann::json::parse_error& e) {
     ATB_FAIL(ERROR_INVALID_PARAM, "variant pack param is not valid JSON (", e.what(), "): '", text, "'");
   }
-  ATB_CHECK(obj.is_object(), ERROR_INVALID_PARAM, "variant pack param must be a JSON object, got '", text,
-            "'");
+  ATB_CHECK(obj.is_object(), ERROR_INVALID_PARAM, "variant pack param must be a JSON object, got '", text, "'");
   AllToAllVLayout l;
   const std::pair<const char*, std::vector<int64_t>*> fields[] = {
-      {"sendCounts", &l.sendCounts}, {"sdispls", &l.sdispls}, {"recvCounts", &l.recvCounts},
-      {"rdispls", &l.rdispls}};
+      {"sendCounts", &l.sendCounts}, {"sdispls", &l.sdispls}, {"recvCounts", &l.recvCounts}, {"rdispls", &l.rdispls}};
   for (const auto& [key, value] : obj.items()) {
     bool known = false;
     for (const auto& [name, out] : fields) {
       if (key != name) continue;
       known = true;
-      ATB_CHECK(value.is_array(), ERROR_INVALID_PARAM, "variant pack '", key,
-                "' must be an array of integers, got ", value.dump());
+      ATB_CHECK(value.is_array(), ERROR_INVALID_PARAM, "variant pack '", key, "' must be an array of integers, got ",
+                value.dump());
       for (const auto& item : value) {
         ATB_CHECK(item.is_number_integer(), ERROR_INVALID_PARAM, "variant pack '", key,
                   "' must hold integers only, got ", value.dump());

@@ -26,8 +26,7 @@ struct AllToAllVLayout {
 //  - receive regions lie inside the output of recvCapacity elements and are disjoint.
 // recvCapacity < 0 means "exactly sum(recvCounts)", the ATB output size.
 // Returns sum(recvCounts).
-int64_t validateLayout(const AllToAllVLayout& layout, int64_t rankSize, int64_t sendNumel,
-                       int64_t recvCapacity = -1);
+int64_t validateLayout(const AllToAllVLayout& layout, int64_t rankSize, int64_t sendNumel, int64_t recvCapacity = -1);
 
 // The layout whose send and receive sides are swapped: the adjoint (backward) of an alltoallv.
 AllToAllVLayout transposedLayout(const AllToAllVLayout& layout);

@@ -18,14 +18,13 @@ json parseObject(const std::string& text, const std::string& opName) {
   } catch (const json::parse_error& e) {
     ATB_FAIL(ERROR_INVALID_PARAM, opName, " param is not valid JSON (", e.what(), "): '", text, "'");
   }
-  ATB_CHECK(parsed.is_object(), ERROR_INVALID_PARAM, opName, " param must be a JSON object, got '", text,
-            "'");
+  ATB_CHECK(parsed.is_object(), ERROR_INVALID_PARAM, opName, " param must be a JSON object, got '", text, "'");
   return parsed;
 }
 
 int32_t readInt32(const json& v, const char* key, const std::string& opName) {
-  ATB_CHECK(v.is_number_integer(), ERROR_INVALID_PARAM, opName, " param '", key,
-            "' must be an integer, got ", v.dump());
+  ATB_CHECK(v.is_number_integer(), ERROR_INVALID_PARAM, opName, " param '", key, "' must be an integer, got ",
+            v.dump());
   const int64_t x = v.get<int64_t>();
   ATB_CHECK(x >= INT32_MIN && x <= INT32_MAX, ERROR_INVALID_PARAM, opName, " param '", key,
             "' does not fit in int32, got ", x);
@@ -33,21 +32,19 @@ int32_t readInt32(const json& v, const char* key, const std::string& opName) {
 }
 
 std::string readString(const json& v, const char* key, const std::string& opName) {
-  ATB_CHECK(v.is_string(), ERROR_INVALID_PARAM, opName, " param '", key, "' must be a string, got ",
-            v.dump());
+  ATB_CHECK(v.is_string(), ERROR_INVALID_PARAM, opName, " param '", key, "' must be a string, got ", v.dump());
   return v.get<std::string>();
 }
 
 bool fileExists(const std::string& path) {
-  struct stat st {};
+  struct stat st{};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
 }  // namespace
 
 bool isKnownBackend(const std::string& backend) {
-  return backend == "hccl" || backend == "nccl" || backend == "shm" || backend == "gloo" ||
-         backend == "auto";
+  return backend == "hccl" || backend == "nccl" || backend == "shm" || backend == "gloo" || backend == "auto";
 }
 
 CommParam parseCommParam(const std::string& text, const std::string& opName) {
@@ -65,8 +62,8 @@ CommParam parseCommParam(const std::string& text, const std::string& opName) {
     } else if (key == "hcclComm") {
       // Handles are pointers: accept the full unsigned range, reject negatives.
       ATB_CHECK(value.is_number_unsigned() || (value.is_number_integer() && value.get<int64_t>() >= 0),
-                ERROR_INVALID_PARAM, opName,
-                " param 'hcclComm' must be a non-negative integer handle, got ", value.dump());
+                ERROR_INVALID_PARAM, opName, " param 'hcclComm' must be a non-negative integer handle, got ",
+                value.dump());
       p.hcclComm = value.get<uint64_t>();
     } else if (key == "commMode") {
       p.commMode = static_cast<CommMode>(readInt32(value, "commMode", opName));
@@ -85,27 +82,24 @@ CommParam parseCommParam(const std::string& text, const std::string& opName) {
 }
 
 void validateCommParam(const CommParam& p, const std::string& opName) {
-  ATB_CHECK(p.rankSize > 0, ERROR_INVALID_PARAM, opName, " param 'rankSize' must be > 0, got ",
-            p.rankSize);
+  ATB_CHECK(p.rankSize > 0, ERROR_INVALID_PARAM, opName, " param 'rankSize' must be > 0, got ", p.rankSize);
   ATB_CHECK(!(p.rank == -1 && p.rankSize > 1), ERROR_INVALID_PARAM, opName,
             " param 'rank' is -1 (unset) while rankSize is ", p.rankSize);
   ATB_CHECK(isKnownBackend(p.backend), ERROR_INVALID_PARAM, opName, " param 'backend' is '", p.backend,
             "'; expected one of hccl, nccl, shm, gloo, auto");
-  ATB_CHECK(p.commMode == CommMode::MULTI_PROCESS || p.commMode == CommMode::MULTI_THREAD,
-            ERROR_INVALID_PARAM, opName, " param 'commMode' must be 0 (multi-process) or 1 (multi-thread), got ",
-            static_cast<int>(p.commMode));
-  ATB_CHECK(p.commDomain.size() <= kMaxCommDomainLength, ERROR_INVALID_PARAM, opName,
-            " param 'commDomain' is ", p.commDomain.size(), " characters; at most ", kMaxCommDomainLength,
-            " allowed");
+  ATB_CHECK(p.commMode == CommMode::MULTI_PROCESS || p.commMode == CommMode::MULTI_THREAD, ERROR_INVALID_PARAM, opName,
+            " param 'commMode' must be 0 (multi-process) or 1 (multi-thread), got ", static_cast<int>(p.commMode));
+  ATB_CHECK(p.commDomain.size() <= kMaxCommDomainLength, ERROR_INVALID_PARAM, opName, " param 'commDomain' is ",
+            p.commDomain.size(), " characters; at most ", kMaxCommDomainLength, " allowed");
   if (!p.rankTableFile.empty()) {
-    ATB_CHECK(fileExists(p.rankTableFile), ERROR_INVALID_PARAM, opName, " param 'rankTableFile' '",
-              p.rankTableFile, "' does not exist or is not a regular file");
+    ATB_CHECK(fileExists(p.rankTableFile), ERROR_INVALID_PARAM, opName, " param 'rankTableFile' '", p.rankTableFile,
+              "' does not exist or is not a regular file");
   }
   if (p.hcclComm == 0 && p.rankTableFile.empty()) {
-    ATB_CHECK(p.rank >= 0 && p.rank < p.rankSize, ERROR_INVALID_PARAM, opName, " param 'rank' is ",
-              p.rank, "; must be in [0, rankSize=", p.rankSize, ")");
-    ATB_CHECK(p.rankRoot >= 0 && p.rankRoot < p.rankSize, ERROR_INVALID_PARAM, opName,
-              " param 'rankRoot' is ", p.rankRoot, "; must be in [0, rankSize=", p.rankSize, ")");
+    ATB_CHECK(p.rank >= 0 && p.rank < p.rankSize, ERROR_INVALID_PARAM, opName, " param 'rank' is ", p.rank,
+              "; must be in [0, rankSize=", p.rankSize, ")");
+    ATB_CHECK(p.rankRoot >= 0 && p.rankRoot < p.rankSize, ERROR_INVALID_PARAM, opName, " param 'rankRoot' is ",
+              p.rankRoot, "; must be in [0, rankSize=", p.rankSize, ")");
   }
 }
 

@@ -39,9 +39,8 @@ class AllGatherOperation final : public CommOperation {
   }
 };
 
-const bool registered = registerOperation("AllGatherOperation", [] {
-  return std::unique_ptr<Operation>(new AllGatherOperation());
-});
+const bool registered =
+    registerOperation("AllGatherOperation", [] { return std::unique_ptr<Operation>(new AllGatherOperation()); });
 
 }  // namespace
 }  // namespace atb_ops

@@ -50,9 +50,8 @@ class AllToAllOperation final : public CommOperation {
   }
 };
 
-const bool registered = registerOperation("AllToAllOperation", [] {
-  return std::unique_ptr<Operation>(new AllToAllOperation());
-});
+const bool registered =
+    registerOperation("AllToAllOperation", [] { return std::unique_ptr<Operation>(new AllToAllOperation()); });
 
 }  // namespace
 }  // namespace atb_ops

@@ -81,9 +81,9 @@ class AllToAllVV2Operation final : public CommOperation {
     const at::Tensor& x = inputs[0];
     const int64_t total = validateLayout(p.layout, prm.rankSize, x.numel());
     const at::Tensor& shapeTensor = inputs.back();
-    ATB_CHECK(shapeTensor.defined() && shapeTensor.dim() == 1 && shapeTensor.size(0) == total,
-              ERROR_INVALID_TENSOR_DIM, name(), " tensorForInferShape must have shape [sum(recvCounts)=", total,
-              "], got ", shapeTensor.defined() ? shapeTensor.sizes() : c10::IntArrayRef{});
+    ATB_CHECK(shapeTensor.defined() && shapeTensor.dim() == 1 && shapeTensor.size(0) == total, ERROR_INVALID_TENSOR_DIM,
+              name(), " tensorForInferShape must have shape [sum(recvCounts)=", total, "], got ",
+              shapeTensor.defined() ? shapeTensor.sizes() : c10::IntArrayRef{});
     p.x = x.contiguous();  // as ATB's torch binding does
     return p;
   }
@@ -98,16 +98,13 @@ class AllToAllVV2Operation final : public CommOperation {
     }
   }
 
-  void run(const Prepared& p, at::Tensor& out) const {
-    communicatorFor(p.x)->alltoallv(p.x, p.layout, out);
-  }
+  void run(const Prepared& p, at::Tensor& out) const { communicatorFor(p.x)->alltoallv(p.x, p.layout, out); }
 
   std::optional<AllToAllVLayout> pack_;
 };
 
-const bool registered = registerOperation("AllToAllVV2Operation", [] {
-  return std::unique_ptr<Operation>(new AllToAllVV2Operation());
-});
+const bool registered =
+    registerOperation("AllToAllVV2Operation", [] { return std::unique_ptr<Operation>(new AllToAllVV2Operation()); });
 
 }  // namespace
 }  // namespace atb_ops

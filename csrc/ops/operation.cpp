@@ -44,8 +44,8 @@ std::shared_ptr<Communicator> CommOperation::communicatorFor(const at::Tensor& x
 }
 
 void CommOperation::checkInputCount(const std::vector<at::Tensor>& inputs, size_t expected) const {
-  ATB_CHECK(inputs.size() == expected, ERROR_INVALID_IN_TENSOR_NUM, name_, " takes ", expected,
-            " input tensors, got ", inputs.size());
+  ATB_CHECK(inputs.size() == expected, ERROR_INVALID_IN_TENSOR_NUM, name_, " takes ", expected, " input tensors, got ",
+            inputs.size());
   ATB_CHECK(inputs[0].defined(), ERROR_INVALID_PARAM, name_, " input 0 (x) is an undefined tensor");
   checkSupportedDtype(inputs[0].scalar_type(), name_ + " input x");
 }
@@ -56,10 +56,10 @@ void CommOperation::checkOutput(const at::Tensor& out, const Shape& expected, co
             out.sizes(), "; expected ", c10::IntArrayRef(expected));
   ATB_CHECK(out.scalar_type() == x.scalar_type(), ERROR_INVALID_TENSOR_DTYPE, name_, " output has dtype ",
             out.scalar_type(), " but x has ", x.scalar_type());
-  ATB_CHECK(out.device() == x.device(), ERROR_INVALID_PARAM, name_, " output is on ", out.device(),
-            " but x is on ", x.device());
-  ATB_CHECK(out.is_contiguous(), ERROR_INVALID_PARAM, name_, " output must be contiguous (strides ",
-            out.strides(), ")");
+  ATB_CHECK(out.device() == x.device(), ERROR_INVALID_PARAM, name_, " output is on ", out.device(), " but x is on ",
+            x.device());
+  ATB_CHECK(out.is_contiguous(), ERROR_INVALID_PARAM, name_, " output must be contiguous (strides ", out.strides(),
+            ")");
 }
 
 }  // namespace atb_ops

@@ -64,8 +64,8 @@ C10dCommunicator::C10dCommunicator(const CommConfig& c) {
              e.what_without_backtrace(), ")");
   }
   ATB_CHECK(pg_->getRank() == c.rank && pg_->getSize() == c.rankSize, ERROR_INVALID_PARAM,
-            "backend 'gloo': param says rank ", c.rank, " of rankSize ", c.rankSize, " but process group '",
-            groupName_, "' has rank ", pg_->getRank(), " of size ", pg_->getSize());
+            "backend 'gloo': param says rank ", c.rank, " of rankSize ", c.rankSize, " but process group '", groupName_,
+            "' has rank ", pg_->getRank(), " of size ", pg_->getSize());
 }
 
 void C10dCommunicator::waitFor(const c10::intrusive_ptr<c10d::Work>& work, const char* what) const {
@@ -101,8 +101,8 @@ void C10dCommunicator::alltoallv(const at::Tensor& send, const AllToAllVLayout& 
     in = sendBytes.narrow(0, 0, l.totalSend() * es);
   }
   const bool recvPacked = packedInRankOrder(l.recvCounts, l.rdispls);
-  at::Tensor out = recvPacked ? recvBytes.narrow(0, 0, l.totalRecv() * es)
-                              : at::empty({l.totalRecv() * es}, recvBytes.options());
+  at::Tensor out =
+      recvPacked ? recvBytes.narrow(0, 0, l.totalRecv() * es) : at::empty({l.totalRecv() * es}, recvBytes.options());
 
   std::vector<int64_t> inSplits = scaled(l.sendCounts, es);
   std::vector<int64_t> outSplits = scaled(l.recvCounts, es);
@@ -124,7 +124,9 @@ void C10dCommunicator::allgather(const at::Tensor& send, at::Tensor& recv) {
   waitFor(pg_->_allgather_base(out, in), "allgather");
 }
 
-void C10dCommunicator::barrier() { waitFor(pg_->barrier(), "barrier"); }
+void C10dCommunicator::barrier() {
+  waitFor(pg_->barrier(), "barrier");
+}
 
 namespace {
 const bool registered = [] {

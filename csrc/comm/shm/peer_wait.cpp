@@ -64,8 +64,8 @@ bool processAlive(pid_t pid) {
   return state != 'Z' && state != 'X';
 }
 
-void waitReached(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, uint32_t target,
-                 const WaitTarget& peer, std::chrono::milliseconds timeout) {
+void waitReached(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, uint32_t target, const WaitTarget& peer,
+                 std::chrono::milliseconds timeout) {
   if (reached(word.load(std::memory_order_acquire), target)) return;
   const auto start = Clock::now();
   while (Clock::now() - start < kSpinFor) {
@@ -87,12 +87,11 @@ void waitReached(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, ui
     waiters.fetch_sub(1, std::memory_order_seq_cst);
     if (reached(word.load(std::memory_order_acquire), target)) return;
     const auto now = Clock::now();
-    ATB_CHECK(now < deadline, ERROR_COMM_TIMEOUT, peer.what, ": rank ", peer.peerRank, " (pid ",
-              peer.peerPid, ") did not arrive within ATB_OPS_TIMEOUT=",
-              std::chrono::duration<double>(timeout).count(), " s");
+    ATB_CHECK(now < deadline, ERROR_COMM_TIMEOUT, peer.what, ": rank ", peer.peerRank, " (pid ", peer.peerPid,
+              ") did not arrive within ATB_OPS_TIMEOUT=", std::chrono::duration<double>(timeout).count(), " s");
     if (now >= nextLivenessCheck) {
-      ATB_CHECK(processAlive(peer.peerPid), ERROR_COMM_PEER_DIED, peer.what, ": rank ", peer.peerRank,
-                " (pid ", peer.peerPid, ") exited while this rank waited for it");
+      ATB_CHECK(processAlive(peer.peerPid), ERROR_COMM_PEER_DIED, peer.what, ": rank ", peer.peerRank, " (pid ",
+                peer.peerPid, ") exited while this rank waited for it");
       nextLivenessCheck = now + kLivenessEvery;
     }
   }

@@ -23,8 +23,8 @@ inline bool reached(uint32_t value, uint32_t target) {
 
 // Blocks until word >= target. Raises ERROR_COMM_TIMEOUT after `timeout`, ERROR_COMM_PEER_DIED as soon as
 // the peer process is gone; both name the peer rank and pid.
-void waitReached(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, uint32_t target,
-                 const WaitTarget& peer, std::chrono::milliseconds timeout);
+void waitReached(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, uint32_t target, const WaitTarget& peer,
+                 std::chrono::milliseconds timeout);
 
 // Stores value and wakes sleepers, skipping the syscall when nobody sleeps.
 void publish(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, uint32_t value);

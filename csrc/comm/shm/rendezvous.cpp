@@ -89,7 +89,7 @@ void publishRendezvous(const std::string& path, const RendezvousRecord& r) {
 }
 
 std::optional<RendezvousRecord> readLiveRendezvous(const std::string& path) {
-  struct stat st {};
+  struct stat st{};
   // Only our own files: another user's file could point us at their segment.
   if (::stat(path.c_str(), &st) != 0 || st.st_uid != ::getuid()) return std::nullopt;
   std::ifstream f(path);

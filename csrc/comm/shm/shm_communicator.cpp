@@ -52,9 +52,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-size_t roundUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
+size_t roundUp(size_t n, size_t a) {
+  return (n + a - 1) / a * a;
+}
 
-SegmentHeader& headerOf(const MappedSegment& s) { return *static_cast<SegmentHeader*>(s.base()); }
+SegmentHeader& headerOf(const MappedSegment& s) {
+  return *static_cast<SegmentHeader*>(s.base());
+}
 
 std::string describe(const CommConfig& c, const std::string& jobKey) {
   return "commDomain '" + c.commDomain + "', rankSize " + std::to_string(c.rankSize) + ", job '" + jobKey + "'";
@@ -68,8 +72,7 @@ void sleepBackoff(int& attempt) {
 }  // namespace
 
 ShmCommunicator::ShmCommunicator(const CommConfig& config) : rank_(config.rank), size_(config.rankSize) {
-  ATB_CHECK(config.handle == 0, ERROR_INVALID_PARAM, "backend 'shm' takes no hcclComm handle, got ",
-            config.handle);
+  ATB_CHECK(config.handle == 0, ERROR_INVALID_PARAM, "backend 'shm' takes no hcclComm handle, got ", config.handle);
   attach(config);
 }
 
@@ -94,9 +97,8 @@ void ShmCommunicator::attach(const CommConfig& c) {
 
   auto claimSlot = [&]() {
     int32_t expected = 0;
-    ATB_CHECK(slot(rank_).pid.compare_exchange_strong(expected, self), ERROR_INVALID_PARAM, "shm: rank ", rank_,
-              " of ", describe(c, jobKey), " is already taken by pid ", expected,
-              "; every rank needs its own 'rank'");
+    ATB_CHECK(slot(rank_).pid.compare_exchange_strong(expected, self), ERROR_INVALID_PARAM, "shm: rank ", rank_, " of ",
+              describe(c, jobKey), " is already taken by pid ", expected, "; every rank needs its own 'rank'");
     headerOf(segment_).attached.fetch_add(1);
   };
 
@@ -114,15 +116,16 @@ void ShmCommunicator::attach(const CommConfig& c) {
     while (true) {
       if (auto record = readLiveRendezvous(rdvPath)) {
         MappedSegment seg = MappedSegment::open(record->segmentName);
-        if (seg.valid() && seg.size() == bytes && headerOf(seg).magic.load(std::memory_order_acquire) == kSegmentMagic &&
-            headerOf(seg).keyHash == keyHash && headerOf(seg).rankSize == size_) {
+        if (seg.valid() && seg.size() == bytes &&
+            headerOf(seg).magic.load(std::memory_order_acquire) == kSegmentMagic && headerOf(seg).keyHash == keyHash &&
+            headerOf(seg).rankSize == size_) {
           segment_ = std::move(seg);
           break;
         }
       }
       ATB_CHECK(Clock::now() < deadline, ERROR_COMM_TIMEOUT, "shm rendezvous: root rank ", c.rankRoot,
-                " did not publish the communicator for ", describe(c, jobKey), " within ATB_OPS_TIMEOUT=",
-                std::chrono::duration<double>(timeout).count(), " s");
+                " did not publish the communicator for ", describe(c, jobKey),
+                " within ATB_OPS_TIMEOUT=", std::chrono::duration<double>(timeout).count(), " s");
       sleepBackoff(attempt);
     }
     claimSlot();
@@ -204,8 +207,8 @@ void ShmCommunicator::copyFromPeers(const at::Tensor& recv, const AllToAllVLayou
 
 void ShmCommunicator::alltoallv(const at::Tensor& send, const AllToAllVLayout& layout, at::Tensor& recv) {
   static constexpr const char* kWhat = "shm alltoallv";
-  ATB_CHECK(brokenBy_.empty(), ERROR_COMM_EMPTY, kWhat, ": this communicator failed earlier and is unusable: ",
-            brokenBy_);
+  ATB_CHECK(brokenBy_.empty(), ERROR_COMM_EMPTY, kWhat,
+            ": this communicator failed earlier and is unusable: ", brokenBy_);
   const uint32_t seq = ++seq_;
   const int64_t es = send.element_size();
   SlotHead& mine = slot(rank_);
@@ -254,8 +257,8 @@ void ShmCommunicator::alltoallv(const at::Tensor& send, const AllToAllVLayout& l
 
 void ShmCommunicator::barrier() {
   at::Tensor none = at::empty({0}, at::kByte);
-  AllToAllVLayout zero{std::vector<int64_t>(size_, 0), std::vector<int64_t>(size_, 0),
-                       std::vector<int64_t>(size_, 0), std::vector<int64_t>(size_, 0)};
+  AllToAllVLayout zero{std::vector<int64_t>(size_, 0), std::vector<int64_t>(size_, 0), std::vector<int64_t>(size_, 0),
+                       std::vector<int64_t>(size_, 0)};
   alltoallv(none, zero, none);
 }
 

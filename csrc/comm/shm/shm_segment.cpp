@@ -23,11 +23,15 @@ struct FdGuard {
   }
 };
 
-std::string shmName(const std::string& name) { return "/" + name; }
+std::string shmName(const std::string& name) {
+  return "/" + name;
+}
 
 }  // namespace
 
-std::string userPrefix() { return "atb_ops." + std::to_string(::getuid()) + "."; }
+std::string userPrefix() {
+  return "atb_ops." + std::to_string(::getuid()) + ".";
+}
 
 std::string randomToken() {
   unsigned char bytes[16];
@@ -85,13 +89,15 @@ MappedSegment MappedSegment::create(const std::string& name, size_t bytes) {
 MappedSegment MappedSegment::open(const std::string& name) {
   FdGuard fd{::shm_open(shmName(name).c_str(), O_RDWR, 0)};
   if (fd.fd < 0) return MappedSegment();
-  struct stat st {};
+  struct stat st{};
   if (::fstat(fd.fd, &st) != 0 || st.st_size <= 0 || st.st_uid != ::getuid()) return MappedSegment();
   void* base = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED, fd.fd, 0);
   if (base == MAP_FAILED) return MappedSegment();
   return MappedSegment(name, base, static_cast<size_t>(st.st_size));
 }
 
-void unlinkSegment(const std::string& name) { ::shm_unlink(shmName(name).c_str()); }
+void unlinkSegment(const std::string& name) {
+  ::shm_unlink(shmName(name).c_str());
+}
 
 }  // namespace atb_ops::shm

@@ -1,0 +1,25 @@
+"""Command line: python -m atb_ops {demo,bench,doctor} [options]."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+COMMANDS = {
+    "demo": ("atb_ops.demo", "the seed's AllToAllVV2 example on CPU ranks"),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
+        print("usage: python -m atb_ops COMMAND [options]\n\ncommands:")
+        for name, (_, what) in COMMANDS.items():
+            print(f"  {name:8s} {what}")
+        return 0 if not argv or argv[0] in ("-h", "--help") else 2
+    module = importlib.import_module(COMMANDS[argv[0]][0])
+    return module.main(argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,249 @@
+"""Bad params and variant packs: each raises a clear RuntimeError, starting with ATB's error name and
+naming the field and value, before any communication.
+
+These run in the test process itself with rankSize 2 and no peer: a check that let bad input through
+would reach the rendezvous and fail with ERROR_COMM_TIMEOUT after ATB_OPS_TIMEOUT (set short here)
+instead of the expected error, so a missing check fails the test rather than hanging it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import torch
+
+import atb_ops  # noqa: F401  (registers torch.classes.OperationTorch)
+
+GOOD = {"rank": 0, "rankSize": 2, "rankRoot": 0, "backend": "shm"}
+
+
+@pytest.fixture(autouse=True)
+def short_timeout(monkeypatch):
+    monkeypatch.setenv("ATB_OPS_TIMEOUT", "3")
+
+
+def op(name: str = "AllToAllVV2Operation", **param):
+    o = torch.classes.OperationTorch.OperationTorch(name)
+    o.set_param(json.dumps({**GOOD, **param}))
+    return o
+
+
+def i64(values):
+    return torch.tensor(values, dtype=torch.int64)
+
+
+def expect(error: str, *fragments: str):
+    pattern = "^" + re.escape(error) + ".*" + ".*".join(re.escape(f) for f in fragments)
+    return pytest.raises(RuntimeError, match=re.compile(pattern, re.S))
+
+
+BAD_PARAMS = [
+    ("not json", "{rank: 0", ["not valid JSON"]),
+    ("not an object", "[1, 2]", ["must be a JSON object"]),
+    ("unknown key", json.dumps({**GOOD, "rankz": 1}), ["unknown key 'rankz'"]),
+    ("rankSize zero", json.dumps({**GOOD, "rankSize": 0}), ["'rankSize' must be > 0, got 0"]),
+    ("rank unset with many ranks", json.dumps({**GOOD, "rank": -1}), ["'rank' is -1", "rankSize is 2"]),
+    ("rank too big", json.dumps({**GOOD, "rank": 2}), ["'rank' is 2", "rankSize=2"]),
+    ("rankRoot out of range", json.dumps({**GOOD, "rankRoot": 5}), ["'rankRoot' is 5"]),
+    ("commMode", json.dumps({**GOOD, "commMode": 2}), ["'commMode'", "got 2"]),
+    ("commMode undefined", json.dumps({**GOOD, "commMode": -1}), ["'commMode'", "got -1"]),
+    ("commDomain too long", json.dumps({**GOOD, "commDomain": "d" * 129}), ["'commDomain' is 129 characters"]),
+    (
+        "rankTableFile missing",
+        json.dumps({**GOOD, "rankTableFile": "/nonexistent/rt.json"}),
+        ["'rankTableFile' '/nonexistent/rt.json' does not exist"],
+    ),
+    ("backend unknown", json.dumps({**GOOD, "backend": "mpi"}), ["'backend' is 'mpi'"]),
+    ("rank as string", json.dumps({**GOOD, "rank": "0"}), ["'rank' must be an integer, got \"0\""]),
+    ("hcclComm negative", json.dumps({**GOOD, "hcclComm": -4}), ["'hcclComm'", "-4"]),
+]
+
+
+@pytest.mark.parametrize("what,param,fragments", BAD_PARAMS, ids=[b[0] for b in BAD_PARAMS])
+@pytest.mark.parametrize("name", ["AllToAllVV2Operation", "AllGatherOperation", "AllToAllOperation"])
+def test_bad_param(name, what, param, fragments):
+    o = torch.classes.OperationTorch.OperationTorch(name)
+    with expect("ERROR_INVALID_PARAM", *fragments):
+        o.set_param(param)
+
+
+def test_good_param_returns_atb_status():
+    o = torch.classes.OperationTorch.OperationTorch("AllToAllVV2Operation")
+    assert json.loads(o.set_param(json.dumps(GOOD))) == {"result": 0}
+    assert json.loads(o.update_param(json.dumps({**GOOD, "commDomain": "x"}))) == {"result": 0}
+
+
+def test_unknown_operation():
+    with expect("ERROR_INVALID_PARAM", "unknown operation 'AllToAllVV3Operation'", "AllToAllVV2Operation"):
+        torch.classes.OperationTorch.OperationTorch("AllToAllVV3Operation")
+
+
+def test_execute_before_set_param():
+    o = torch.classes.OperationTorch.OperationTorch("AllToAllVV2Operation")
+    with expect("ERROR_INVALID_PARAM", "set_param must be called before execute"):
+        o.execute([torch.zeros(4), i64([2, 2]), i64([0, 2]), i64([2, 2]), i64([0, 2]), torch.zeros(4)])
+
+
+X = torch.arange(8, dtype=torch.float32)
+OK_COUNTS = [i64([4, 4]), i64([0, 4]), i64([4, 4]), i64([0, 4])]
+
+
+BAD_EXECUTES = [
+    ("three inputs", [X, i64([4, 4]), i64([0, 4])], "ERROR_INVALID_IN_TENSOR_NUM", ["takes 6 inputs", "got 3"]),
+    (
+        "counts int32",
+        [X, torch.tensor([4, 4], dtype=torch.int32), *OK_COUNTS[1:], torch.zeros(8)],
+        "ERROR_INVALID_TENSOR_DTYPE",
+        ["'sendCounts' must be int64", "Int"],
+    ),
+    (
+        "counts wrong length",
+        [X, i64([4, 4, 0]), *OK_COUNTS[1:], torch.zeros(8)],
+        "ERROR_INVALID_TENSOR_DIM",
+        ["'sendCounts' must have shape [rankSize=2]", "[3]"],
+    ),
+    (
+        "negative count",
+        [X, i64([-1, 4]), *OK_COUNTS[1:], torch.zeros(8)],
+        "ERROR_INVALID_PARAM",
+        ["sendCounts[0] is -1"],
+    ),
+    (
+        "negative displacement",
+        [X, OK_COUNTS[0], i64([0, -2]), *OK_COUNTS[2:], torch.zeros(8)],
+        "ERROR_INVALID_PARAM",
+        ["sdispls[1] is -2"],
+    ),
+    (
+        "send region past x",
+        [X, OK_COUNTS[0], i64([0, 5]), *OK_COUNTS[2:], torch.zeros(8)],
+        "ERROR_INVALID_PARAM",
+        ["send region for rank 1", "sdispls[1]=5", "sendCounts[1]=4", "input's 8 elements"],
+    ),
+    (
+        "receive regions overlap",
+        [X, *OK_COUNTS[:3], i64([0, 2]), torch.zeros(8)],
+        "ERROR_INVALID_PARAM",
+        ["receive regions overlap", "rank 0 [0, 4)", "rank 1 [2, 6)"],
+    ),
+    (
+        "receive region past output",
+        [X, *OK_COUNTS[:3], i64([0, 5]), torch.zeros(8)],
+        "ERROR_INVALID_PARAM",
+        ["receive region for rank 1", "rdispls[1]=5", "output's 8 elements"],
+    ),
+    (
+        "tensorForInferShape length",
+        [X, *OK_COUNTS, torch.zeros(7)],
+        "ERROR_INVALID_TENSOR_DIM",
+        ["tensorForInferShape must have shape [sum(recvCounts)=8]", "[7]"],
+    ),
+    (
+        "complex x",
+        [X.to(torch.complex64), *OK_COUNTS, torch.zeros(8)],
+        "ERROR_INVALID_TENSOR_DTYPE",
+        ["input x has dtype ComplexFloat"],
+    ),
+]
+
+
+@pytest.mark.parametrize("what,inputs,error,fragments", BAD_EXECUTES, ids=[b[0] for b in BAD_EXECUTES])
+def test_bad_execute(what, inputs, error, fragments):
+    with expect(error, *fragments):
+        op().execute(inputs)
+
+
+def test_variant_pack_disagrees_with_tensors():
+    o = op()
+    o.set_varaintpack_param(
+        json.dumps({"sendCounts": [4, 4], "sdispls": [0, 4], "recvCounts": [4, 4], "rdispls": [4, 0]})
+    )
+    with expect("ERROR_INVALID_PARAM", "'rdispls' [0, 4] disagrees with set_varaintpack_param's [4, 0]"):
+        o.execute([X, *OK_COUNTS, torch.zeros(8)])
+
+
+@pytest.mark.parametrize(
+    "pack,fragments",
+    [
+        ({"sendCounts": [4, 4], "sdispls": [0, 4], "recvCounts": [4, 4]}, ["missing 'rdispls'"]),
+        (
+            {"sendCounts": [4, 4], "sdispls": [0, 4], "recvCounts": [4, 4], "rdispls": [0, 4], "x": 1},
+            ["unknown key 'x'"],
+        ),
+        (
+            {"sendCounts": [4, 4.5], "sdispls": [0, 4], "recvCounts": [4, 4], "rdispls": [0, 4]},
+            ["'sendCounts' must hold integers only"],
+        ),
+    ],
+)
+def test_bad_variant_pack(pack, fragments):
+    with expect("ERROR_INVALID_PARAM", *fragments):
+        op().set_variantpack_param(json.dumps(pack))
+
+
+def test_two_inputs_without_pack():
+    with expect("ERROR_INVALID_IN_TENSOR_NUM", "got 2", "no variant pack was set"):
+        op().execute([X, torch.zeros(8)])
+
+
+def test_variant_pack_wrong_length_caught_at_execute():
+    o = op()
+    o.set_varaintpack_param(json.dumps({"sendCounts": [8], "sdispls": [0], "recvCounts": [8], "rdispls": [0]}))
+    with expect("ERROR_INVALID_PARAM", "sendCounts has 1 entries but rankSize is 2"):
+        o.execute([X, torch.zeros(8)])
+
+
+@pytest.mark.parametrize(
+    "out,error,fragments",
+    [
+        (torch.empty(1, 7), "ERROR_INVALID_TENSOR_SIZE", ["output has shape [1, 7]", "expected [1, 8]"]),
+        (
+            torch.empty(1, 8, dtype=torch.float16),
+            "ERROR_INVALID_TENSOR_DTYPE",
+            ["output has dtype Half", "x has Float"],
+        ),
+        (torch.empty(1, 16)[:, ::2], "ERROR_INVALID_PARAM", ["output must be contiguous"]),
+    ],
+)
+def test_bad_execute_out(out, error, fragments):
+    with expect(error, *fragments):
+        op().execute_out([X, *OK_COUNTS, torch.zeros(8)], [out])
+
+
+def test_alltoall_indivisible_dim0():
+    with expect("ERROR_INVALID_TENSOR_DIM", "dim 0 divisible by rankSize=2", "[3, 2]"):
+        op("AllToAllOperation").execute([torch.zeros(3, 2)])
+
+
+def test_allgather_input_count():
+    with expect("ERROR_INVALID_IN_TENSOR_NUM", "takes 1 input tensors, got 2"):
+        op("AllGatherOperation").execute([torch.zeros(3), torch.zeros(3)])
+
+
+def test_shm_rejects_vendor_handle():
+    with expect("ERROR_INVALID_PARAM", "backend 'shm' takes no hcclComm handle, got 1234"):
+        op(hcclComm=1234).execute([X, *OK_COUNTS, torch.zeros(8)])
+
+
+def test_gloo_without_process_group(monkeypatch):
+    monkeypatch.delenv("MASTER_ADDR", raising=False)
+    monkeypatch.delenv("MASTER_PORT", raising=False)
+    with expect("ERROR_COMM_EMPTY", "backend 'gloo' needs torch.distributed"):
+        op(backend="gloo").execute([X, *OK_COUNTS, torch.zeros(8)])
+
+
+def test_strict_backend_refuses_hccl_fallback(monkeypatch):
+    monkeypatch.setenv("ATB_OPS_STRICT_BACKEND", "1")
+    o = torch.classes.OperationTorch.OperationTorch("AllToAllVV2Operation")
+    with expect("ERROR_INVALID_PARAM", "'backend' is 'hccl'", "ATB_OPS_STRICT_BACKEND=1"):
+        o.set_param(json.dumps({**GOOD, "backend": "hccl"}))
+
+
+def test_missing_peer_times_out_naming_it(monkeypatch):
+    """A good op whose peer never comes: an error naming rank 1 after ATB_OPS_TIMEOUT, not a hang."""
+    monkeypatch.setenv("ATB_OPS_TIMEOUT", "1")
+    monkeypatch.setenv("ATB_OPS_JOB_ID", "lonely-rank-test")
+    with expect("ERROR_COMM_TIMEOUT", "rank(s) 1", "did not join within ATB_OPS_TIMEOUT=1"):
+        op(commDomain="lonely").execute([X, *OK_COUNTS, torch.zeros(8)])
