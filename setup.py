@@ -45,7 +45,7 @@ def extension():
     return CppExtension(
         name="atb_ops._C",
         sources=relative(cpu_sources()),
-        include_dirs=[str(ROOT / "csrc"), nlohmann_include()],
+        include_dirs=[str(ROOT / "csrc"), str(ROOT), nlohmann_include()],
         extra_compile_args={"cxx": flags},
     )
 

@@ -1,27 +1,12 @@
 // torch.classes.OperationTorch.OperationTorch: ATB's torch binding, over csrc/ops.
-#include <Python.h>
-#include <pybind11/pybind11.h>
 #include <torch/custom_class.h>
 #include <torch/library.h>
 
-#include <optional>
-
+#include "op_plugin/gil_release.h"
 #include "ops/operation.h"
 
 namespace atb_ops {
 namespace {
-
-// Collectives wait on peers; holding the GIL there would stall every other Python thread of the rank
-// (and deadlock ranks that are threads). TorchScript callers may arrive without the GIL.
-class GilRelease {
- public:
-  GilRelease() {
-    if (Py_IsInitialized() && PyGILState_Check()) release_.emplace();
-  }
-
- private:
-  std::optional<pybind11::gil_scoped_release> release_;
-};
 
 class OperationTorch : public torch::CustomClassHolder {
  public:
