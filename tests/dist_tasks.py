@@ -1,0 +1,230 @@
+"""Rank-side functions for the atb_ops.distributed tests (run inside a RankPool's ranks)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+import torch
+import torch.distributed as dist
+
+from atb_ops import distributed as ad
+
+
+@contextlib.contextmanager
+def cpu_path(path: str):
+    """Force the CPU path (shm / group) for the calls inside."""
+    old = os.environ.get("ATB_OPS_CPU_PATH")
+    os.environ["ATB_OPS_CPU_PATH"] = path
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("ATB_OPS_CPU_PATH", None)
+        else:
+            os.environ["ATB_OPS_CPU_PATH"] = old
+
+
+def seed_000(rank: int, world_size: int, path: str):
+    """Paddle's global_scatter example, forward and backward (c = a * a; c.backward())."""
+    with cpu_path(path):
+        x = torch.tensor([[1, 2], [3, 4], [5, 6], [7, 8], [9, 10]], dtype=torch.float32, requires_grad=True)
+        local_count = torch.tensor([2, 1, 1, 1] if rank == 0 else [1, 1, 2, 1], dtype=torch.int64)
+        global_count = torch.tensor([2, 1, 1, 1] if rank == 0 else [1, 1, 2, 1], dtype=torch.int64)
+        a = ad.global_scatter(x, local_count, global_count)
+        c = a * a
+        c.backward(torch.ones_like(c))
+        back = ad.global_gather(a.detach().contiguous(), local_count, global_count)
+        return a.tolist(), x.grad.tolist(), back.tolist()
+
+
+def seed_002(rank: int, world_size: int, path: str):
+    """Paddle's stream.alltoall_single examples, both cases, asynchronous with task.wait()."""
+    with cpu_path(path):
+        output = torch.empty([2], dtype=torch.int64)
+        data = torch.tensor([0, 1] if rank == 0 else [2, 3])
+        task = ad.alltoall_single(output, data, sync_op=False)
+        task.wait()
+        case1 = output.tolist()
+        size = dist.get_world_size()
+        output2 = torch.empty([(rank + 1) * size, size], dtype=torch.float32)
+        data2 = torch.full((3, 2), float(rank))
+        out_split_sizes = [rank + 1 for _ in range(size)]
+        in_split_sizes = [i + 1 for i in range(size)]
+        task = ad.alltoall_single(output2, data2, out_split_sizes, in_split_sizes, sync_op=False)
+        assert task.wait()
+        return case1, output2.tolist()
+
+
+def seed_003(rank: int, world_size: int, inputs: torch.Tensor, path: str):
+    """DeepSpeed's _AllToAll on 4 ranks: rank r gets row r of every rank's input; backward too."""
+    with cpu_path(path):
+        x = inputs[rank].clone().requires_grad_(True)
+        out = ad.all_to_all(x)
+        (out * torch.arange(1.0, 5.0).view(4, 1, 1)).sum().backward()
+        return out.detach(), x.grad
+
+
+def seed_001(rank: int, world_size: int, path: str):
+    """MindSpore's AllGather of ones([2, 8]) on 2 ranks, and of distinct values."""
+    with cpu_path(path):
+        ones = ad.all_gather(torch.ones(2, 8, dtype=torch.float32))
+        mine = torch.arange(6, dtype=torch.int16).view(3, 2) + 100 * rank
+        return ones, ad.all_gather(mine)
+
+
+def alltoallv_api(rank: int, world_size: int, x: torch.Tensor, layout, path: str):
+    with cpu_path(path):
+        return ad.all_to_all_v(x, *[torch.tensor(v, dtype=torch.int64) for v in layout])
+
+
+def alltoall_single_uneven(
+    rank: int, world_size: int, x: torch.Tensor, in_splits, out_splits, out_rows: int, path: str, sync_op: bool
+):
+    """alltoall_single into a -7-filled output; None splits mean equal splits."""
+    with cpu_path(path):
+        out = torch.full((out_rows, *x.shape[1:]), -7, dtype=x.dtype)
+        ad.alltoall_single(out, x, out_splits, in_splits, sync_op=sync_op).wait()
+        return out
+
+
+def _flag(value: int | None, src: int) -> int:
+    t = torch.tensor([0 if value is None else value], dtype=torch.int64)
+    dist.broadcast(t, src)
+    return int(t.item())
+
+
+class _AnnounceBackward(torch.autograd.Function):
+    """Identity whose backward first tells the passive ranks to run their backward collective."""
+
+    @staticmethod
+    def forward(ctx, y, src):
+        ctx.src = src
+        return y.view_as(y)
+
+    @staticmethod
+    def backward(ctx, grad):
+        _flag(2, ctx.src)
+        return grad, None
+
+
+def lockstep_gradcheck(f, make_input, rank: int, world_size: int) -> bool:
+    """gradcheck of a collective, one active rank at a time.
+
+    gradcheck perturbs its input element by element; if every rank did so at once, each rank's numerical
+    Jacobian would also see its peers' perturbations. So one rank at a time runs gradcheck, announcing
+    each forward (flag 1) and backward (flag 2); the others replay the same collectives on fixed inputs
+    until it announces the end (flag 0).
+    """
+    ok = True
+    for active in range(world_size):
+        x = make_input()
+        if rank == active:
+            try:
+                ok &= torch.autograd.gradcheck(
+                    lambda t, a=active: _AnnounceBackward.apply(f(t) if _flag(1, a) else None, a), (x,)
+                )
+            finally:
+                _flag(0, active)
+        else:
+            y = None
+            while (flag := _flag(None, active)) != 0:
+                if flag == 1:
+                    y = f(x)
+                else:
+                    torch.autograd.grad(y, x, torch.zeros_like(y), retain_graph=True)
+    return ok
+
+
+def gradchecks(rank: int, world_size: int, path: str):
+    """torch.autograd.gradcheck in float64 for every differentiable collective (see lockstep_gradcheck)."""
+    n = world_size
+    g = torch.Generator().manual_seed(100 + rank)
+
+    def inp(*shape):
+        return lambda: torch.randn(*shape, dtype=torch.float64, generator=g).requires_grad_(True)
+
+    results = {}
+    with cpu_path(path):
+        # all_to_all_v with shuffled, gapped, overlapping send regions: rank r sends (j - r) % n + 1 to j.
+        send = [(j - rank) % n + 1 for j in range(n)]
+        recv = [(rank - j) % n + 1 for j in range(n)]
+        sdispls = [2 * j for j in range(n)][::-1]  # reversed order; regions overlap when a count exceeds 2
+        x_numel = 2 * (n - 1) + max(send) + 1
+        rdispls = [sum(recv[:j]) for j in range(n)]
+        results["all_to_all_v"] = lockstep_gradcheck(
+            lambda t: ad.all_to_all_v(t, send, sdispls, recv, rdispls), inp(x_numel), rank, n
+        )
+        # global_scatter / global_gather, 2 experts per rank; global_count is local_count transposed.
+        local_of = [[(3 * src + i) % 4 for i in range(2 * n)] for src in range(n)]
+        local = local_of[rank]
+        glob = [local_of[src][2 * rank + e] for src in range(n) for e in range(2)]
+        results["global_scatter"] = lockstep_gradcheck(
+            lambda t: ad.global_scatter(t, local, glob), inp(sum(local), 2), rank, n
+        )
+        results["global_gather"] = lockstep_gradcheck(
+            lambda t: ad.global_gather(t, local, glob), inp(sum(glob), 2), rank, n
+        )
+        results["all_to_all"] = lockstep_gradcheck(ad.all_to_all, inp(2 * n, 2), rank, n)
+        results["all_gather"] = lockstep_gradcheck(ad.all_gather, inp(2, 3), rank, n)
+    return results
+
+
+def opchecks(rank: int, world_size: int):
+    """torch.library.opcheck on the collective ops (every rank runs the same checks in lockstep)."""
+    from atb_ops._groups import route_for
+
+    x = torch.randn(6, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(rank))
+    route = route_for(None, x).args()
+    counts = [12 // world_size] * world_size
+    displs = [sum(counts[:j]) for j in range(world_size)]
+    out = {}
+    out["all_to_all_v"] = torch.library.opcheck(
+        torch.ops.atb_ops.all_to_all_v.default, (x, counts, displs, counts, displs, *route)
+    )
+    out["all_gather"] = torch.library.opcheck(torch.ops.atb_ops.all_gather.default, (x, *route))
+    return {k: {name: str(v) for name, v in res.items()} for k, res in out.items()}
+
+
+def bad_calls(rank: int, world_size: int):
+    """Bad arguments: each must raise AtbError before any communication. Returns the messages."""
+    from atb_ops.errors import AtbError
+
+    x = torch.zeros(8)
+    cases = {
+        "short counts": lambda: ad.all_to_all_v(x, [4], [0], [4, 4], [0, 4]),
+        "negative count": lambda: ad.all_to_all_v(x, [-1, 4], [0, 4], [4, 4], [0, 4]),
+        "float counts": lambda: ad.all_to_all_v(x, torch.tensor([4.0, 4.0]), [0, 4], [4, 4], [0, 4]),
+        "send past x": lambda: ad.all_to_all_v(x, [4, 4], [0, 6], [4, 4], [0, 4]),
+        "non-contiguous": lambda: ad.all_to_all_v(torch.zeros(4, 4).t(), [8, 8], [0, 8], [8, 8], [0, 8]),
+        "split sum": lambda: ad.alltoall_single(torch.zeros(8), x, [4, 4], [3, 4]),
+        "dtype mismatch": lambda: ad.alltoall_single(torch.zeros(8, dtype=torch.int32), x),
+        "indivisible": lambda: ad.alltoall_single(torch.zeros(9), torch.zeros(9)),
+        "scatter rows": lambda: ad.global_scatter(torch.zeros(5, 2), [1, 1, 1, 1], [1, 1, 1, 1]),
+        "count lengths": lambda: ad.global_scatter(torch.zeros(3, 2), [1, 1, 1], [1, 1, 1]),
+        "all_to_all dim0": lambda: ad.all_to_all(torch.zeros(3, 2)),
+        "all_gather scalar": lambda: ad.all_gather(torch.tensor(1.0)),
+    }
+    messages = {}
+    for name, call in cases.items():
+        try:
+            call()
+        except AtbError as e:
+            assert isinstance(e, RuntimeError) and isinstance(e, ValueError)
+            messages[name] = str(e)
+        else:
+            messages[name] = "NO ERROR"
+    return messages
+
+
+def group_subset(rank: int, world_size: int):
+    """A new_group of ranks {0, 2} of 3: collectives on it leave rank 1 alone."""
+    sub = dist.new_group([0, 2])
+    if rank == 1:
+        return None
+    x = torch.tensor([float(rank)] * 4)
+    with cpu_path("shm"):
+        a = ad.all_to_all(x, group=sub)
+    with cpu_path("group"):
+        b = ad.all_gather(x.view(2, 2), group=sub)
+    return a, b
