@@ -228,3 +228,37 @@ def group_subset(rank: int, world_size: int):
     with cpu_path("group"):
         b = ad.all_gather(x.view(2, 2), group=sub)
     return a, b
+
+
+def _moe_module():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "scripts" / "moe_demo.py"
+    spec = importlib.util.spec_from_file_location("moe_demo", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def moe_compiled_vs_eager(rank: int, world_size: int, backend: str):
+    """The MoE layer eager and under torch.compile: same output and same gradients."""
+    moe = _moe_module()
+    full = moe.init_params(world_size, 2)
+    mine = slice(rank * 2, (rank + 1) * 2)
+    x, _ = moe.batch(rank, 0)
+
+    def run(fn):
+        params = [
+            full["router"].clone().requires_grad_(True),
+            full["w1"][mine].clone().requires_grad_(True),
+            full["w2"][mine].clone().requires_grad_(True),
+        ]
+        y = fn(x, *params)
+        (y**2).sum().backward()
+        return y.detach(), [p.grad for p in params]
+
+    torch._dynamo.reset()
+    eager = run(moe.moe_forward)
+    compiled = run(torch.compile(moe.moe_forward, backend=backend))
+    return eager, compiled
