@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,12 @@ struct AllToAllVLayout {
 // recvCapacity < 0 means "exactly sum(recvCounts)", the ATB output size.
 // Returns sum(recvCounts).
 int64_t validateLayout(const AllToAllVLayout& layout, int64_t rankSize, int64_t sendNumel, int64_t recvCapacity = -1);
+
+// The cross-rank check: sent(i, j) is what rank i sends to rank j, expected(j, i) what rank j expects
+// from rank i (elements). Every rank that sees the same matrix raises the same error, naming i, j and
+// both counts, so ranks stay in step instead of some moving data and some not.
+void checkCountMatrix(int32_t rankSize, const std::function<int64_t(int32_t, int32_t)>& sent,
+                      const std::function<int64_t(int32_t, int32_t)>& expected, const char* what);
 
 // The layout whose send and receive sides are swapped: the adjoint (backward) of an alltoallv.
 AllToAllVLayout transposedLayout(const AllToAllVLayout& layout);

@@ -3,9 +3,13 @@
 #include <ATen/ops/empty.h>
 #include <torch/csrc/distributed/c10d/GroupRegistry.hpp>
 
+#include <unistd.h>
+
+#include <fstream>
 #include <mutex>
 
 #include "core/env.h"
+#include "core/process.h"
 #include "core/status.h"
 
 namespace atb_ops::c10dcomm {
@@ -41,6 +45,15 @@ std::vector<int64_t> scaled(const std::vector<int64_t>& v, int64_t by) {
   return out;
 }
 
+int64_t hostHash() {
+  std::ifstream f("/proc/sys/kernel/random/boot_id");
+  std::string boot;
+  f >> boot;
+  char host[256] = {0};
+  ::gethostname(host, sizeof(host) - 1);
+  return static_cast<int64_t>(std::hash<std::string>{}(std::string(host) + "/" + boot) >> 1);
+}
+
 }  // namespace
 
 void setGroupResolver(GroupResolver r) {
@@ -66,23 +79,72 @@ C10dCommunicator::C10dCommunicator(const CommConfig& c) {
   ATB_CHECK(pg_->getRank() == c.rank && pg_->getSize() == c.rankSize, ERROR_INVALID_PARAM,
             "backend 'gloo': param says rank ", c.rank, " of rankSize ", c.rankSize, " but process group '", groupName_,
             "' has rank ", pg_->getRank(), " of size ", pg_->getSize());
+  // Who is who: lets a failed wait name the peer that died (gloo itself reports only addresses).
+  at::Tensor mine = at::empty({2}, at::kLong);
+  mine[0] = hostHash();
+  mine[1] = static_cast<int64_t>(::getpid());
+  at::Tensor all = at::empty({2 * pg_->getSize()}, at::kLong);
+  waitFor(pg_->_allgather_base(all, mine), "identity exchange");
+  for (int64_t r = 0; r < pg_->getSize(); ++r) {
+    peerHosts_.push_back(all[2 * r].item<int64_t>());
+    peerPids_.push_back(all[2 * r + 1].item<int64_t>());
+  }
+}
+
+std::string C10dCommunicator::deadPeers() const {
+  std::string dead;
+  const int64_t here = hostHash();
+  for (size_t r = 0; r < peerPids_.size(); ++r) {
+    if (peerHosts_[r] == here && !processAlive(static_cast<pid_t>(peerPids_[r]))) {
+      dead += (dead.empty() ? "" : ", ") + std::string("rank ") + std::to_string(r) + " (pid " +
+              std::to_string(peerPids_[r]) + ")";
+    }
+  }
+  return dead;
 }
 
 void C10dCommunicator::waitFor(const c10::intrusive_ptr<c10d::Work>& work, const char* what) const {
   const auto timeout = peerTimeout();
+  std::string error;
   try {
     work->wait(timeout);
+    return;
   } catch (const c10::Error& e) {
-    ATB_FAIL(ERROR_COMM_TIMEOUT, "gloo ", what, " on group '", groupName_, "' (rank ", rank(), " of ", size(),
-             ") failed or timed out after ATB_OPS_TIMEOUT=", std::chrono::duration<double>(timeout).count(),
-             " s: ", e.what_without_backtrace());
+    error = e.what_without_backtrace();
   } catch (const std::exception& e) {
-    ATB_FAIL(ERROR_COMM_TIMEOUT, "gloo ", what, " on group '", groupName_, "' (rank ", rank(), " of ", size(),
-             ") failed: ", e.what());
+    error = e.what();
   }
+  const std::string dead = deadPeers();
+  ATB_CHECK(dead.empty(), ERROR_COMM_PEER_DIED, "gloo ", what, " on group '", groupName_, "' (rank ", rank(), " of ",
+            size(), "): peer ", dead, " exited: ", error);
+  ATB_FAIL(ERROR_COMM_TIMEOUT, "gloo ", what, " on group '", groupName_, "' (rank ", rank(), " of ", size(),
+           ") failed or timed out (ATB_OPS_TIMEOUT=", std::chrono::duration<double>(timeout).count(), " s): ", error);
+}
+
+void C10dCommunicator::crossCheck(const at::Tensor& send, const AllToAllVLayout& l) const {
+  const int64_t n = size();
+  at::Tensor mine = at::empty({2 * n + 1}, at::kLong);
+  for (int64_t j = 0; j < n; ++j) {
+    mine[j] = l.sendCounts[j];
+    mine[n + j] = l.recvCounts[j];
+  }
+  mine[2 * n] = static_cast<int64_t>(send.scalar_type());
+  at::Tensor all = at::empty({n * (2 * n + 1)}, at::kLong);
+  waitFor(pg_->_allgather_base(all, mine), "count cross-check");
+  const int64_t* m = all.data_ptr<int64_t>();
+  const int64_t stride = 2 * n + 1;
+  for (int64_t r = 0; r < n; ++r) {
+    ATB_CHECK(m[r * stride + 2 * n] == m[2 * n], ERROR_INVALID_TENSOR_DTYPE, "gloo alltoallv: rank ", r,
+              " moves dtype ", c10::toString(static_cast<c10::ScalarType>(m[r * stride + 2 * n])), " but rank 0 moves ",
+              c10::toString(static_cast<c10::ScalarType>(m[2 * n])));
+  }
+  checkCountMatrix(
+      static_cast<int32_t>(n), [&](int32_t i, int32_t j) { return m[i * stride + j]; },
+      [&](int32_t j, int32_t i) { return m[j * stride + n + i]; }, "gloo alltoallv (ATB_OPS_CHECK=1)");
 }
 
 void C10dCommunicator::alltoallv(const at::Tensor& send, const AllToAllVLayout& l, at::Tensor& recv) {
+  if (crossRankCheck()) crossCheck(send, l);
   const int64_t es = send.element_size();
   at::Tensor sendBytes = bytesOf(send);
   at::Tensor recvBytes = bytesOf(recv);

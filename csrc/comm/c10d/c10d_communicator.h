@@ -32,10 +32,16 @@ class C10dCommunicator final : public Communicator {
 
  private:
   void waitFor(const c10::intrusive_ptr<c10d::Work>& work, const char* what) const;
+  // ATB_OPS_CHECK=1: every rank learns every rank's counts and dtype before any data moves.
+  void crossCheck(const at::Tensor& send, const AllToAllVLayout& layout) const;
+  // Ranks on this host whose process has exited, for error messages ("" when none is known dead).
+  std::string deadPeers() const;
 
   std::string backend_ = "gloo";
   std::string groupName_;
   c10::intrusive_ptr<c10d::ProcessGroup> pg_;
+  std::vector<int64_t> peerHosts_;  // per rank: a hash of its host's boot id (pids compare only within a host)
+  std::vector<int64_t> peerPids_;
 };
 
 }  // namespace atb_ops::c10dcomm

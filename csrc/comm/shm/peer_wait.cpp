@@ -47,25 +47,8 @@ void futexWait(std::atomic<uint32_t>& word, uint32_t expected, std::chrono::nano
 
 }  // namespace
 
-bool processAlive(pid_t pid) {
-  if (pid <= 0) return false;
-  if (::kill(pid, 0) != 0 && errno == ESRCH) return false;
-  // A killed child stays a zombie until its parent reaps it; it answers kill(0) but will never post.
-  char path[64];
-  std::snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));
-  FILE* f = std::fopen(path, "r");
-  if (f == nullptr) return errno != ENOENT;
-  char buf[512] = {0};
-  const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
-  std::fclose(f);
-  const char* close = std::strrchr(buf, ')');  // the command name may contain spaces and ')'
-  if (n == 0 || close == nullptr || close[1] == '\0') return true;
-  const char state = close[2];
-  return state != 'Z' && state != 'X';
-}
-
 void waitReached(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, uint32_t target, const WaitTarget& peer,
-                 std::chrono::milliseconds timeout) {
+                 std::chrono::milliseconds timeout, const HealthCheck& health) {
   if (reached(word.load(std::memory_order_acquire), target)) return;
   const auto start = Clock::now();
   while (Clock::now() - start < kSpinFor) {
@@ -87,13 +70,18 @@ void waitReached(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, ui
     waiters.fetch_sub(1, std::memory_order_seq_cst);
     if (reached(word.load(std::memory_order_acquire), target)) return;
     const auto now = Clock::now();
-    ATB_CHECK(now < deadline, ERROR_COMM_TIMEOUT, peer.what, ": rank ", peer.peerRank, " (pid ", peer.peerPid,
-              ") did not arrive within ATB_OPS_TIMEOUT=", std::chrono::duration<double>(timeout).count(), " s");
-    if (now >= nextLivenessCheck) {
-      ATB_CHECK(processAlive(peer.peerPid), ERROR_COMM_PEER_DIED, peer.what, ": rank ", peer.peerRank, " (pid ",
-                peer.peerPid, ") exited while this rank waited for it");
+    // Health before the deadline: a dead peer is reported as dead, not as late.
+    if (now >= nextLivenessCheck || now >= deadline) {
+      if (health) {
+        health();
+      } else {
+        ATB_CHECK(processAlive(peer.peerPid), ERROR_COMM_PEER_DIED, peer.what, ": rank ", peer.peerRank, " (pid ",
+                  peer.peerPid, ") exited while this rank waited for it");
+      }
       nextLivenessCheck = now + kLivenessEvery;
     }
+    ATB_CHECK(now < deadline, ERROR_COMM_TIMEOUT, peer.what, ": rank ", peer.peerRank, " (pid ", peer.peerPid,
+              ") did not arrive within ATB_OPS_TIMEOUT=", std::chrono::duration<double>(timeout).count(), " s");
   }
 }
 

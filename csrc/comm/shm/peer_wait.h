@@ -7,6 +7,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
+
+#include "core/process.h"
 
 namespace atb_ops::shm {
 
@@ -21,15 +24,16 @@ inline bool reached(uint32_t value, uint32_t target) {
   return static_cast<int32_t>(value - target) >= 0;
 }
 
-// Blocks until word >= target. Raises ERROR_COMM_TIMEOUT after `timeout`, ERROR_COMM_PEER_DIED as soon as
-// the peer process is gone; both name the peer rank and pid.
+// Called about every 100 ms while a wait sleeps; throws to abandon the wait (a peer died, a peer
+// aborted the communicator). Without one, the awaited peer's own liveness is checked.
+using HealthCheck = std::function<void()>;
+
+// Blocks until word >= target. Raises ERROR_COMM_TIMEOUT after `timeout` naming the peer, or whatever
+// `health` raises (by default ERROR_COMM_PEER_DIED as soon as the awaited peer process is gone).
 void waitReached(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, uint32_t target, const WaitTarget& peer,
-                 std::chrono::milliseconds timeout);
+                 std::chrono::milliseconds timeout, const HealthCheck& health = nullptr);
 
 // Stores value and wakes sleepers, skipping the syscall when nobody sleeps.
 void publish(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, uint32_t value);
-
-// False once the process has exited (zombies count as exited).
-bool processAlive(pid_t pid);
 
 }  // namespace atb_ops::shm

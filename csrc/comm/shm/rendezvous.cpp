@@ -27,20 +27,6 @@ constexpr const char* kRecordMagic = "atb_ops-rdv-v1";
 
 }  // namespace
 
-uint64_t processStartTime(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  const size_t close = all.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream rest(all.substr(close + 2));
-  std::string field;
-  // Field 22 (starttime); after ')' the next field is 3 (state).
-  for (int i = 3; i <= 22 && (rest >> field); ++i) {
-    if (i == 22) return std::strtoull(field.c_str(), nullptr, 10);
-  }
-  return 0;
-}
-
 std::string defaultJobKey(CommMode mode) {
   const std::string explicitId = env("ATB_OPS_JOB_ID");
   if (!explicitId.empty()) return "job:" + explicitId;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/params.h"
+#include "core/process.h"
 
 namespace atb_ops::shm {
 
@@ -16,9 +17,6 @@ namespace atb_ops::shm {
 // parent process (pid and start time: spawn, torchrun and mpirun all give ranks one parent). In
 // multi-thread mode the ranks are threads, so the job is this process.
 std::string defaultJobKey(CommMode mode);
-
-// Start time of a process in clock ticks since boot (guards against pid reuse); 0 when unknown.
-uint64_t processStartTime(pid_t pid);
 
 // 64-bit FNV-1a: keys file names, never security (the segment name is random).
 uint64_t fnv1a(const std::string& text);

@@ -26,6 +26,11 @@ struct alignas(64) SegmentHeader {
   int32_t rankSize;
   int32_t rootPid;
   std::atomic<int32_t> attached;
+  // A rank that gives up (a peer died, timed out, a copy failed) leaves its reason here, so peers
+  // waiting on someone else learn of it within one health check instead of waiting out the timeout.
+  std::atomic<int32_t> abortClaim;
+  std::atomic<int32_t> abortedBy;  // rank + 1; 0 while healthy
+  char abortReason[240];
 };
 
 // One per rank, written only by that rank (pid once at attach, the rest every collective).
@@ -160,15 +165,10 @@ void ShmCommunicator::checkPostedMatrix(const char* what) const {
               ": rank ", i, " moves dtype ", c10::toString(static_cast<c10::ScalarType>(slot(i).dtype)), " but rank ",
               rank_, " moves ", c10::toString(static_cast<c10::ScalarType>(mine.dtype)));
   }
-  for (int32_t i = 0; i < size_; ++i) {
-    for (int32_t j = 0; j < size_; ++j) {
-      const uint64_t sent = entries(i)[j].sendBytes;
-      const uint64_t expected = entries(j)[i].recvBytes;
-      ATB_CHECK(sent == expected, ERROR_INVALID_PARAM, what, ": count mismatch: rank ", i, " sends ",
-                sent / mine.elemSize, " elements to rank ", j, ", but rank ", j, " expects ", expected / mine.elemSize,
-                " from rank ", i, " (sendCounts[", j, "] on rank ", i, " vs recvCounts[", i, "] on rank ", j, ")");
-    }
-  }
+  const int64_t es = mine.elemSize;
+  checkCountMatrix(
+      size_, [&](int32_t i, int32_t j) { return static_cast<int64_t>(entries(i)[j].sendBytes) / es; },
+      [&](int32_t j, int32_t i) { return static_cast<int64_t>(entries(j)[i].recvBytes) / es; }, what);
 }
 
 void ShmCommunicator::copyFromPeers(const at::Tensor& recv, const AllToAllVLayout& layout, std::string& error) const {
@@ -205,10 +205,31 @@ void ShmCommunicator::copyFromPeers(const at::Tensor& recv, const AllToAllVLayou
   }
 }
 
+void ShmCommunicator::abortPeers(const std::string& reason) {
+  SegmentHeader& h = headerOf(segment_);
+  int32_t unclaimed = 0;
+  if (!h.abortClaim.compare_exchange_strong(unclaimed, rank_ + 1)) return;  // someone said it first
+  std::strncpy(h.abortReason, reason.c_str(), sizeof(h.abortReason) - 1);
+  h.abortedBy.store(rank_ + 1, std::memory_order_release);
+}
+
+void ShmCommunicator::checkHealth(const char* what) const {
+  const SegmentHeader& h = headerOf(segment_);
+  const int32_t by = h.abortedBy.load(std::memory_order_acquire);
+  ATB_CHECK(by == 0, ERROR_COMM_PEER_DIED, what, ": rank ", by - 1, " gave up on this communicator: ",
+            std::string(h.abortReason, strnlen(h.abortReason, sizeof(h.abortReason))));
+  for (int32_t p = 0; p < size_; ++p) {
+    const pid_t pid = slot(p).pid.load();
+    ATB_CHECK(p == rank_ || processAlive(pid), ERROR_COMM_PEER_DIED, what, ": rank ", p, " (pid ", pid,
+              ") exited while this rank waited on the collective");
+  }
+}
+
 void ShmCommunicator::alltoallv(const at::Tensor& send, const AllToAllVLayout& layout, at::Tensor& recv) {
   static constexpr const char* kWhat = "shm alltoallv";
   ATB_CHECK(brokenBy_.empty(), ERROR_COMM_EMPTY, kWhat,
             ": this communicator failed earlier and is unusable: ", brokenBy_);
+  if (headerOf(segment_).abortedBy.load(std::memory_order_acquire) != 0) checkHealth(kWhat);
   const uint32_t seq = ++seq_;
   const int64_t es = send.element_size();
   SlotHead& mine = slot(rank_);
@@ -222,15 +243,17 @@ void ShmCommunicator::alltoallv(const at::Tensor& send, const AllToAllVLayout& l
   mine.dtype = static_cast<int32_t>(send.scalar_type());
   mine.elemSize = static_cast<int32_t>(es);
   const auto timeout = peerTimeout();
+  const HealthCheck health = [this] { checkHealth(kWhat); };
   try {
     publish(mine.postSeq, mine.postWaiters, seq);
     for (int32_t p = 0; p < size_; ++p) {
       if (p == rank_) continue;
       SlotHead& peer = slot(p);
-      waitReached(peer.postSeq, peer.postWaiters, seq, WaitTarget{kWhat, p, peer.pid.load()}, timeout);
+      waitReached(peer.postSeq, peer.postWaiters, seq, WaitTarget{kWhat, p, peer.pid.load()}, timeout, health);
     }
   } catch (const c10::Error& e) {
     brokenBy_ = e.what_without_backtrace();
+    abortPeers(brokenBy_);
     throw;
   }
   // Every rank checks the same posted matrix, so on a mismatch all raise together and stay in step.
@@ -243,14 +266,16 @@ void ShmCommunicator::alltoallv(const at::Tensor& send, const AllToAllVLayout& l
     for (int32_t p = 0; p < size_; ++p) {
       if (p == rank_) continue;
       SlotHead& peer = slot(p);
-      waitReached(peer.doneSeq, peer.doneWaiters, seq, WaitTarget{kWhat, p, peer.pid.load()}, timeout);
+      waitReached(peer.doneSeq, peer.doneWaiters, seq, WaitTarget{kWhat, p, peer.pid.load()}, timeout, health);
     }
   } catch (const c10::Error& e) {
     brokenBy_ = e.what_without_backtrace();
+    abortPeers(brokenBy_);
     throw;
   }
   if (!copyError.empty()) {
     brokenBy_ = copyError;
+    abortPeers(brokenBy_);
     ATB_FAIL(ERROR_RT_FAIL, kWhat, ": ", copyError);
   }
 }

@@ -32,6 +32,10 @@ class ShmCommunicator final : public Communicator {
   PeerEntry* entries(int32_t r) const;
   // Checks the whole posted count matrix; every rank sees the same matrix and raises the same error.
   void checkPostedMatrix(const char* what) const;
+  // Publishes this rank's reason for giving up, once per communicator (the first rank to fail wins).
+  void abortPeers(const std::string& reason);
+  // Raises when a peer process is gone or a peer gave up; runs while waits sleep.
+  void checkHealth(const char* what) const;
   void copyFromPeers(const at::Tensor& recv, const AllToAllVLayout& layout, std::string& error) const;
 
   std::string backend_ = "shm";
