@@ -29,8 +29,9 @@ bool strictBackend() {
   return flag("ATB_OPS_STRICT_BACKEND");
 }
 
-bool crossRankCheck() {
-  return flag("ATB_OPS_CHECK");
+bool crossRankCheck(bool backendDefault) {
+  const char* v = std::getenv("ATB_OPS_CHECK");
+  return (v == nullptr || *v == '\0') ? backendDefault : flag("ATB_OPS_CHECK");
 }
 
 }  // namespace atb_ops

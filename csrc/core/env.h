@@ -11,7 +11,9 @@ std::chrono::milliseconds peerTimeout();
 // ATB_OPS_STRICT_BACKEND=1: asking for a backend this machine cannot run is an error, not a fallback.
 bool strictBackend();
 
-// ATB_OPS_CHECK=1: ranks cross-check the whole count matrix before moving data.
-bool crossRankCheck();
+// ATB_OPS_CHECK=1/0: ranks cross-check the whole count matrix before moving data, or not. Unset: the
+// backend's default (shm checks for free on every call; gloo checks, since gloo aborts the process on a
+// message larger than the receiver expects).
+bool crossRankCheck(bool backendDefault);
 
 }  // namespace atb_ops

@@ -7,6 +7,7 @@ import sys
 
 COMMANDS = {
     "demo": ("atb_ops.demo", "the seed's AllToAllVV2 example on CPU ranks"),
+    "doctor": ("atb_ops.doctor", "built and usable backends; leftovers of crashed runs (--clean)"),
 }
 
 

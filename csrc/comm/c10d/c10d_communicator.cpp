@@ -140,11 +140,11 @@ void C10dCommunicator::crossCheck(const at::Tensor& send, const AllToAllVLayout&
   }
   checkCountMatrix(
       static_cast<int32_t>(n), [&](int32_t i, int32_t j) { return m[i * stride + j]; },
-      [&](int32_t j, int32_t i) { return m[j * stride + n + i]; }, "gloo alltoallv (ATB_OPS_CHECK=1)");
+      [&](int32_t j, int32_t i) { return m[j * stride + n + i]; }, "gloo alltoallv (count cross-check)");
 }
 
 void C10dCommunicator::alltoallv(const at::Tensor& send, const AllToAllVLayout& l, at::Tensor& recv) {
-  if (crossRankCheck()) crossCheck(send, l);
+  if (crossRankCheck(/*backendDefault=*/true)) crossCheck(send, l);
   const int64_t es = send.element_size();
   at::Tensor sendBytes = bytesOf(send);
   at::Tensor recvBytes = bytesOf(recv);

@@ -136,6 +136,15 @@ void ShmCommunicator::attach(const CommConfig& c) {
     claimSlot();
   }
 
+  // The root's names go once everyone holds a mapping, or once the rendezvous has failed: either way
+  // nothing is left behind in /dev/shm for a later run to trip over.
+  auto removeNames = [&]() {
+    if (rank_ != c.rankRoot) return;
+    if (auto record = readLiveRendezvous(rdvPath); record && record->segmentName == segment_.name()) {
+      ::unlink(rdvPath.c_str());
+    }
+    unlinkSegment(segment_.name());
+  };
   // Everyone meets here, so a missing rank is reported at creation, not at the first collective.
   int attempt = 0;
   while (headerOf(segment_).attached.load() < size_) {
@@ -144,18 +153,13 @@ void ShmCommunicator::attach(const CommConfig& c) {
       for (int32_t r = 0; r < size_; ++r) {
         if (slot(r).pid.load() == 0) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
       }
+      removeNames();
       ATB_FAIL(ERROR_COMM_TIMEOUT, "shm rendezvous: rank(s) ", missing, " of ", describe(c, jobKey),
                " did not join within ATB_OPS_TIMEOUT=", std::chrono::duration<double>(timeout).count(), " s");
     }
     sleepBackoff(attempt);
   }
-  // All ranks hold mappings now: the names can go, so a later crash leaves nothing behind in /dev/shm.
-  if (rank_ == c.rankRoot) {
-    if (auto record = readLiveRendezvous(rdvPath); record && record->segmentName == segment_.name()) {
-      ::unlink(rdvPath.c_str());
-    }
-    unlinkSegment(segment_.name());
-  }
+  removeNames();
 }
 
 void ShmCommunicator::checkPostedMatrix(const char* what) const {

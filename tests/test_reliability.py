@@ -1,0 +1,228 @@
+"""Faults: a rank killed mid-collective, count mismatches, crashed runs, file permissions, stale names.
+
+Every survivor must raise an error naming the dead peer within ATB_OPS_TIMEOUT + 5 s; no test may hang.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue
+import signal
+import stat
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from atb_ops import doctor
+from tests import fault_tasks
+from tests.rankpool import free_port
+
+KILL_TIMEOUT_S = 10
+
+
+def _events_until(events, kind: str, count: int, timeout: float) -> list[tuple]:
+    got, deadline = [], time.time() + timeout
+    while len(got) < count:
+        try:
+            item = events.get(timeout=max(deadline - time.time(), 0.01))
+        except queue.Empty:
+            raise AssertionError(f"only {len(got)} of {count} '{kind}' events within {timeout} s: {got}") from None
+        if item[0] == kind or kind == "any":
+            got.append(item)
+        elif item[0] == "error":
+            raise AssertionError(f"rank {item[1]} failed early: {item[3]}")
+    return got
+
+
+def _start(world_size: int, backend: str, env: dict):
+    ctx = mp.get_context("spawn")
+    events = ctx.Queue()
+    procs = [
+        ctx.Process(target=fault_tasks.loop_rank, args=(r, world_size, backend, env, events), daemon=True)
+        for r in range(world_size)
+    ]
+    for p in procs:
+        p.start()
+    return procs, events
+
+
+def _stop(procs) -> None:
+    for p in procs:
+        if p.is_alive():
+            p.kill()
+        p.join(timeout=10)
+
+
+@pytest.mark.parametrize("backend", ["shm", "gloo"])
+@pytest.mark.parametrize("world_size,victim", [(2, 1), (3, 0), (3, 2)])
+def test_killed_rank_is_named_by_survivors(backend, world_size, victim):
+    env = {"ATB_OPS_TIMEOUT": str(KILL_TIMEOUT_S), "ATB_OPS_JOB_ID": uuid.uuid4().hex, "MASTER_PORT": str(free_port())}
+    procs, events = _start(world_size, backend, env)
+    try:
+        _events_until(events, "ready", world_size, 120)
+        time.sleep(0.3)
+        os.kill(procs[victim].pid, signal.SIGKILL)
+        killed_at = time.time()
+        errors = _events_until(events, "error", world_size - 1, KILL_TIMEOUT_S + 20)
+    finally:
+        _stop(procs)
+    for _, rank, when, message in errors:
+        assert rank != victim
+        assert when - killed_at <= KILL_TIMEOUT_S + 5, (rank, when - killed_at, message)
+        assert message.startswith(("ERROR_COMM_PEER_DIED", "ERROR_COMM_TIMEOUT")), message
+        assert f"rank {victim} (pid {procs[victim].pid})" in message, message
+
+
+@pytest.mark.parametrize("backend,check", [("shm", False), ("gloo", True)])  # shm always checks
+def test_count_mismatch_raises_same_error_everywhere(rank_pools, backend, check):
+    results = rank_pools(2).run(fault_tasks.mismatch, backend, check, "20")
+    messages = [error for error, _, _ in results]
+    for error, intact, recovered in results:
+        assert "count mismatch: rank 0 sends 3 elements to rank 1, but rank 1 expects 2 from rank 0" in error, error
+        assert error.startswith("ERROR_INVALID_PARAM")
+        assert intact and recovered
+    assert messages[0] == messages[1]
+
+
+def test_count_mismatch_without_check_is_bounded_and_in_bounds():
+    """gloo with ATB_OPS_CHECK=0: gloo itself refuses a larger message than expected by aborting the
+    receiving process. What must hold: within the timeout every rank has finished (reported or died),
+    and no rank that reports wrote outside its output."""
+    ctx = mp.get_context("spawn")
+    events = ctx.Queue()
+    env = {"ATB_OPS_TIMEOUT": "5", "MASTER_PORT": str(free_port()), "ATB_OPS_JOB_ID": uuid.uuid4().hex}
+    procs = [ctx.Process(target=fault_tasks.mismatch_rank, args=(r, 2, env, events), daemon=True) for r in range(2)]
+    for p in procs:
+        p.start()
+    reported = {}
+    deadline = time.time() + 5 + 60  # spawn and import time, then the 5 s timeout
+    try:
+        while time.time() < deadline and len(reported) < 2 and any(p.is_alive() for p in procs):
+            try:
+                _, rank, _, value = events.get(timeout=0.5)
+                reported[rank] = value
+            except queue.Empty:
+                pass
+        for p in procs:
+            p.join(timeout=max(deadline - time.time(), 1))
+        assert not any(p.is_alive() for p in procs), "a rank hung past the timeout"
+    finally:
+        _stop(procs)
+    for _error, intact in reported.values():
+        assert intact
+
+
+def _shm_files() -> set[Path]:
+    return set(Path("/dev/shm").glob(doctor.user_prefix() + "*"))
+
+
+def _lonely(target, env):
+    ctx = mp.get_context("spawn")
+    events = ctx.Queue()
+    proc = ctx.Process(target=target, args=(env, events), daemon=True)
+    proc.start()
+    return proc, events
+
+
+def test_rendezvous_files_are_private_and_unguessable():
+    env = {"ATB_OPS_TIMEOUT": "60", "ATB_OPS_JOB_ID": uuid.uuid4().hex}
+    before = _shm_files()
+    proc, events = _lonely(fault_tasks.lonely_root, env)
+    try:
+        _events_until(events, "waiting", 1, 60)
+        deadline = time.time() + 10
+        while len(_shm_files() - before) < 2 and time.time() < deadline:
+            time.sleep(0.05)
+        new = _shm_files() - before
+        assert len(new) == 2, new
+        for path in new:
+            assert stat.S_IMODE(path.stat().st_mode) == 0o600, (path, oct(path.stat().st_mode))
+        segment = next(p for p in new if ".rdv." not in p.name)
+        token = segment.name[len(doctor.user_prefix()) :]
+        assert len(token) == 32 and int(token, 16) >= 0  # 128 random bits
+        # A live run's files are never leftovers, even while it waits.
+        assert not {item.path for item in doctor.find_leftovers()} & new
+    finally:
+        proc.kill()
+        proc.join()
+
+
+def test_crashed_rendezvous_leaves_nothing_that_breaks_the_next_run():
+    job, domain = uuid.uuid4().hex, "crash-test"
+    env = {"ATB_OPS_TIMEOUT": "60", "ATB_OPS_JOB_ID": job, "DOMAIN": domain, "MASTER_PORT": str(free_port())}
+    before = _shm_files()
+    proc, events = _lonely(fault_tasks.lonely_root, env)
+    _events_until(events, "waiting", 1, 60)
+    deadline = time.time() + 10
+    while len(_shm_files() - before) < 2 and time.time() < deadline:
+        time.sleep(0.05)
+    proc.kill()  # dies inside the rendezvous: its names stay behind
+    proc.join()
+    stale = _shm_files() - before
+    assert len(stale) == 2
+    assert stale <= {item.path for item in doctor.find_leftovers()}
+
+    # Same job, same commDomain: works without any manual cleanup.
+    procs, events = _start(2, "shm", {**env, "STOP_AFTER": "3"})
+    try:
+        done = _events_until(events, "done", 2, 120)
+    finally:
+        _stop(procs)
+    assert all(ok == "True" for *_, ok in done)
+
+    removed = [item for item in doctor.find_leftovers() if item.path in stale]
+    assert removed
+    assert doctor.main(["--clean"]) == 0
+    assert not (stale & _shm_files())
+
+
+def test_run_killed_after_rendezvous_leaves_no_files():
+    env = {"ATB_OPS_TIMEOUT": "30", "ATB_OPS_JOB_ID": uuid.uuid4().hex, "DOMAIN": "killed-run"}
+    before = _shm_files()
+    procs, events = _start(2, "shm", env)
+    try:
+        _events_until(events, "ready", 2, 120)
+    finally:
+        for p in procs:
+            p.kill()
+        _stop(procs)
+    assert not (_shm_files() - before)
+    procs, events = _start(2, "shm", {**env, "STOP_AFTER": "2"})
+    try:
+        assert all(ok == "True" for *_, ok in _events_until(events, "done", 2, 120))
+    finally:
+        _stop(procs)
+
+
+def _fnv1a64(text: str) -> int:
+    h = 1469598103934665603
+    for byte in text.encode():
+        h = ((h ^ byte) * 1099511628211) % 2**64
+    return h
+
+
+def test_stale_or_foreign_rendezvous_is_refused():
+    """A rendezvous record that points at a segment of another run (its key differs) is not joined."""
+    job, domain = uuid.uuid4().hex, "stale-name"
+    rdv = Path("/dev/shm") / f"{doctor.user_prefix()}rdv.{_fnv1a64(f'job:{job}|{domain}|2'):016x}"
+    foreign = Path("/dev/shm") / f"{doctor.user_prefix()}{uuid.uuid4().hex}"
+    header = doctor.SEGMENT_MAGIC.to_bytes(8, "little") + (12345).to_bytes(8, "little")  # another key
+    header += (2).to_bytes(4, "little") + os.getpid().to_bytes(4, "little")
+    foreign.write_bytes(header + bytes(4096 - len(header)))
+    os.chmod(foreign, 0o600)
+    me = os.getpid()
+    rdv.write_text(f"{doctor.RECORD_MAGIC} {foreign.name} {me} {doctor.start_time(me)}\n")
+    try:
+        proc, events = _lonely(
+            fault_tasks.lonely_peer, {"ATB_OPS_TIMEOUT": "2", "ATB_OPS_JOB_ID": job, "DOMAIN": domain}
+        )
+        ((_, _, _, message),) = _events_until(events, "any", 1, 60)
+        proc.join(timeout=10)
+        assert message.startswith("ERROR_COMM_TIMEOUT") and "root rank 0 did not publish" in message, message
+        assert foreign.read_bytes()[24:] == bytes(4096 - 24)  # never claimed a slot in it
+    finally:
+        rdv.unlink(missing_ok=True)
+        foreign.unlink(missing_ok=True)
