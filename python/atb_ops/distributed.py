@@ -231,22 +231,28 @@ def _expert_counts(x_rows: int, local_count: Counts, global_count: Counts, group
     return n, n_expert, local, global_
 
 
-def _blocks(counts: list[int], n: int, n_expert: int, expert_major: bool) -> list[tuple[int, int]]:
-    """(start, rows) of block (rank, expert) of a rank-major packing, listed in the requested order."""
-    starts = _ops.packed(counts)
-    order = (
-        ((r, e) for e in range(n_expert) for r in range(n))
-        if expert_major
-        else ((r, e) for r in range(n) for e in range(n_expert))
-    )
-    return [(starts[r * n_expert + e], counts[r * n_expert + e]) for r, e in order]
+def _reorder_index(counts: list[int], n: int, n_expert: int, from_expert_major: bool) -> list[int]:
+    """Row indices that regroup blocks (rank r, expert e), block sizes counts[r * n_expert + e], between
+    rank-major packing (what an alltoallv moves) and expert-major packing (what experts consume)."""
+    rank_major = [(r, e) for r in range(n) for e in range(n_expert)]
+    expert_major = [(r, e) for e in range(n_expert) for r in range(n)]
+    source, target = (expert_major, rank_major) if from_expert_major else (rank_major, expert_major)
+    starts, pos = {}, 0
+    for r, e in source:
+        starts[(r, e)] = pos
+        pos += counts[r * n_expert + e]
+    return [i for r, e in target for i in range(starts[(r, e)], starts[(r, e)] + counts[r * n_expert + e])]
 
 
-def _gather_rows(y: torch.Tensor, blocks: list[tuple[int, int]]) -> torch.Tensor:
-    index = [i for start, rows in blocks for i in range(start, start + rows)]
+def _gather_rows(y: torch.Tensor, index: list[int]) -> torch.Tensor:
     if index == list(range(y.shape[0])):
         return y
     return y.index_select(0, torch.tensor(index, dtype=torch.long, device=y.device))
+
+
+def _rank_totals(counts: list[int], n: int, n_expert: int, row: int) -> list[int]:
+    """Elements per rank: the rows of its n_expert blocks times the row size."""
+    return [sum(counts[r * n_expert : (r + 1) * n_expert]) * row for r in range(n)]
 
 
 def global_scatter(
@@ -274,12 +280,10 @@ def global_scatter(
     n, n_expert, local, global_ = _expert_counts(
         x.shape[0] if x.dim() else -1, local_count, global_count, group, scatter=True
     )
-    row = _row_numel(x)
-    send = [sum(local[r * n_expert : (r + 1) * n_expert]) * row for r in range(n)]
-    recv = [sum(global_[r * n_expert : (r + 1) * n_expert]) * row for r in range(n)]
+    send, recv = _rank_totals(local, n, n_expert, _row_numel(x)), _rank_totals(global_, n, n_expert, _row_numel(x))
     y = all_to_all_v(x, send, _ops.packed(send), recv, _ops.packed(recv), group)
     y = y.view(sum(global_), *x.shape[1:])
-    return _gather_rows(y, _blocks(global_, n, n_expert, expert_major=True))
+    return _gather_rows(y, _reorder_index(global_, n, n_expert, from_expert_major=False))
 
 
 def global_gather(
@@ -305,17 +309,8 @@ def global_gather(
         x.shape[0] if x.dim() else -1, local_count, global_count, group, scatter=False
     )
     # x's blocks are expert-major; put them rank-major so each source rank's rows are contiguous.
-    expert_major_starts = {}
-    start = 0
-    for e in range(n_expert):
-        for r in range(n):
-            expert_major_starts[(r, e)] = start
-            start += global_[r * n_expert + e]
-    blocks = [(expert_major_starts[(r, e)], global_[r * n_expert + e]) for r in range(n) for e in range(n_expert)]
-    x_rank_major = _gather_rows(x, blocks).contiguous()
-    row = _row_numel(x)
-    send = [sum(global_[r * n_expert : (r + 1) * n_expert]) * row for r in range(n)]
-    recv = [sum(local[r * n_expert : (r + 1) * n_expert]) * row for r in range(n)]
+    x_rank_major = _gather_rows(x, _reorder_index(global_, n, n_expert, from_expert_major=True)).contiguous()
+    send, recv = _rank_totals(global_, n, n_expert, _row_numel(x)), _rank_totals(local, n, n_expert, _row_numel(x))
     y = all_to_all_v(x_rank_major, send, _ops.packed(send), recv, _ops.packed(recv), group)
     return y.view(sum(local), *x.shape[1:])
 
