@@ -1,0 +1,261 @@
+"""`python -m atb_ops bench`: alltoallv bandwidth and latency, in nccl-tests form, beside gloo and Open MPI.
+
+Usage::
+
+    python -m atb_ops bench                                 # 2 CPU ranks, shm, float32, 1 KiB .. 256 MiB (x4)
+    python -m atb_ops bench --world-size 4 --sizes 1K,1M,64M
+    python -m atb_ops bench --sizes 1M:64M:2 --dtype bfloat16 --pattern skewed --spread 8
+    python -m atb_ops bench --json out.json --plot out.png  # machine-readable rows, bandwidth plot
+    python -m atb_ops bench --no-mpi --no-gloo --iters 1000 # atb_ops alone, fixed iteration count
+
+What is measured. ``--world-size`` ranks are spawned on this host (each with one intra-op thread).
+Per size every rank builds the same count layout (see traffic patterns), fills its send buffer from
+``--seed``, and then
+
+1. **atb_ops**: ``AllToAllVV2Operation`` with ``backend`` = ``--backend``, counts given once through
+   ``set_varaintpack_param``, called as ``execute_out([x, tensorForInferShape], [out])`` with the same
+   tensors on every call (no allocation per call; the small-message rows are its latency, Python call
+   included);
+2. **gloo**: ``torch.distributed.all_to_all_single`` on a gloo group, same counts (``--no-gloo`` skips);
+3. **Open MPI**: ``MPI_Alltoallv`` on the same counts and displacements and bytes, run first as its own
+   ``mpirun`` job of ``atb_ops.bench.mpi`` (mpi4py) whose JSON is read back; only where ``mpirun`` and
+   mpi4py exist (``scripts/install_bench_deps.sh``; ``--no-mpi`` skips).
+
+Each is checked once per size (output pre-filled with a sentinel, every element compared with what its
+sender wrote: ``#wrong``), warmed up (``--warmup``), then timed over ``--iters`` back-to-back calls
+(default: as many as fit in about 0.25 s, at least 5).
+
+Columns, as nccl-tests: ``size`` is the bytes the busiest rank receives (or sends, if more) per call,
+``count`` the same in elements; ``time`` is the mean time per call, max over ranks; ``algbw = size /
+time``; ``busbw = algbw * (n-1)/n`` (the share that crosses between ranks); ``speedup`` is the other
+library's time over atb_ops' time (> 1: atb_ops is faster). The footer gives each library's average
+bus bandwidth and the single-thread memcpy bandwidth measured in the same run: a rank must at least
+write its whole output once, so memcpy (divided among ranks when ranks outnumber cores) bounds algbw.
+
+Traffic patterns (``--pattern``):
+
+- ``uniform``: every rank sends count/n elements to every rank (nccl-tests' alltoall).
+- ``skewed``: a hot-expert MoE step. Destination j receives ``spread ** (-j/(n-1))`` of what rank 0
+  receives, split evenly over the senders; rank 0 receives ``size``, rank n-1 ``size/spread``
+  (``--spread``, default 4; 1 is uniform).
+
+Displacements are packed in rank order (gloo's all_to_all_single cannot take others).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import platform
+import queue
+import socket
+import sys
+import time
+import uuid
+from typing import Any
+
+from atb_ops.bench import report, workload
+from atb_ops.bench.ranks import BenchConfig
+
+DEFAULT_SIZES = "1K:256M"
+LABELS_OTHER = {"gloo": "gloo all_to_all_single", "mpi": "Open MPI MPI_Alltoallv"}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+class Progress:
+    """Progress lines on stderr, once a run has lasted a few seconds (short runs stay quiet)."""
+
+    def __init__(self, quiet_for_s: float = 3.0) -> None:
+        self.start = time.monotonic()
+        self.quiet_for_s = quiet_for_s
+
+    def __call__(self, what: str) -> None:
+        elapsed = time.monotonic() - self.start
+        if elapsed >= self.quiet_for_s:
+            print(f"# [{elapsed:6.1f} s] {what}", file=sys.stderr, flush=True)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m atb_ops bench", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--world-size", "-n", type=int, default=2, help="ranks on this host (default 2)")
+    p.add_argument("--backend", "-b", default="shm", choices=["shm", "gloo", "nccl", "hccl", "auto"],
+                   help="atb_ops backend under test (default shm)")
+    p.add_argument("--sizes", "-s", default=DEFAULT_SIZES,
+                   help="bytes per rank: list 1K,1M,64M, range LO:HI (x4) or LO:HI:FACTOR (default 1K:256M)")
+    p.add_argument("--dtype", "-d", default="float32", choices=list(workload.DTYPES), help="element type")
+    p.add_argument("--pattern", "-p", default="uniform", choices=list(workload.PATTERNS), help="traffic pattern")
+    p.add_argument("--spread", type=float, default=4.0,
+                   help="skewed: rank 0 receives SPREAD times what rank n-1 receives (default 4)")
+    p.add_argument("--seed", type=int, default=0, help="payload seed (default 0)")
+    p.add_argument("--iters", "-i", type=int, default=0, help="timed calls per size (default: ~0.25 s worth)")
+    p.add_argument("--warmup", "-w", type=int, default=5, help="untimed calls per size (default 5)")
+    p.add_argument("--budget", type=float, default=0.25, help="seconds of timed calls per size when --iters is 0")
+    p.add_argument("--json", metavar="FILE", help="write the configuration and every row as JSON")
+    p.add_argument("--plot", metavar="FILE.png", help="plot algbw vs size per library (needs matplotlib)")
+    p.add_argument("--no-mpi", action="store_true", help="skip Open MPI's MPI_Alltoallv")
+    p.add_argument("--no-gloo", action="store_true", help="skip torch.distributed.all_to_all_single on gloo")
+    p.add_argument("--no-check", action="store_true", help="skip the #wrong check (it costs time at 256 MiB)")
+    p.add_argument("--timeout", type=float, default=1800.0, help="seconds before a stuck run is abandoned")
+    args = p.parse_args(argv)
+    if args.world_size < 1:
+        p.error(f"--world-size must be >= 1, got {args.world_size}")
+    try:
+        args.size_list = workload.parse_sizes(args.sizes)
+    except ValueError as e:
+        p.error(str(e))
+    if args.iters < 0 or args.warmup < 0:
+        p.error("--iters and --warmup must be >= 0")
+    return args
+
+
+def _run_mpi(cfg: BenchConfig, progress: Progress, notes: list[str]) -> dict[int, dict[str, Any]]:
+    from atb_ops.bench import mpi
+
+    ok, why = mpi.available()
+    if not ok:
+        notes.append(f"Open MPI skipped: {why}")
+        return {}
+    progress("Open MPI job (mpirun) first, then the atb_ops ranks")
+    try:
+        result = mpi.run_job(cfg.to_json(), cfg.world_size, progress=progress)
+    except (RuntimeError, OSError) as e:
+        notes.append(f"Open MPI failed, column left empty: {str(e).splitlines()[0]}")
+        print(f"# {e}", file=sys.stderr)
+        return {}
+    notes.append(f"Open MPI: {result.get('library', '?')}")
+    return {r["size"]: r for r in result["rows"]}
+
+
+def _spawn_ranks(cfg: BenchConfig, timeout_s: float, on_row: Any, progress: Progress) -> None:
+    from atb_ops.bench import ranks
+
+    ctx = mp.get_context("spawn")
+    results: Any = ctx.Queue()
+    env = {
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(_free_port()),
+        "ATB_OPS_JOB_ID": f"bench-{uuid.uuid4().hex}",
+        "ATB_OPS_TIMEOUT": str(int(min(timeout_s, 600))),
+        "OMP_NUM_THREADS": "1",
+    }
+    procs = [ctx.Process(target=ranks.rank_main, args=(r, cfg.to_json(), env, results))
+             for r in range(cfg.world_size)]
+    for p in procs:
+        p.start()
+    done = 0
+    deadline = time.monotonic() + timeout_s
+    try:
+        while done < cfg.world_size:
+            try:
+                kind, value = results.get(timeout=1.0)
+            except queue.Empty:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"benchmark ranks did not finish within {timeout_s} s") from None
+                dead = [r for r, p in enumerate(procs) if p.exitcode not in (None, 0)]
+                if dead:
+                    raise RuntimeError(f"benchmark rank(s) {dead} exited early") from None
+                continue
+            if kind == "error":
+                raise RuntimeError(value)
+            if kind == "progress":
+                progress(value)
+            elif kind == "row":
+                on_row(value)
+            elif kind == "done":
+                done += 1
+    finally:
+        for p in procs:
+            p.join(timeout=10)
+            if p.is_alive():
+                p.kill()
+                p.join(timeout=5)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Runs the benchmark described by parsed arguments, prints the table, returns the JSON document."""
+    import torch
+
+    cfg = BenchConfig(
+        world_size=args.world_size, backend=args.backend, sizes=args.size_list, dtype=args.dtype,
+        pattern=args.pattern, spread=args.spread, seed=args.seed, iters=args.iters, warmup=args.warmup,
+        budget_s=args.budget, gloo=not args.no_gloo, check=not args.no_check,
+    )
+    cpu_backend = args.backend in ("shm", "gloo", "auto") or (
+        args.backend == "hccl" and not hasattr(torch, "npu")
+    )
+    progress = Progress()
+    notes: list[str] = []
+    mpi_rows = {} if args.no_mpi or not cpu_backend else _run_mpi(cfg, progress, notes)
+    if not cpu_backend:
+        cfg.gloo = False
+        notes.append("gloo and Open MPI columns run only for CPU backends")
+    others = [k for k in ("gloo", "mpi") if (k == "gloo" and cfg.gloo) or (k == "mpi" and mpi_rows)]
+    labels = {"atb": f"atb_ops {args.backend}", **{k: LABELS_OTHER[k] for k in others}}
+    cores = os.cpu_count() or 1
+    pattern = args.pattern + (f" (spread {args.spread:g})" if args.pattern == "skewed" else "")
+    title = [
+        f"atb_ops bench: AllToAllVV2Operation execute_out (reused buffers), {args.world_size} rank(s), "
+        f"backend {args.backend}, {args.dtype}, pattern {pattern}, seed {args.seed}",
+        f"host: {cores} core(s) {_cpu_model()}, {platform.system()} {platform.release()}, torch {torch.__version__}",
+        "size: bytes of the busiest rank; time: mean per call, max over ranks; algbw = size/time (GB/s = 1e9 B/s);"
+        " busbw = algbw*(n-1)/n; speedup = their time / atb_ops time",
+        *notes,
+    ]
+    print(report.header(title, labels["atb"], [labels[k] for k in others]), flush=True)
+    rows: list[dict[str, Any]] = []
+
+    def on_row(raw: dict[str, Any]) -> None:
+        mpi_entry = mpi_rows.get(raw["size"])
+        figs = {
+            "atb": report.figures(raw["atb"], raw["bytes"], args.world_size),
+            "gloo": report.figures(raw.get("gloo"), raw["bytes"], args.world_size),
+            "mpi": report.figures(mpi_entry, raw["bytes"], args.world_size),
+        }
+        memcpy_s = raw.get("memcpy_s")
+        row = {
+            "size": raw["size"], "bytes": raw["bytes"], "count": raw["count"], "type": args.dtype,
+            "figures": {k: v for k, v in figs.items() if k == "atb" or k in others},
+            "memcpy_gbps": raw["bytes"] / memcpy_s / 1e9 if memcpy_s and memcpy_s == memcpy_s else None,
+        }
+        rows.append(row)
+        print(report.row_line(row, args.dtype, others), flush=True)
+
+    _spawn_ranks(cfg, args.timeout, on_row, progress)
+    print(report.footer(rows, labels, args.world_size, cores), flush=True)
+    doc = {"config": json.loads(cfg.to_json()), "labels": labels, "host": {"cores": cores, "cpu": _cpu_model()},
+           "notes": notes, "rows": rows}
+    for key in labels:
+        doc.setdefault("avg_busbw", {})[key] = report.avg_busbw(rows, key)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(doc, f, indent=1)
+    if args.plot:
+        report.plot(args.plot, rows, labels, f"alltoallv, {args.world_size} ranks, {args.dtype}, {pattern}",
+                    args.world_size, cores)
+    return doc
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    doc = run(args)
+    wrong = sum(f["wrong"] for r in doc["rows"] for f in r["figures"].values() if f is not None)
+    return 1 if wrong else 0
