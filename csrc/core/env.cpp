@@ -34,4 +34,19 @@ bool crossRankCheck(bool backendDefault) {
   return (v == nullptr || *v == '\0') ? backendDefault : flag("ATB_OPS_CHECK");
 }
 
+int64_t shmEagerLimit() {
+  const char* v = std::getenv("ATB_OPS_SHM_EAGER");
+  if (v == nullptr || *v == '\0') return 16384;
+  char* end = nullptr;
+  const long long bytes = std::strtoll(v, &end, 10);
+  ATB_CHECK(end != v && *end == '\0' && bytes >= 0 && bytes <= (int64_t{1} << 20), ERROR_INVALID_PARAM,
+            "ATB_OPS_SHM_EAGER must be a byte count from 0 to 1048576, got '", v, "'");
+  return bytes;
+}
+
+bool shmSplit() {
+  const char* v = std::getenv("ATB_OPS_SHM_SPLIT");
+  return v == nullptr || *v == '\0' || flag("ATB_OPS_SHM_SPLIT");
+}
+
 }  // namespace atb_ops

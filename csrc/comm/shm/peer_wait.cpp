@@ -48,10 +48,10 @@ void futexWait(std::atomic<uint32_t>& word, uint32_t expected, std::chrono::nano
 }  // namespace
 
 void waitReached(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, uint32_t target, const WaitTarget& peer,
-                 std::chrono::milliseconds timeout, const HealthCheck& health) {
+                 std::chrono::milliseconds timeout, const HealthCheck& health, bool spin) {
   if (reached(word.load(std::memory_order_acquire), target)) return;
   const auto start = Clock::now();
-  while (Clock::now() - start < kSpinFor) {
+  while (spin && Clock::now() - start < kSpinFor) {
     for (int i = 0; i < 64; ++i) {
       if (reached(word.load(std::memory_order_acquire), target)) return;
       cpuRelax();
@@ -83,6 +83,13 @@ void waitReached(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, ui
     ATB_CHECK(now < deadline, ERROR_COMM_TIMEOUT, peer.what, ": rank ", peer.peerRank, " (pid ", peer.peerPid,
               ") did not arrive within ATB_OPS_TIMEOUT=", std::chrono::duration<double>(timeout).count(), " s");
   }
+}
+
+bool ranksFitCores(int32_t ranks) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const int cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+  return ranks <= cpus;
 }
 
 void publish(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, uint32_t value) {

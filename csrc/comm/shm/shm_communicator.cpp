@@ -5,6 +5,7 @@
 
 #include <ATen/ops/empty.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -18,7 +19,10 @@
 
 namespace atb_ops::shm {
 
-constexpr uint64_t kSegmentMagic = 0x31306d6873627461ULL;  // "atbshm01"
+constexpr uint64_t kSegmentMagic = 0x32306d6873627461ULL;  // "atbshm02"
+constexpr uint32_t kNotEager = 0xffffffffu;
+constexpr size_t kMaxEagerBytes = size_t{256} << 10;  // per rank and parity, whatever the limit
+constexpr size_t kEagerAlign = 64;
 
 struct alignas(64) SegmentHeader {
   std::atomic<uint64_t> magic;  // written last by the root: a reader that sees it sees the rest
@@ -30,27 +34,35 @@ struct alignas(64) SegmentHeader {
   // waiting on someone else learn of it within one health check instead of waiting out the timeout.
   std::atomic<int32_t> abortClaim;
   std::atomic<int32_t> abortedBy;  // rank + 1; 0 while healthy
-  char abortReason[240];
+  uint32_t eagerBytes;             // the root's choice; every rank lays its slot out with it
+  char abortReason[232];
 };
 
-// One per rank, written only by that rank (pid once at attach, the rest every collective).
+// One per rank, written only by that rank (pid once at attach, the sequence words every call).
 struct alignas(64) SlotHead {
-  std::atomic<uint32_t> postSeq;  // futex word: this rank's entries for collective #postSeq are posted
+  std::atomic<uint32_t> postSeq;  // futex word: this rank's post for collective #postSeq is complete
   std::atomic<uint32_t> postWaiters;
-  std::atomic<uint32_t> doneSeq;  // futex word: this rank finished reading its peers for #doneSeq
+  std::atomic<uint32_t> doneSeq;  // futex word: this rank finished touching its peers' buffers for #doneSeq
   std::atomic<uint32_t> doneWaiters;
   std::atomic<int32_t> pid;
-  int32_t dtype;
-  int32_t elemSize;
 };
 
-// What rank r posts about peer j: where r's bytes for j live (in r's address space) and how many
-// bytes r sends to j and expects from j.
+// What rank r posts about peer j for one call: where r's bytes for j live and where j's bytes go (both
+// in r's address space), how many bytes flow each way, and whether the bytes for j wait in r's eager
+// buffer.
 struct PeerEntry {
-  uint64_t addr;
+  uint64_t sendAddr;
+  uint64_t recvAddr;
   uint64_t sendBytes;
   uint64_t recvBytes;
-  uint64_t reserved;
+  uint32_t eagerOffset;  // kNotEager: j reads sendAddr directly
+  uint32_t reserved;
+};
+
+struct alignas(64) PostBlock {
+  int32_t dtype;
+  int32_t elemSize;
+  // PeerEntry entries[rankSize] follow
 };
 
 namespace {
@@ -76,9 +88,22 @@ void sleepBackoff(int& attempt) {
 
 }  // namespace
 
-ShmCommunicator::ShmCommunicator(const CommConfig& config) : rank_(config.rank), size_(config.rankSize) {
+ShmCommunicator::ShmCommunicator(const CommConfig& config)
+    : rank_(config.rank),
+      size_(config.rankSize),
+      eagerLimit_(shmEagerLimit()),
+      split_(shmSplit()),
+      spin_(ranksFitCores(config.rankSize)) {
   ATB_CHECK(config.handle == 0, ERROR_INVALID_PARAM, "backend 'shm' takes no hcclComm handle, got ", config.handle);
+  push_.assign(static_cast<size_t>(size_) * size_, 0);
+  load_.assign(size_, 0.0);
   attach(config);
+}
+
+void ShmCommunicator::setGeometry(size_t eagerBytes) {
+  eagerBytes_ = eagerBytes;
+  postStride_ = roundUp(sizeof(PostBlock) + sizeof(PeerEntry) * size_, 64);
+  slotStride_ = roundUp(sizeof(SlotHead) + 2 * postStride_ + 2 * eagerBytes_, 64);
 }
 
 SlotHead& ShmCommunicator::slot(int32_t r) const {
@@ -86,16 +111,27 @@ SlotHead& ShmCommunicator::slot(int32_t r) const {
   return *reinterpret_cast<SlotHead*>(base);
 }
 
-PeerEntry* ShmCommunicator::entries(int32_t r) const {
-  return reinterpret_cast<PeerEntry*>(reinterpret_cast<char*>(&slot(r)) + sizeof(SlotHead));
+PostBlock& ShmCommunicator::post(int32_t r, uint32_t parity) const {
+  auto* base = reinterpret_cast<char*>(&slot(r)) + sizeof(SlotHead) + postStride_ * parity;
+  return *reinterpret_cast<PostBlock*>(base);
+}
+
+PeerEntry* ShmCommunicator::entries(int32_t r, uint32_t parity) const {
+  return reinterpret_cast<PeerEntry*>(reinterpret_cast<char*>(&post(r, parity)) + sizeof(PostBlock));
+}
+
+char* ShmCommunicator::eagerBuffer(int32_t r, uint32_t parity) const {
+  return reinterpret_cast<char*>(&slot(r)) + sizeof(SlotHead) + 2 * postStride_ + eagerBytes_ * parity;
 }
 
 void ShmCommunicator::attach(const CommConfig& c) {
   const std::string jobKey = c.jobKey.empty() ? defaultJobKey(c.commMode) : c.jobKey;
   const uint64_t keyHash = fnv1a(jobKey + "|" + c.commDomain + "|" + std::to_string(size_));
   const std::string rdvPath = rendezvousPath(keyHash);
-  slotStride_ = roundUp(sizeof(SlotHead) + sizeof(PeerEntry) * size_, 64);
-  const size_t bytes = sizeof(SegmentHeader) + slotStride_ * size_;
+  // The root sizes the eager buffers (its ATB_OPS_SHM_EAGER); the others read the size from the header.
+  const size_t rootEager = std::min(kMaxEagerBytes, roundUp(static_cast<size_t>(eagerLimit_), kEagerAlign) * size_);
+  setGeometry(rootEager);
+  const size_t headerBytes = sizeof(SegmentHeader);
   const auto timeout = peerTimeout();
   const auto deadline = Clock::now() + timeout;
   const pid_t self = ::getpid();
@@ -108,11 +144,12 @@ void ShmCommunicator::attach(const CommConfig& c) {
   };
 
   if (rank_ == c.rankRoot) {
-    segment_ = MappedSegment::create(userPrefix() + randomToken(), bytes);
+    segment_ = MappedSegment::create(userPrefix() + randomToken(), headerBytes + slotStride_ * size_);
     SegmentHeader& h = headerOf(segment_);
     h.keyHash = keyHash;
     h.rankSize = size_;
     h.rootPid = self;
+    h.eagerBytes = static_cast<uint32_t>(eagerBytes_);
     h.magic.store(kSegmentMagic, std::memory_order_release);
     claimSlot();
     publishRendezvous(rdvPath, RendezvousRecord{segment_.name(), self, processStartTime(self)});
@@ -121,11 +158,14 @@ void ShmCommunicator::attach(const CommConfig& c) {
     while (true) {
       if (auto record = readLiveRendezvous(rdvPath)) {
         MappedSegment seg = MappedSegment::open(record->segmentName);
-        if (seg.valid() && seg.size() == bytes &&
+        if (seg.valid() && seg.size() >= headerBytes &&
             headerOf(seg).magic.load(std::memory_order_acquire) == kSegmentMagic && headerOf(seg).keyHash == keyHash &&
             headerOf(seg).rankSize == size_) {
-          segment_ = std::move(seg);
-          break;
+          setGeometry(headerOf(seg).eagerBytes);
+          if (seg.size() == headerBytes + slotStride_ * size_) {
+            segment_ = std::move(seg);
+            break;
+          }
         }
       }
       ATB_CHECK(Clock::now() < deadline, ERROR_COMM_TIMEOUT, "shm rendezvous: root rank ", c.rankRoot,
@@ -162,49 +202,123 @@ void ShmCommunicator::attach(const CommConfig& c) {
   removeNames();
 }
 
-void ShmCommunicator::checkPostedMatrix(const char* what) const {
-  const SlotHead& mine = slot(rank_);
+void ShmCommunicator::checkPostedMatrix(uint32_t parity, const char* what) const {
+  const PostBlock& mine = post(rank_, parity);
   for (int32_t i = 0; i < size_; ++i) {
-    ATB_CHECK(slot(i).dtype == mine.dtype && slot(i).elemSize == mine.elemSize, ERROR_INVALID_TENSOR_DTYPE, what,
-              ": rank ", i, " moves dtype ", c10::toString(static_cast<c10::ScalarType>(slot(i).dtype)), " but rank ",
+    const PostBlock& theirs = post(i, parity);
+    ATB_CHECK(theirs.dtype == mine.dtype && theirs.elemSize == mine.elemSize, ERROR_INVALID_TENSOR_DTYPE, what,
+              ": rank ", i, " moves dtype ", c10::toString(static_cast<c10::ScalarType>(theirs.dtype)), " but rank ",
               rank_, " moves ", c10::toString(static_cast<c10::ScalarType>(mine.dtype)));
   }
   const int64_t es = mine.elemSize;
   checkCountMatrix(
-      size_, [&](int32_t i, int32_t j) { return static_cast<int64_t>(entries(i)[j].sendBytes) / es; },
-      [&](int32_t j, int32_t i) { return static_cast<int64_t>(entries(j)[i].recvBytes) / es; }, what);
+      size_, [&](int32_t i, int32_t j) { return static_cast<int64_t>(entries(i, parity)[j].sendBytes) / es; },
+      [&](int32_t j, int32_t i) { return static_cast<int64_t>(entries(j, parity)[i].recvBytes) / es; }, what);
 }
 
-void ShmCommunicator::copyFromPeers(const at::Tensor& recv, const AllToAllVLayout& layout, std::string& error) const {
-  auto* out = static_cast<char*>(recv.data_ptr());
-  const int64_t es = recv.element_size();
-  for (int32_t step = 0; step < size_; ++step) {
+uint64_t ShmCommunicator::directBytes(uint32_t parity, int32_t src, int32_t dst) const {
+  const PeerEntry& e = entries(src, parity)[dst];
+  return (src == dst || e.eagerOffset != kNotEager) ? 0 : e.sendBytes;
+}
+
+void ShmCommunicator::planSplit(uint32_t parity) {
+  std::fill(push_.begin(), push_.end(), 0);
+  if (!split_ || size_ < 2) return;
+  // Work in memcpy-byte units: a process_vm_readv/writev byte costs about twice a memcpy byte (it pins
+  // pages and copies with the kernel's string copy). Only large messages are split: a split costs a
+  // system call on each side and makes the receiver wait for the sender's "done".
+  constexpr double kDirectCost = 2.0;
+  constexpr uint64_t kMinSplit = uint64_t{256} << 10;
+  constexpr uint64_t kGranule = 4096;
+  bool any = false;
+  for (int32_t r = 0; r < size_; ++r) {
+    double work = static_cast<double>(entries(r, parity)[r].sendBytes);
+    for (int32_t src = 0; src < size_; ++src) {
+      const uint64_t direct = directBytes(parity, src, r);
+      work += direct > 0 ? kDirectCost * static_cast<double>(direct)
+                         : static_cast<double>(src == r ? 0 : entries(src, parity)[r].sendBytes);
+      any = any || direct >= kMinSplit;
+    }
+    load_[r] = work;
+  }
+  if (!any) return;
+  // Two deterministic passes: a busier receiver hands part of each large incoming message to its sender.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int32_t src = 0; src < size_; ++src) {
+      for (int32_t dst = 0; dst < size_; ++dst) {
+        const uint64_t direct = directBytes(parity, src, dst);
+        uint64_t& pushed = push_[static_cast<size_t>(src) * size_ + dst];
+        if (direct < kMinSplit || load_[dst] <= load_[src]) continue;
+        const double want = (load_[dst] - load_[src]) / (2 * kDirectCost);
+        uint64_t delta = std::min<uint64_t>(direct - pushed, static_cast<uint64_t>(want)) / kGranule * kGranule;
+        if (delta < kGranule) continue;
+        pushed += delta;
+        load_[dst] -= kDirectCost * static_cast<double>(delta);
+        load_[src] += kDirectCost * static_cast<double>(delta);
+      }
+    }
+  }
+}
+
+namespace {
+
+// Copies `bytes` between this process and `pid` (read: remote -> local; write: local -> remote).
+// Returns false with `error` set when the kernel refuses.
+bool crossCopy(pid_t pid, int32_t peer, bool write, char* local, uint64_t remote, uint64_t bytes, std::string& error) {
+  if (pid == ::getpid()) {  // commMode 1: the ranks are threads of this process
+    if (write) {
+      std::memcpy(reinterpret_cast<void*>(remote), local, bytes);
+    } else {
+      std::memcpy(local, reinterpret_cast<const void*>(remote), bytes);
+    }
+    return true;
+  }
+  while (bytes > 0) {
+    iovec mine{local, bytes};
+    iovec theirs{reinterpret_cast<void*>(remote), bytes};
+    const ssize_t n =
+        write ? ::process_vm_writev(pid, &mine, 1, &theirs, 1, 0) : ::process_vm_readv(pid, &mine, 1, &theirs, 1, 0);
+    if (n <= 0) {
+      if (n < 0 && errno == EINTR) continue;
+      error = std::string(write ? "process_vm_writev to" : "process_vm_readv from") + " rank " + std::to_string(peer) +
+              " (pid " + std::to_string(pid) + ") failed: " + std::strerror(errno) +
+              (errno == EPERM ? " (ptrace is restricted here; use backend 'gloo')" : "");
+      return false;
+    }
+    local += n;
+    remote += static_cast<uint64_t>(n);
+    bytes -= static_cast<uint64_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+void ShmCommunicator::moveData(uint32_t parity, std::string& error) const {
+  const PeerEntry* mine = entries(rank_, parity);
+  if (mine[rank_].sendBytes > 0) {
+    std::memcpy(reinterpret_cast<void*>(mine[rank_].recvAddr), reinterpret_cast<const void*>(mine[rank_].sendAddr),
+                mine[rank_].sendBytes);
+  }
+  for (int32_t step = 1; step < size_ && error.empty(); ++step) {
     // Rotating the start spreads the readers over the senders instead of all hitting rank 0 first.
     const int32_t src = (rank_ + step) % size_;
-    const PeerEntry& from = entries(src)[rank_];
-    size_t remaining = from.sendBytes;
-    if (remaining == 0) continue;
-    char* dst = out + layout.rdispls[src] * es;
-    if (src == rank_) {
-      std::memcpy(dst, reinterpret_cast<const void*>(from.addr), remaining);
-      continue;
+    const PeerEntry& in = entries(src, parity)[rank_];
+    char* dst = reinterpret_cast<char*>(mine[src].recvAddr);
+    if (in.sendBytes > 0 && in.eagerOffset != kNotEager) {
+      std::memcpy(dst, eagerBuffer(src, parity) + in.eagerOffset, in.sendBytes);
+    } else if (in.sendBytes > 0) {
+      const uint64_t pull = in.sendBytes - push_[static_cast<size_t>(src) * size_ + rank_];
+      if (pull > 0 && !crossCopy(slot(src).pid.load(), src, false, dst, in.sendAddr, pull, error)) return;
     }
-    const pid_t pid = slot(src).pid.load();
-    uint64_t remote = from.addr;
-    while (remaining > 0) {
-      iovec local{dst, remaining};
-      iovec peer{reinterpret_cast<void*>(remote), remaining};
-      const ssize_t n = ::process_vm_readv(pid, &local, 1, &peer, 1, 0);
-      if (n <= 0) {
-        if (n < 0 && errno == EINTR) continue;
-        error = "process_vm_readv from rank " + std::to_string(src) + " (pid " + std::to_string(pid) +
-                ") failed: " + std::strerror(errno) +
-                (errno == EPERM ? " (ptrace is restricted here; use backend 'gloo')" : "");
-        return;
-      }
-      dst += n;
-      remote += static_cast<uint64_t>(n);
-      remaining -= static_cast<size_t>(n);
+    // Our pushes go the other way round the ring, so a receiver gets its pull and the push at once.
+    const int32_t to = (rank_ - step + size_) % size_;
+    const uint64_t push = push_[static_cast<size_t>(rank_) * size_ + to];
+    if (push > 0) {
+      const uint64_t offset = mine[to].sendBytes - push;
+      char* local = reinterpret_cast<char*>(mine[to].sendAddr) + offset;
+      const uint64_t remote = entries(to, parity)[rank_].recvAddr + offset;
+      if (!crossCopy(slot(to).pid.load(), to, true, local, remote, push, error)) return;
     }
   }
 }
@@ -235,25 +349,42 @@ void ShmCommunicator::alltoallv(const at::Tensor& send, const AllToAllVLayout& l
             ": this communicator failed earlier and is unusable: ", brokenBy_);
   if (headerOf(segment_).abortedBy.load(std::memory_order_acquire) != 0) checkHealth(kWhat);
   const uint32_t seq = ++seq_;
+  const uint32_t parity = seq & 1u;
   const int64_t es = send.element_size();
-  SlotHead& mine = slot(rank_);
-  PeerEntry* mineEntries = entries(rank_);
-  const auto* base = static_cast<const char*>(send.data_ptr());
+
+  // Post: addresses and sizes, small messages copied into the eager buffer of this parity.
+  PostBlock& mine = post(rank_, parity);
+  PeerEntry* out = entries(rank_, parity);
+  const auto* sendBase = static_cast<const char*>(send.data_ptr());
+  auto* recvBase = static_cast<char*>(recv.data_ptr());
+  char* eager = eagerBuffer(rank_, parity);
+  size_t eagerUsed = 0;
   for (int32_t j = 0; j < size_; ++j) {
-    mineEntries[j].addr = reinterpret_cast<uint64_t>(base + layout.sdispls[j] * es);
-    mineEntries[j].sendBytes = static_cast<uint64_t>(layout.sendCounts[j] * es);
-    mineEntries[j].recvBytes = static_cast<uint64_t>(layout.recvCounts[j] * es);
+    PeerEntry& e = out[j];
+    const char* src = sendBase + layout.sdispls[j] * es;
+    const uint64_t bytes = static_cast<uint64_t>(layout.sendCounts[j] * es);
+    e.sendAddr = reinterpret_cast<uint64_t>(src);
+    e.recvAddr = reinterpret_cast<uint64_t>(recvBase + layout.rdispls[j] * es);
+    e.sendBytes = bytes;
+    e.recvBytes = static_cast<uint64_t>(layout.recvCounts[j] * es);
+    e.eagerOffset = kNotEager;
+    const size_t room = roundUp(bytes, kEagerAlign);
+    if (j != rank_ && bytes > 0 && static_cast<int64_t>(bytes) <= eagerLimit_ && eagerUsed + room <= eagerBytes_) {
+      std::memcpy(eager + eagerUsed, src, bytes);
+      e.eagerOffset = static_cast<uint32_t>(eagerUsed);
+      eagerUsed += room;
+    }
   }
   mine.dtype = static_cast<int32_t>(send.scalar_type());
   mine.elemSize = static_cast<int32_t>(es);
   const auto timeout = peerTimeout();
   const HealthCheck health = [this] { checkHealth(kWhat); };
   try {
-    publish(mine.postSeq, mine.postWaiters, seq);
-    for (int32_t p = 0; p < size_; ++p) {
-      if (p == rank_) continue;
+    publish(slot(rank_).postSeq, slot(rank_).postWaiters, seq);
+    for (int32_t step = 1; step < size_; ++step) {
+      const int32_t p = (rank_ + step) % size_;
       SlotHead& peer = slot(p);
-      waitReached(peer.postSeq, peer.postWaiters, seq, WaitTarget{kWhat, p, peer.pid.load()}, timeout, health);
+      waitReached(peer.postSeq, peer.postWaiters, seq, WaitTarget{kWhat, p, peer.pid.load()}, timeout, health, spin_);
     }
   } catch (const c10::Error& e) {
     brokenBy_ = e.what_without_backtrace();
@@ -261,16 +392,22 @@ void ShmCommunicator::alltoallv(const at::Tensor& send, const AllToAllVLayout& l
     throw;
   }
   // Every rank checks the same posted matrix, so on a mismatch all raise together and stay in step.
-  checkPostedMatrix(kWhat);
+  checkPostedMatrix(parity, kWhat);
+  planSplit(parity);
 
   std::string copyError;
-  copyFromPeers(recv, layout, copyError);
+  moveData(parity, copyError);
   try {
-    publish(mine.doneSeq, mine.doneWaiters, seq);
-    for (int32_t p = 0; p < size_; ++p) {
-      if (p == rank_) continue;
+    publish(slot(rank_).doneSeq, slot(rank_).doneWaiters, seq);
+    // Wait only for peers that touch this rank's buffers: they pull from our send buffer or push into
+    // our receive buffer. Eager messages were copied with the post and need nobody.
+    for (int32_t step = 1; step < size_; ++step) {
+      const int32_t p = (rank_ + step) % size_;
+      const uint64_t theyPull = directBytes(parity, rank_, p) - push_[static_cast<size_t>(rank_) * size_ + p];
+      const uint64_t theyPush = push_[static_cast<size_t>(p) * size_ + rank_];
+      if (theyPull == 0 && theyPush == 0) continue;
       SlotHead& peer = slot(p);
-      waitReached(peer.doneSeq, peer.doneWaiters, seq, WaitTarget{kWhat, p, peer.pid.load()}, timeout, health);
+      waitReached(peer.doneSeq, peer.doneWaiters, seq, WaitTarget{kWhat, p, peer.pid.load()}, timeout, health, spin_);
     }
   } catch (const c10::Error& e) {
     brokenBy_ = e.what_without_backtrace();

@@ -1,10 +1,21 @@
-// The "shm" backend: CPU ranks on one host. Each rank posts where its send regions live in a shared
-// control segment; each receiver copies straight out of the sender's memory with process_vm_readv
-// (one copy, like Open MPI's CMA path), then all ranks meet so a sender's buffer outlives the reads.
+// The "shm" backend: CPU ranks on one host, one shared control segment per communicator.
+//
+// Per call each rank posts, in its own slot, where its send regions and receive regions live. Small
+// messages (<= ATB_OPS_SHM_EAGER bytes) are copied into the slot's eager buffer with the post, so the
+// receiver copies them out of shared memory with no system call and nobody waits for the read.
+// Larger messages move once, straight between the ranks' buffers with process_vm_readv (the receiver
+// pulls) and, when receivers are busier than senders, process_vm_writev (the sender pushes the tail
+// of its message while the receiver pulls the head): both cores work. Ranks whose buffers a peer
+// touched then wait for that peer's "done", so buffers outlive every access to them.
+//
+// Posts and eager buffers alternate between two copies by call parity: a rank can be at most one
+// call ahead of any peer (it waits for every peer's post of the next call), so the copy it
+// overwrites was read two calls ago.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "comm/communicator.h"
 #include "comm/shm/shm_segment.h"
@@ -13,6 +24,7 @@ namespace atb_ops::shm {
 
 struct SegmentHeader;
 struct SlotHead;
+struct PostBlock;
 struct PeerEntry;
 
 class ShmCommunicator final : public Communicator {
@@ -28,21 +40,37 @@ class ShmCommunicator final : public Communicator {
 
  private:
   void attach(const CommConfig& config);
+  void setGeometry(size_t eagerBytes);
   SlotHead& slot(int32_t r) const;
-  PeerEntry* entries(int32_t r) const;
+  PostBlock& post(int32_t r, uint32_t parity) const;
+  PeerEntry* entries(int32_t r, uint32_t parity) const;
+  char* eagerBuffer(int32_t r, uint32_t parity) const;
   // Checks the whole posted count matrix; every rank sees the same matrix and raises the same error.
-  void checkPostedMatrix(const char* what) const;
+  void checkPostedMatrix(uint32_t parity, const char* what) const;
+  // Fills push_: how many tail bytes of each large message its sender writes itself. Every rank
+  // computes the same plan from the same posted matrix.
+  void planSplit(uint32_t parity);
+  // Bytes of message src -> dst that go through process_vm_readv/writev (not eager, not to itself).
+  uint64_t directBytes(uint32_t parity, int32_t src, int32_t dst) const;
+  // Self copy, eager copies, pulls and pushes; the first failure is left in `error`.
+  void moveData(uint32_t parity, std::string& error) const;
   // Publishes this rank's reason for giving up, once per communicator (the first rank to fail wins).
   void abortPeers(const std::string& reason);
   // Raises when a peer process is gone or a peer gave up; runs while waits sleep.
   void checkHealth(const char* what) const;
-  void copyFromPeers(const at::Tensor& recv, const AllToAllVLayout& layout, std::string& error) const;
 
   std::string backend_ = "shm";
   int32_t rank_;
   int32_t size_;
+  size_t postStride_ = 0;
+  size_t eagerBytes_ = 0;  // eager buffer per rank and parity
   size_t slotStride_ = 0;
+  int64_t eagerLimit_ = 0;  // this rank's largest eager message
+  bool split_ = true;
+  bool spin_ = true;  // false when ranks outnumber cores: waiting yields at once
   uint32_t seq_ = 0;
+  std::vector<uint64_t> push_;  // [src * size + dst]
+  std::vector<double> load_;
   std::string brokenBy_;  // first fault that left peers out of step; later calls fail fast with it
   MappedSegment segment_;
 };
