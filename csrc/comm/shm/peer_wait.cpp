@@ -58,8 +58,11 @@ void waitReached(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, ui
     }
   }
   while (Clock::now() - start < kYieldFor) {
-    if (reached(word.load(std::memory_order_acquire), target)) return;
-    sched_yield();
+    for (int i = 0; i < 16; ++i) {
+      if (reached(word.load(std::memory_order_acquire), target)) return;
+      cpuRelax();
+    }
+    sched_yield();  // hands the core to a peer that waits for it; returns at once when nobody does
   }
   const auto deadline = start + timeout;
   auto nextLivenessCheck = Clock::now();

@@ -29,7 +29,8 @@ inline bool reached(uint32_t value, uint32_t target) {
 using HealthCheck = std::function<void()>;
 
 // Blocks until word >= target: spins about 50 us (skipped when `spin` is false: ranks outnumber cores, so
-// the awaited peer may need this very core), then yields until about 1 ms, then sleeps on the futex.
+// the awaited peer may need this very core), then polls with sched_yield until about 1 ms, then sleeps on
+// the futex.
 // Raises ERROR_COMM_TIMEOUT after `timeout` naming the peer, or whatever `health` raises (by default
 // ERROR_COMM_PEER_DIED as soon as the awaited peer process is gone).
 void waitReached(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, uint32_t target, const WaitTarget& peer,

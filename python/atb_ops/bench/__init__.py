@@ -109,6 +109,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--iters", "-i", type=int, default=0, help="timed calls per size (default: ~0.25 s worth)")
     p.add_argument("--warmup", "-w", type=int, default=5, help="untimed calls per size (default 5)")
     p.add_argument("--budget", type=float, default=0.25, help="seconds of timed calls per size when --iters is 0")
+    p.add_argument("--rounds", "-r", type=int, default=1,
+                   help="repeat the whole run, libraries alternating, and report each one's best round (default 1)")
+    p.add_argument("--bind", choices=["auto", "core", "none"], default="auto",
+                   help="pin rank r to CPU r (core), or not (none); auto: core when ranks fit the CPUs, as mpirun "
+                   "does by default. Applies to atb_ops, gloo and Open MPI alike")
     p.add_argument("--json", metavar="FILE", help="write the configuration and every row as JSON")
     p.add_argument("--plot", metavar="FILE.png", help="plot algbw vs size per library (needs matplotlib)")
     p.add_argument("--no-mpi", action="store_true", help="skip Open MPI's MPI_Alltoallv")
@@ -122,72 +127,102 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.size_list = workload.parse_sizes(args.sizes)
     except ValueError as e:
         p.error(str(e))
-    if args.iters < 0 or args.warmup < 0:
-        p.error("--iters and --warmup must be >= 0")
+    if args.iters < 0 or args.warmup < 0 or args.rounds < 1:
+        p.error("--iters and --warmup must be >= 0, --rounds >= 1")
     return args
 
 
-def _run_mpi(cfg: BenchConfig, progress: Progress, notes: list[str]) -> dict[int, dict[str, Any]]:
+def _run_mpi(cfg: BenchConfig, progress: Progress, notes: list[str]) -> dict[int, dict[str, Any]] | None:
+    """One Open MPI round: {size index: {"time_s", "wrong"}}, or None when it cannot run (noted)."""
     from atb_ops.bench import mpi
 
     ok, why = mpi.available()
     if not ok:
         notes.append(f"Open MPI skipped: {why}")
-        return {}
-    progress("Open MPI job (mpirun) first, then the atb_ops ranks")
+        return None
+    progress("Open MPI job (mpirun)")
     try:
-        result = mpi.run_job(cfg.to_json(), cfg.world_size, progress=progress)
+        result = mpi.run_job(cfg.to_json(), cfg.world_size, bind=cfg.bind, progress=progress)
     except (RuntimeError, OSError) as e:
         notes.append(f"Open MPI failed, column left empty: {str(e).splitlines()[0]}")
         print(f"# {e}", file=sys.stderr)
-        return {}
-    notes.append(f"Open MPI: {result.get('library', '?')}")
-    return {r["size"]: r for r in result["rows"]}
+        return None
+    library = f"Open MPI: {result.get('library', '?')}"
+    if library not in notes:
+        notes.append(library)
+    return {r["index"]: r for r in result["rows"]}
 
 
-def _spawn_ranks(cfg: BenchConfig, timeout_s: float, on_row: Any, progress: Progress) -> None:
-    from atb_ops.bench import ranks
+class Ranks:
+    """The spawned benchmark ranks: started once, told to run a round at a time."""
 
-    ctx = mp.get_context("spawn")
-    results: Any = ctx.Queue()
-    env = {
-        "MASTER_ADDR": "127.0.0.1",
-        "MASTER_PORT": str(_free_port()),
-        "ATB_OPS_JOB_ID": f"bench-{uuid.uuid4().hex}",
-        "ATB_OPS_TIMEOUT": str(int(min(timeout_s, 600))),
-        "OMP_NUM_THREADS": "1",
-    }
-    procs = [ctx.Process(target=ranks.rank_main, args=(r, cfg.to_json(), env, results))
-             for r in range(cfg.world_size)]
-    for p in procs:
-        p.start()
-    done = 0
-    deadline = time.monotonic() + timeout_s
-    try:
-        while done < cfg.world_size:
+    def __init__(self, cfg: BenchConfig, timeout_s: float, progress: Progress) -> None:
+        from atb_ops.bench import ranks
+
+        self.cfg, self.timeout_s, self.progress = cfg, timeout_s, progress
+        ctx = mp.get_context("spawn")
+        self.results: Any = ctx.Queue()
+        self.commands = [ctx.Queue() for _ in range(cfg.world_size)]
+        env = {
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(_free_port()),
+            "ATB_OPS_JOB_ID": f"bench-{uuid.uuid4().hex}",
+            "ATB_OPS_TIMEOUT": str(int(min(timeout_s, 600))),
+            "OMP_NUM_THREADS": "1",
+        }
+        self.procs = [ctx.Process(target=ranks.rank_main, args=(r, cfg.to_json(), env, self.results, self.commands[r]))
+                      for r in range(cfg.world_size)]
+        for p in self.procs:
+            p.start()
+        self._collect("ready", None)  # idle before anything is timed (the Open MPI job runs next)
+
+    def _collect(self, until: str, on_row: Any) -> None:
+        seen = 0
+        deadline = time.monotonic() + self.timeout_s
+        while seen < self.cfg.world_size:
             try:
-                kind, value = results.get(timeout=1.0)
+                kind, value = self.results.get(timeout=1.0)
             except queue.Empty:
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"benchmark ranks did not finish within {timeout_s} s") from None
-                dead = [r for r, p in enumerate(procs) if p.exitcode not in (None, 0)]
+                    raise RuntimeError(f"benchmark ranks did not finish within {self.timeout_s} s") from None
+                dead = [r for r, p in enumerate(self.procs) if p.exitcode not in (None, 0)]
                 if dead:
                     raise RuntimeError(f"benchmark rank(s) {dead} exited early") from None
                 continue
             if kind == "error":
                 raise RuntimeError(value)
             if kind == "progress":
-                progress(value)
-            elif kind == "row":
+                self.progress(value)
+            elif kind == "row" and on_row is not None:
                 on_row(value)
-            elif kind == "done":
-                done += 1
-    finally:
-        for p in procs:
+            elif kind == until:
+                seen += 1
+
+    def run_round(self, round_no: int, on_row: Any) -> None:
+        for q in self.commands:
+            q.put(round_no)
+        self._collect("round", on_row)
+
+    def close(self) -> None:
+        for q in self.commands:
+            q.put(None)
+        try:
+            self._collect("done", None)
+        except RuntimeError:
+            pass
+        for p in self.procs:
             p.join(timeout=10)
             if p.is_alive():
                 p.kill()
                 p.join(timeout=5)
+
+
+def _best(entries: list[dict[str, Any] | None]) -> dict[str, Any] | None:
+    """The fastest round's time; the most wrong elements any round saw."""
+    got = [e for e in entries if e is not None and e.get("time_s") == e.get("time_s")]
+    if not got:
+        return None
+    return {"time_s": min(e["time_s"] for e in got), "wrong": max(int(e["wrong"]) for e in got)}
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -198,53 +233,91 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         world_size=args.world_size, backend=args.backend, sizes=args.size_list, dtype=args.dtype,
         pattern=args.pattern, spread=args.spread, seed=args.seed, iters=args.iters, warmup=args.warmup,
         budget_s=args.budget, gloo=not args.no_gloo, check=not args.no_check,
+        bind=args.bind if args.bind != "auto" else ("core" if args.world_size <= len(os.sched_getaffinity(0))
+                                                     else "none"),
     )
     cpu_backend = args.backend in ("shm", "gloo", "auto") or (
         args.backend == "hccl" and not hasattr(torch, "npu")
     )
     progress = Progress()
     notes: list[str] = []
-    mpi_rows = {} if args.no_mpi or not cpu_backend else _run_mpi(cfg, progress, notes)
     if not cpu_backend:
         cfg.gloo = False
         notes.append("gloo and Open MPI columns run only for CPU backends")
-    others = [k for k in ("gloo", "mpi") if (k == "gloo" and cfg.gloo) or (k == "mpi" and mpi_rows)]
-    labels = {"atb": f"atb_ops {args.backend}", **{k: LABELS_OTHER[k] for k in others}}
+    want_mpi = cpu_backend and not args.no_mpi
+    ranks = Ranks(cfg, args.timeout, progress)
+    raw: dict[int, list[dict[str, Any]]] = {i: [] for i in range(len(cfg.sizes))}
+    mpi_raw: dict[int, list[dict[str, Any] | None]] = {i: [] for i in range(len(cfg.sizes))}
+    rows: list[dict[str, Any]] = []
+    state: dict[str, Any] = {"printed_header": False, "others": []}
     cores = os.cpu_count() or 1
     pattern = args.pattern + (f" (spread {args.spread:g})" if args.pattern == "skewed" else "")
-    title = [
-        f"atb_ops bench: AllToAllVV2Operation execute_out (reused buffers), {args.world_size} rank(s), "
-        f"backend {args.backend}, {args.dtype}, pattern {pattern}, seed {args.seed}",
-        f"host: {cores} core(s) {_cpu_model()}, {platform.system()} {platform.release()}, torch {torch.__version__}",
-        "size: bytes of the busiest rank; time: mean per call, max over ranks; algbw = size/time (GB/s = 1e9 B/s);"
-        " busbw = algbw*(n-1)/n; speedup = their time / atb_ops time",
-        *notes,
-    ]
-    print(report.header(title, labels["atb"], [labels[k] for k in others]), flush=True)
-    rows: list[dict[str, Any]] = []
+    labels: dict[str, str] = {}
 
-    def on_row(raw: dict[str, Any]) -> None:
-        mpi_entry = mpi_rows.get(raw["size"])
+    def print_header() -> None:
+        others = [k for k in ("gloo", "mpi") if (k == "gloo" and cfg.gloo) or (k == "mpi" and want_mpi)]
+        state["others"] = others
+        labels.update({"atb": f"atb_ops {args.backend}", **{k: LABELS_OTHER[k] for k in others}})
+        rounds = (f"best of {args.rounds} rounds (libraries alternate round by round); " if args.rounds > 1 else "")
+        title = [
+            f"atb_ops bench: AllToAllVV2Operation execute_out (reused buffers), {args.world_size} rank(s), "
+            f"backend {args.backend}, {args.dtype}, pattern {pattern}, seed {args.seed}, binding {cfg.bind}",
+            f"host: {cores} core(s) {_cpu_model()}, {platform.system()} {platform.release()}, "
+            f"torch {torch.__version__}",
+            f"size: bytes of the busiest rank; time: {rounds}mean per call, max over ranks; algbw = size/time"
+            " (GB/s = 1e9 B/s); busbw = algbw*(n-1)/n; speedup = their time / atb_ops time",
+            *notes,
+        ]
+        print(report.header(title, labels["atb"], [labels[k] for k in others]), flush=True)
+        state["printed_header"] = True
+
+    def make_row(index: int) -> dict[str, Any]:
+        first = raw[index][0]
+        nbytes = first["bytes"]
         figs = {
-            "atb": report.figures(raw["atb"], raw["bytes"], args.world_size),
-            "gloo": report.figures(raw.get("gloo"), raw["bytes"], args.world_size),
-            "mpi": report.figures(mpi_entry, raw["bytes"], args.world_size),
+            "atb": report.figures(_best([r["atb"] for r in raw[index]]), nbytes, args.world_size),
+            "gloo": report.figures(_best([r.get("gloo") for r in raw[index]]), nbytes, args.world_size),
+            "mpi": report.figures(_best(mpi_raw[index]), nbytes, args.world_size),
         }
-        memcpy_s = raw.get("memcpy_s")
-        row = {
-            "size": raw["size"], "bytes": raw["bytes"], "count": raw["count"], "type": args.dtype,
-            "figures": {k: v for k, v in figs.items() if k == "atb" or k in others},
-            "memcpy_gbps": raw["bytes"] / memcpy_s / 1e9 if memcpy_s and memcpy_s == memcpy_s else None,
+        memcpy = [r["memcpy_s"] for r in raw[index] if r.get("memcpy_s") and r["memcpy_s"] == r["memcpy_s"]]
+        return {
+            "size": first["size"], "bytes": nbytes, "count": first["count"], "type": args.dtype,
+            "figures": {k: v for k, v in figs.items() if k == "atb" or k in state["others"]},
+            "memcpy_gbps": nbytes / min(memcpy) / 1e9 if memcpy else None,
         }
-        rows.append(row)
-        print(report.row_line(row, args.dtype, others), flush=True)
 
-    _spawn_ranks(cfg, args.timeout, on_row, progress)
+    def on_row(value: dict[str, Any]) -> None:
+        raw[value["index"]].append(value)
+        if args.rounds == 1:
+            row = make_row(value["index"])
+            rows.append(row)
+            print(report.row_line(row, args.dtype, state["others"]), flush=True)
+
+    try:
+        for round_no in range(args.rounds):
+            if want_mpi:
+                got = _run_mpi(cfg, progress, notes)
+                if got is None:
+                    want_mpi = False
+                for i in mpi_raw:
+                    mpi_raw[i].append(None if got is None else got.get(i))
+            if not state["printed_header"] and args.rounds == 1:
+                print_header()
+            if args.rounds > 1:
+                progress(f"round {round_no + 1} of {args.rounds}: atb_ops and gloo")
+            ranks.run_round(round_no, on_row)
+    finally:
+        ranks.close()
+    if args.rounds > 1:
+        print_header()
+        for index in range(len(cfg.sizes)):
+            row = make_row(index)
+            rows.append(row)
+            print(report.row_line(row, args.dtype, state["others"]), flush=True)
     print(report.footer(rows, labels, args.world_size, cores), flush=True)
-    doc = {"config": json.loads(cfg.to_json()), "labels": labels, "host": {"cores": cores, "cpu": _cpu_model()},
-           "notes": notes, "rows": rows}
-    for key in labels:
-        doc.setdefault("avg_busbw", {})[key] = report.avg_busbw(rows, key)
+    doc = {"config": {**json.loads(cfg.to_json()), "rounds": args.rounds}, "labels": labels,
+           "host": {"cores": cores, "cpu": _cpu_model()}, "notes": notes, "rows": rows}
+    doc["avg_busbw"] = {key: report.avg_busbw(rows, key) for key in labels}
     if args.json:
         with open(args.json, "w") as f:
             json.dump(doc, f, indent=1)

@@ -7,11 +7,12 @@ Run by ``python -m atb_ops bench`` as a separate job, before its own ranks start
 Every rank builds the same layout and payload as the atb_ops ranks (atb_ops.bench.workload), moves
 it with ``Alltoallv`` on MPI_BYTE (byte counts and displacements, so every dtype moves the same way),
 checks the received bytes, and times the same kind of loop. Rank 0 writes one JSON object:
-``{"rows": [{"size", "time_s", "wrong"}...], "library": "..."}``.
+``{"rows": [{"index", "size", "time_s", "wrong"}...], "library": "..."}``.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import subprocess
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 MPIRUN_FLAGS = ["--allow-run-as-root", "--oversubscribe", "--mca", "btl", "self,vader"]
+BIND_FLAGS = {"core": ["--bind-to", "core"], "none": ["--bind-to", "none"]}
 
 
 def available() -> tuple[bool, str]:
@@ -35,7 +37,8 @@ def available() -> tuple[bool, str]:
     return True, ""
 
 
-def run_job(cfg_json: str, world_size: int, timeout_s: float = 1800.0, progress: Any = None) -> dict[str, Any]:
+def run_job(cfg_json: str, world_size: int, bind: str = "none", timeout_s: float = 1800.0,
+            progress: Any = None) -> dict[str, Any]:
     """Runs the helper under mpirun and returns its JSON result.
 
     Raises:
@@ -47,7 +50,7 @@ def run_job(cfg_json: str, world_size: int, timeout_s: float = 1800.0, progress:
     with tempfile.TemporaryDirectory(prefix="atb_ops_bench_mpi.") as tmp:
         cfg_path, out_path = Path(tmp, "config.json"), Path(tmp, "out.json")
         cfg_path.write_text(cfg_json)
-        cmd = ["mpirun", "-n", str(world_size), *MPIRUN_FLAGS, "-x", f"PYTHONPATH={python_dir}",
+        cmd = ["mpirun", "-n", str(world_size), *MPIRUN_FLAGS, *BIND_FLAGS[bind], "-x", f"PYTHONPATH={python_dir}",
                sys.executable, "-m", "atb_ops.bench.mpi", str(cfg_path), str(out_path)]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         lines: list[str] = []
@@ -88,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         return comm.allreduce(v, op=MPI.MAX)
 
     rows = []
-    for size in cfg.sizes:
+    for index, size in enumerate(cfg.sizes):
         plan = plan_for(cfg, size, rank)
         lay = plan.layout
         if rank == 0:
@@ -100,9 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         sbuf, rbuf = send.view(torch.uint8).numpy(), out.view(torch.uint8).numpy()
         send_spec = [sbuf, ([c * es for c in lay.send_counts], [d * es for d in lay.sdispls]), MPI.BYTE]
         recv_spec = [rbuf, ([c * es for c in lay.recv_counts], [d * es for d in lay.rdispls]), MPI.BYTE]
-
-        def call() -> None:
-            comm.Alltoallv(send_spec, recv_spec)
+        call = functools.partial(comm.Alltoallv, send_spec, recv_spec)
 
         wrong = 0
         if cfg.check:
@@ -112,9 +113,9 @@ def main(argv: list[str] | None = None) -> int:
         seconds = time_loop(call, cfg, reduce_max, comm.Barrier, lambda: None)
         seconds = comm.allreduce(seconds, op=MPI.MAX)
         wrong = comm.allreduce(wrong, op=MPI.SUM)
-        rows.append({"size": size, "time_s": seconds, "wrong": wrong})
+        rows.append({"index": index, "size": size, "time_s": seconds, "wrong": wrong})
     if rank == 0:
-        library = MPI.Get_library_version().strip().splitlines()[0]
+        library = MPI.Get_library_version().replace("\x00", "").strip().splitlines()[0]
         Path(args[1]).write_text(json.dumps({"rows": rows, "library": library}))
     return 0
 

@@ -9,6 +9,7 @@ training loop takes, and the one that shows small-message latency). Then the sam
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -38,6 +39,7 @@ class BenchConfig:
     budget_s: float = 0.25
     gloo: bool = True
     check: bool = True
+    bind: str = "none"  # "core": rank r runs on allowed CPU r % count (as mpirun --bind-to core)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -116,22 +118,29 @@ def _device_for(backend: str, rank: int) -> torch.device:
     return torch.device("cpu")
 
 
-def rank_main(rank: int, cfg_json: str, env: dict[str, str], results: Any) -> None:
-    """Entry point of one spawned rank; reports ("row", dict), ("progress", str) or ("error", str)."""
+def rank_main(rank: int, cfg_json: str, env: dict[str, str], results: Any, commands: Any) -> None:
+    """Entry point of one spawned rank.
+
+    Waits on `commands` for a round number (None: stop) and runs every size once per round; reports
+    ("row", dict), ("progress", str), ("round", rank), ("done", rank) or ("error", str) on `results`.
+    """
     os.environ.update(env)
     try:
-        _run_rank(rank, BenchConfig.from_json(cfg_json), results)
+        _run_rank(rank, BenchConfig.from_json(cfg_json), results, commands)
     except BaseException:  # noqa: BLE001 - the parent prints it with the rank
         results.put(("error", f"rank {rank}:\n{traceback.format_exc()}"))
         raise SystemExit(1) from None
 
 
-def _run_rank(rank: int, cfg: BenchConfig, results: Any) -> None:
+def _run_rank(rank: int, cfg: BenchConfig, results: Any, commands: Any) -> None:
     import torch.distributed as dist
 
     import atb_ops  # noqa: F401  (registers OperationTorch)
 
     torch.set_num_threads(1)  # ranks share the cores; intra-op threads would only fight them
+    if cfg.bind == "core":
+        cpus = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, {cpus[rank % len(cpus)]})
     n = cfg.world_size
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{os.environ['MASTER_PORT']}", rank=rank,
                             world_size=n)
@@ -149,10 +158,22 @@ def _run_rank(rank: int, cfg: BenchConfig, results: Any) -> None:
 
     op = torch.classes.OperationTorch.OperationTorch("AllToAllVV2Operation")
     op.set_param(json.dumps({"rank": rank, "rankSize": n, "rankRoot": 0, "backend": cfg.backend}))
+    results.put(("ready", rank))
+    while (round_no := commands.get()) is not None:
+        _run_round(rank, cfg, round_no, results, op, dist, device, dtype, sync, reduce, reduce_max)
+        results.put(("round", rank))
+    dist.barrier()
+    dist.destroy_process_group()
+    results.put(("done", rank))
+
+
+def _run_round(rank: int, cfg: BenchConfig, round_no: int, results: Any, op: Any, dist: Any, device: torch.device,
+               dtype: torch.dtype, sync: Callable[[], None], reduce: Callable[..., list[float]],
+               reduce_max: Callable[[float], float]) -> None:
+    """Every size once: checked call, then timed loops of atb_ops and gloo; rank 0 reports the rows."""
     execute_out = op.execute_out  # bound once: looking up a TorchScript method costs microseconds
     gloo_dtype_ok = dtype not in (torch.int16, torch.bool)  # gloo has no int16/bool: move those as bytes
-
-    for size in cfg.sizes:
+    for index, size in enumerate(cfg.sizes):
         plan = plan_for(cfg, size, rank)
         lay = plan.layout
         if rank == 0:
@@ -173,9 +194,9 @@ def _run_rank(rank: int, cfg: BenchConfig, results: Any) -> None:
             execute_out(inputs, outputs)
             sync()
             wrong = workload.count_wrong(out.reshape(-1).cpu(), lay, rank, cfg.seed, seq)
-        atb_s = time_loop(lambda: execute_out(inputs, outputs), cfg, reduce_max, dist.barrier, sync)
+        atb_s = time_loop(functools.partial(execute_out, inputs, outputs), cfg, reduce_max, dist.barrier, sync)
 
-        gloo_s, gloo_wrong = float("nan"), 0.0
+        gloo_s, gloo_wrong, gloo_call = float("nan"), 0.0, None
         if cfg.gloo and device.type == "cpu":
             if rank == 0:
                 results.put(("progress", f"{workload.format_bytes(size)}: gloo all_to_all_single"))
@@ -185,9 +206,7 @@ def _run_rank(rank: int, cfg: BenchConfig, results: Any) -> None:
             g_out = out.reshape(-1) if gloo_dtype_ok else out.reshape(-1).view(torch.uint8)
             in_splits = [c * scale for c in lay.send_counts]
             out_splits = [c * scale for c in lay.recv_counts]
-
-            def gloo_call() -> None:
-                dist.all_to_all_single(g_out, g_in, out_splits, in_splits)
+            gloo_call = functools.partial(dist.all_to_all_single, g_out, g_in, out_splits, in_splits)
 
             if cfg.check:
                 workload.poison(out)
@@ -200,12 +219,9 @@ def _run_rank(rank: int, cfg: BenchConfig, results: Any) -> None:
         wrong_sum, gloo_wrong_sum = reduce([float(wrong), float(gloo_wrong)], dist.ReduceOp.SUM)
         if rank == 0:
             results.put(("row", {
-                "size": size, "bytes": plan.bytes, "count": plan.count,
+                "index": index, "round": round_no, "size": size, "bytes": plan.bytes, "count": plan.count,
                 "atb": {"time_s": atb_max, "wrong": int(wrong_sum)},
                 "gloo": None if gloo_s != gloo_s else {"time_s": gloo_max, "wrong": int(gloo_wrong_sum)},
                 "memcpy_s": memcpy_s,
             }))
-        del send, out, seq, inputs, outputs
-    dist.barrier()
-    dist.destroy_process_group()
-    results.put(("done", rank))
+        del send, out, seq, inputs, outputs, gloo_call  # before the next size allocates its buffers
