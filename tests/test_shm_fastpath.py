@@ -57,7 +57,7 @@ ALL = [eager_edge_matrix, odd_matrix, skewed_matrix, uniform_direct_matrix, zero
 @pytest.mark.parametrize("world_size", [1, 2, 3, 4])
 @pytest.mark.parametrize("dtype_name", list(DTYPES))
 def test_edges_every_dtype(rank_pools, world_size, dtype_name):
-    """Every edge layout, every dtype, 1-4 ranks, 2 calls each (execute_out, then execute) on one operation and reused tensors."""
+    """Every edge layout, every dtype, 1-4 ranks; per layout execute_out then execute on one operation."""
     es = itemsize(dtype_name)
     matrices = [make(world_size, es) for make in ALL]
     wrong = rank_pools(world_size).run(fastpath_tasks.run_matrices, dtype_name, matrices, "", 2, 1)
