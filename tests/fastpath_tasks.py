@@ -43,7 +43,7 @@ def values(src: int, dst: int, count: int, dtype: torch.dtype, call: int) -> tor
     if dtype == torch.bool:
         return (v & 1).to(torch.bool)
     if dtype == torch.uint8:
-        return v.to(torch.uint8)
+        return ((v - 125) % 256).to(torch.uint8)  # skips 126..130, so never the sentinel
     return (v - 125).to(dtype)
 
 

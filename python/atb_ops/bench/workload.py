@@ -167,12 +167,12 @@ def region_shift(seed: int, src: int, dst: int) -> int:
 
 
 def periodic(length: int, dtype: torch.dtype) -> torch.Tensor:
-    """P[k] = (STEP * k) % PERIOD for k < length, exactly representable in dtype (|v| <= 125)."""
+    """P[k] = (STEP * k) % PERIOD - 125 for k < length: exact in every dtype, never the sentinel (bool: P & 1)."""
     base = (torch.arange(PERIOD, dtype=torch.int64) * STEP) % PERIOD
     if dtype == torch.bool:
         base = (base & 1).to(torch.bool)
     elif dtype == torch.uint8:
-        base = base.to(torch.uint8)
+        base = ((base - 125) % 256).to(torch.uint8)  # 131..255, 0..125: never the sentinel 0x7F
     else:
         base = (base - 125).to(dtype)
     reps = -(-max(length, 1) // PERIOD)
