@@ -294,12 +294,16 @@ bool crossCopy(pid_t pid, int32_t peer, bool write, char* local, uint64_t remote
 
 }  // namespace
 
-void ShmCommunicator::moveData(uint32_t parity, std::string& error) const {
-  const PeerEntry* mine = entries(rank_, parity);
-  if (mine[rank_].sendBytes > 0) {
-    std::memcpy(reinterpret_cast<void*>(mine[rank_].recvAddr), reinterpret_cast<const void*>(mine[rank_].sendAddr),
-                mine[rank_].sendBytes);
+void ShmCommunicator::copyToSelf(uint32_t parity) const {
+  const PeerEntry& self = entries(rank_, parity)[rank_];
+  if (self.sendBytes > 0) {
+    std::memcpy(reinterpret_cast<void*>(self.recvAddr), reinterpret_cast<const void*>(self.sendAddr), self.sendBytes);
   }
+}
+
+void ShmCommunicator::moveData(uint32_t parity, bool selfDone, std::string& error) const {
+  const PeerEntry* mine = entries(rank_, parity);
+  if (!selfDone) copyToSelf(parity);
   for (int32_t step = 1; step < size_ && error.empty(); ++step) {
     // Rotating the start spreads the readers over the senders instead of all hitting rank 0 first.
     const int32_t src = (rank_ + step) % size_;
@@ -379,8 +383,12 @@ void ShmCommunicator::alltoallv(const at::Tensor& send, const AllToAllVLayout& l
   mine.elemSize = static_cast<int32_t>(es);
   const auto timeout = peerTimeout();
   const HealthCheck health = [this] { checkHealth(kWhat); };
+  publish(slot(rank_).postSeq, slot(rank_).postWaiters, seq);
+  // The self copy needs no peer: it overlaps the wait for the others' posts. Only when it fits its receive
+  // region; otherwise the matrix check below raises on every rank.
+  const bool selfDone = out[rank_].sendBytes == out[rank_].recvBytes;
+  if (selfDone) copyToSelf(parity);
   try {
-    publish(slot(rank_).postSeq, slot(rank_).postWaiters, seq);
     for (int32_t step = 1; step < size_; ++step) {
       const int32_t p = (rank_ + step) % size_;
       SlotHead& peer = slot(p);
@@ -396,7 +404,7 @@ void ShmCommunicator::alltoallv(const at::Tensor& send, const AllToAllVLayout& l
   planSplit(parity);
 
   std::string copyError;
-  moveData(parity, copyError);
+  moveData(parity, selfDone, copyError);
   try {
     publish(slot(rank_).doneSeq, slot(rank_).doneWaiters, seq);
     // Wait only for peers that touch this rank's buffers: they pull from our send buffer or push into

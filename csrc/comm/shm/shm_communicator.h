@@ -52,8 +52,9 @@ class ShmCommunicator final : public Communicator {
   void planSplit(uint32_t parity);
   // Bytes of message src -> dst that go through process_vm_readv/writev (not eager, not to itself).
   uint64_t directBytes(uint32_t parity, int32_t src, int32_t dst) const;
-  // Self copy, eager copies, pulls and pushes; the first failure is left in `error`.
-  void moveData(uint32_t parity, std::string& error) const;
+  void copyToSelf(uint32_t parity) const;
+  // Self copy (unless done), eager copies, pulls and pushes; the first failure is left in `error`.
+  void moveData(uint32_t parity, bool selfDone, std::string& error) const;
   // Publishes this rank's reason for giving up, once per communicator (the first rank to fail wins).
   void abortPeers(const std::string& reason);
   // Raises when a peer process is gone or a peer gave up; runs while waits sleep.
