@@ -200,3 +200,22 @@ def bad_eager_setting(rank: int, world_size: int, value: str) -> str:
         except RuntimeError as e:
             return str(e)
     return ""
+
+
+def late_rank_cpu(rank: int, world_size: int, late_s: float) -> tuple[float, float]:
+    """Rank 0 arrives `late_s` late; every rank returns (wall seconds, CPU seconds) of its call."""
+    import time
+
+    case = Case(rank, [[5] * world_size for _ in range(world_size)], torch.float32, seed=3, gaps=False)
+    op = _op(rank, world_size, "fastpath_late")
+    execute_out = op.execute_out
+    case.prepare(0)
+    execute_out([case.x, *case.counts, case.infer], [case.out])  # communicator up, ranks in step
+    case.prepare(1)
+    if rank == 0:
+        time.sleep(late_s)
+    wall, cpu = time.perf_counter(), time.process_time()
+    execute_out([case.x, *case.counts, case.infer], [case.out])
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    assert case.wrong(1) == 0
+    return wall, cpu

@@ -117,3 +117,12 @@ def test_concurrent_comm_domains(rank_pools, world_size):
 def test_bad_eager_setting_is_named(rank_pools, value):
     (message,) = rank_pools(1).run(fastpath_tasks.bad_eager_setting, value)
     assert "ERROR_INVALID_PARAM" in message and "ATB_OPS_SHM_EAGER" in message and value in message
+
+
+def test_waiting_ranks_sleep(rank_pools):
+    """4 ranks on this machine's cores, one arriving 1 s late: the others spin/yield for about 1 ms, then
+    sleep on the futex, so they use a small fraction of a core while they wait (a CPU-use bound, not speed)."""
+    results = rank_pools(4).run(fastpath_tasks.late_rank_cpu, 1.0)
+    for rank, (wall, cpu) in enumerate(results[1:], start=1):
+        assert wall > 0.5, (rank, wall)  # it did wait for rank 0
+        assert cpu < 0.25 * wall, f"rank {rank} used {cpu:.3f} s of CPU while waiting {wall:.3f} s"
