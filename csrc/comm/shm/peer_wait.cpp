@@ -18,9 +18,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Spinning past this only steals the core the peer needs when ranks outnumber cores.
-constexpr auto kSpinFor = std::chrono::microseconds(50);
-constexpr auto kYieldFor = std::chrono::microseconds(1000);
+// How long a waiter stays awake before it sleeps on the futex.
+constexpr auto kAwakeFor = std::chrono::microseconds(1000);
 constexpr auto kSleepSlice = std::chrono::milliseconds(20);
 constexpr auto kLivenessEvery = std::chrono::milliseconds(100);
 
@@ -51,18 +50,15 @@ void waitReached(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, ui
                  std::chrono::milliseconds timeout, const HealthCheck& health, bool spin) {
   if (reached(word.load(std::memory_order_acquire), target)) return;
   const auto start = Clock::now();
-  while (spin && Clock::now() - start < kSpinFor) {
-    for (int i = 0; i < 64; ++i) {
+  // Every rank has a core of its own: spin, keeping the core, so the post is seen within nanoseconds.
+  // (sched_yield here would hand the core to any other program for a whole time slice.)
+  // Ranks outnumber cores: the peer may be waiting for this very core, so poll with sched_yield.
+  while (Clock::now() - start < kAwakeFor) {
+    for (int i = 0; i < (spin ? 256 : 16); ++i) {
       if (reached(word.load(std::memory_order_acquire), target)) return;
       cpuRelax();
     }
-  }
-  while (Clock::now() - start < kYieldFor) {
-    for (int i = 0; i < 16; ++i) {
-      if (reached(word.load(std::memory_order_acquire), target)) return;
-      cpuRelax();
-    }
-    sched_yield();  // hands the core to a peer that waits for it; returns at once when nobody does
+    if (!spin) sched_yield();  // returns at once when nothing else wants this core
   }
   const auto deadline = start + timeout;
   auto nextLivenessCheck = Clock::now();
@@ -86,13 +82,6 @@ void waitReached(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, ui
     ATB_CHECK(now < deadline, ERROR_COMM_TIMEOUT, peer.what, ": rank ", peer.peerRank, " (pid ", peer.peerPid,
               ") did not arrive within ATB_OPS_TIMEOUT=", std::chrono::duration<double>(timeout).count(), " s");
   }
-}
-
-bool ranksFitCores(int32_t ranks) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  const int cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
-  return ranks <= cpus;
 }
 
 void publish(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, uint32_t value) {

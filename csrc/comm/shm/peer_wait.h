@@ -28,16 +28,13 @@ inline bool reached(uint32_t value, uint32_t target) {
 // aborted the communicator). Without one, the awaited peer's own liveness is checked.
 using HealthCheck = std::function<void()>;
 
-// Blocks until word >= target: spins about 50 us (skipped when `spin` is false: ranks outnumber cores, so
-// the awaited peer may need this very core), then polls with sched_yield until about 1 ms, then sleeps on
-// the futex.
+// Blocks until word >= target: for about 1 ms spins (`spin`: every rank has a core of its own) or polls
+// with sched_yield (ranks outnumber cores, so the awaited peer may need this very core), then sleeps on the
+// futex.
 // Raises ERROR_COMM_TIMEOUT after `timeout` naming the peer, or whatever `health` raises (by default
 // ERROR_COMM_PEER_DIED as soon as the awaited peer process is gone).
 void waitReached(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, uint32_t target, const WaitTarget& peer,
                  std::chrono::milliseconds timeout, const HealthCheck& health = nullptr, bool spin = true);
-
-// Whether `ranks` busy-waiting processes fit on the CPUs this process may run on.
-bool ranksFitCores(int32_t ranks);
 
 // Stores value and wakes sleepers, skipping the syscall when nobody sleeps.
 void publish(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, uint32_t value);

@@ -1,5 +1,6 @@
 #include "comm/shm/shm_communicator.h"
 
+#include <sched.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -23,6 +24,7 @@ constexpr uint64_t kSegmentMagic = 0x32306d6873627461ULL;  // "atbshm02"
 constexpr uint32_t kNotEager = 0xffffffffu;
 constexpr size_t kMaxEagerBytes = size_t{256} << 10;  // per rank and parity, whatever the limit
 constexpr size_t kEagerAlign = 64;
+constexpr size_t kCpuWords = 16;  // 1024 CPUs
 
 struct alignas(64) SegmentHeader {
   std::atomic<uint64_t> magic;  // written last by the root: a reader that sees it sees the rest
@@ -45,6 +47,7 @@ struct alignas(64) SlotHead {
   std::atomic<uint32_t> doneSeq;  // futex word: this rank finished touching its peers' buffers for #doneSeq
   std::atomic<uint32_t> doneWaiters;
   std::atomic<int32_t> pid;
+  uint64_t cpus[kCpuWords];  // the CPUs this rank may run on (sched_getaffinity at attach)
 };
 
 // What rank r posts about peer j for one call: where r's bytes for j live and where j's bytes go (both
@@ -89,11 +92,7 @@ void sleepBackoff(int& attempt) {
 }  // namespace
 
 ShmCommunicator::ShmCommunicator(const CommConfig& config)
-    : rank_(config.rank),
-      size_(config.rankSize),
-      eagerLimit_(shmEagerLimit()),
-      split_(shmSplit()),
-      spin_(ranksFitCores(config.rankSize)) {
+    : rank_(config.rank), size_(config.rankSize), eagerLimit_(shmEagerLimit()), split_(shmSplit()), spin_(true) {
   ATB_CHECK(config.handle == 0, ERROR_INVALID_PARAM, "backend 'shm' takes no hcclComm handle, got ", config.handle);
   push_.assign(static_cast<size_t>(size_) * size_, 0);
   load_.assign(size_, 0.0);
@@ -140,7 +139,17 @@ void ShmCommunicator::attach(const CommConfig& c) {
     int32_t expected = 0;
     ATB_CHECK(slot(rank_).pid.compare_exchange_strong(expected, self), ERROR_INVALID_PARAM, "shm: rank ", rank_, " of ",
               describe(c, jobKey), " is already taken by pid ", expected, "; every rank needs its own 'rank'");
-    headerOf(segment_).attached.fetch_add(1);
+    cpu_set_t mine;
+    CPU_ZERO(&mine);
+    if (sched_getaffinity(0, sizeof(mine), &mine) != 0) CPU_SET(0, &mine);
+    for (size_t w = 0; w < kCpuWords; ++w) {
+      uint64_t bits = 0;
+      for (size_t b = 0; b < 64; ++b) {
+        if (CPU_ISSET(w * 64 + b, &mine)) bits |= uint64_t{1} << b;
+      }
+      slot(rank_).cpus[w] = bits;
+    }
+    headerOf(segment_).attached.fetch_add(1);  // publishes the slot's pid and cpus
   };
 
   if (rank_ == c.rankRoot) {
@@ -200,6 +209,15 @@ void ShmCommunicator::attach(const CommConfig& c) {
     sleepBackoff(attempt);
   }
   removeNames();
+  // Spin while waiting only if the ranks can all run at once: on the CPUs they may use together (each
+  // rank pinned to its own core counts), there is one per rank.
+  int cpus = 0;
+  for (size_t w = 0; w < kCpuWords; ++w) {
+    uint64_t all = 0;
+    for (int32_t r = 0; r < size_; ++r) all |= slot(r).cpus[w];
+    cpus += __builtin_popcountll(all);
+  }
+  spin_ = size_ <= cpus;
 }
 
 void ShmCommunicator::checkPostedMatrix(uint32_t parity, const char* what) const {

@@ -68,7 +68,7 @@ class ShmCommunicator final : public Communicator {
   size_t slotStride_ = 0;
   int64_t eagerLimit_ = 0;  // this rank's largest eager message
   bool split_ = true;
-  bool spin_ = true;  // false when ranks outnumber cores: waiting yields at once
+  bool spin_ = true;  // false when ranks outnumber the CPUs they may use together: waiting yields
   uint32_t seq_ = 0;
   std::vector<uint64_t> push_;  // [src * size + dst]
   std::vector<double> load_;

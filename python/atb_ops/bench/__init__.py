@@ -132,29 +132,24 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def _run_mpi(cfg: BenchConfig, progress: Progress, notes: list[str]) -> dict[int, dict[str, Any]] | None:
-    """One Open MPI round: {size index: {"time_s", "wrong"}}, or None when it cannot run (noted)."""
+def _start_mpi(cfg: BenchConfig, timeout_s: float, notes: list[str]) -> Any:
+    """The Open MPI job, started and idle; None when it cannot run (why is noted)."""
     from atb_ops.bench import mpi
 
     ok, why = mpi.available()
     if not ok:
         notes.append(f"Open MPI skipped: {why}")
         return None
-    progress("Open MPI job (mpirun)")
     try:
-        result = mpi.run_job(cfg.to_json(), cfg.world_size, bind=cfg.bind, progress=progress)
+        return mpi.MpiJob(cfg.to_json(), cfg.world_size, bind=cfg.bind, timeout_s=min(timeout_s, 600.0))
     except (RuntimeError, OSError) as e:
-        notes.append(f"Open MPI failed, column left empty: {str(e).splitlines()[0]}")
+        notes.append(f"Open MPI failed to start, column left empty: {str(e).splitlines()[0]}")
         print(f"# {e}", file=sys.stderr)
         return None
-    library = f"Open MPI: {result.get('library', '?')}"
-    if library not in notes:
-        notes.append(library)
-    return {r["index"]: r for r in result["rows"]}
 
 
 class Ranks:
-    """The spawned benchmark ranks: started once, told to run a round at a time."""
+    """The spawned benchmark ranks: started once, told to run one size at a time."""
 
     def __init__(self, cfg: BenchConfig, timeout_s: float, progress: Progress) -> None:
         from atb_ops.bench import ranks
@@ -174,7 +169,7 @@ class Ranks:
                       for r in range(cfg.world_size)]
         for p in self.procs:
             p.start()
-        self._collect("ready", None)  # idle before anything is timed (the Open MPI job runs next)
+        self._collect("ready", None)  # idle before anything is timed
 
     def _collect(self, until: str, on_row: Any) -> None:
         seen = 0
@@ -198,10 +193,10 @@ class Ranks:
             elif kind == until:
                 seen += 1
 
-    def run_round(self, round_no: int, on_row: Any) -> None:
+    def run(self, index: int, round_no: int, on_row: Any) -> None:
         for q in self.commands:
-            q.put(round_no)
-        self._collect("round", on_row)
+            q.put((index, round_no))
+        self._collect("ran", on_row)
 
     def close(self) -> None:
         for q in self.commands:
@@ -225,6 +220,24 @@ def _best(entries: list[dict[str, Any] | None]) -> dict[str, Any] | None:
     return {"time_s": min(e["time_s"] for e in got), "wrong": max(int(e["wrong"]) for e in got)}
 
 
+def _make_row(raw: list[dict[str, Any]], mpi_raw: list[dict[str, Any] | None], args: argparse.Namespace,
+              others: list[str]) -> dict[str, Any]:
+    """One table row from every round of one size: each library's best round."""
+    first = raw[0]
+    nbytes = first["bytes"]
+    figs = {
+        "atb": report.figures(_best([r["atb"] for r in raw]), nbytes, args.world_size),
+        "gloo": report.figures(_best([r.get("gloo") for r in raw]), nbytes, args.world_size),
+        "mpi": report.figures(_best(mpi_raw), nbytes, args.world_size),
+    }
+    memcpy = [r["memcpy_s"] for r in raw if r.get("memcpy_s") and r["memcpy_s"] == r["memcpy_s"]]
+    return {
+        "size": first["size"], "bytes": nbytes, "count": first["count"], "type": args.dtype,
+        "figures": {k: v for k, v in figs.items() if k == "atb" or k in others},
+        "memcpy_gbps": nbytes / min(memcpy) / 1e9 if memcpy else None,
+    }
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Runs the benchmark described by parsed arguments, prints the table, returns the JSON document."""
     import torch
@@ -244,76 +257,46 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if not cpu_backend:
         cfg.gloo = False
         notes.append("gloo and Open MPI columns run only for CPU backends")
-    want_mpi = cpu_backend and not args.no_mpi
     ranks = Ranks(cfg, args.timeout, progress)
-    raw: dict[int, list[dict[str, Any]]] = {i: [] for i in range(len(cfg.sizes))}
-    mpi_raw: dict[int, list[dict[str, Any] | None]] = {i: [] for i in range(len(cfg.sizes))}
-    rows: list[dict[str, Any]] = []
-    state: dict[str, Any] = {"printed_header": False, "others": []}
+    mpi_job = _start_mpi(cfg, args.timeout, notes) if cpu_backend and not args.no_mpi else None
+    others = [k for k in ("gloo", "mpi") if (k == "gloo" and cfg.gloo) or (k == "mpi" and mpi_job is not None)]
+    labels = {"atb": f"atb_ops {args.backend}", **{k: LABELS_OTHER[k] for k in others}}
+    if mpi_job is not None:
+        notes.append(f"Open MPI: {mpi_job.library}")
     cores = os.cpu_count() or 1
     pattern = args.pattern + (f" (spread {args.spread:g})" if args.pattern == "skewed" else "")
-    labels: dict[str, str] = {}
-
-    def print_header() -> None:
-        others = [k for k in ("gloo", "mpi") if (k == "gloo" and cfg.gloo) or (k == "mpi" and want_mpi)]
-        state["others"] = others
-        labels.update({"atb": f"atb_ops {args.backend}", **{k: LABELS_OTHER[k] for k in others}})
-        rounds = (f"best of {args.rounds} rounds (libraries alternate round by round); " if args.rounds > 1 else "")
-        title = [
-            f"atb_ops bench: AllToAllVV2Operation execute_out (reused buffers), {args.world_size} rank(s), "
-            f"backend {args.backend}, {args.dtype}, pattern {pattern}, seed {args.seed}, binding {cfg.bind}",
-            f"host: {cores} core(s) {_cpu_model()}, {platform.system()} {platform.release()}, "
-            f"torch {torch.__version__}",
-            f"size: bytes of the busiest rank; time: {rounds}mean per call, max over ranks; algbw = size/time"
-            " (GB/s = 1e9 B/s); busbw = algbw*(n-1)/n; speedup = their time / atb_ops time",
-            *notes,
-        ]
-        print(report.header(title, labels["atb"], [labels[k] for k in others]), flush=True)
-        state["printed_header"] = True
-
-    def make_row(index: int) -> dict[str, Any]:
-        first = raw[index][0]
-        nbytes = first["bytes"]
-        figs = {
-            "atb": report.figures(_best([r["atb"] for r in raw[index]]), nbytes, args.world_size),
-            "gloo": report.figures(_best([r.get("gloo") for r in raw[index]]), nbytes, args.world_size),
-            "mpi": report.figures(_best(mpi_raw[index]), nbytes, args.world_size),
-        }
-        memcpy = [r["memcpy_s"] for r in raw[index] if r.get("memcpy_s") and r["memcpy_s"] == r["memcpy_s"]]
-        return {
-            "size": first["size"], "bytes": nbytes, "count": first["count"], "type": args.dtype,
-            "figures": {k: v for k, v in figs.items() if k == "atb" or k in state["others"]},
-            "memcpy_gbps": nbytes / min(memcpy) / 1e9 if memcpy else None,
-        }
-
-    def on_row(value: dict[str, Any]) -> None:
-        raw[value["index"]].append(value)
-        if args.rounds == 1:
-            row = make_row(value["index"])
-            rows.append(row)
-            print(report.row_line(row, args.dtype, state["others"]), flush=True)
-
+    rounds = (f"best of {args.rounds} rounds (libraries alternate size by size); " if args.rounds > 1 else "")
+    title = [
+        f"atb_ops bench: AllToAllVV2Operation execute_out (reused buffers), {args.world_size} rank(s), "
+        f"backend {args.backend}, {args.dtype}, pattern {pattern}, seed {args.seed}, binding {cfg.bind}",
+        f"host: {cores} core(s) {_cpu_model()}, {platform.system()} {platform.release()}, "
+        f"torch {torch.__version__}",
+        f"size: bytes of the busiest rank; time: {rounds}mean per call, max over ranks; algbw = size/time"
+        " (GB/s = 1e9 B/s); busbw = algbw*(n-1)/n; speedup = their time / atb_ops time",
+    ]
+    rows: list[dict[str, Any]] = []
     try:
-        for round_no in range(args.rounds):
-            if want_mpi:
-                got = _run_mpi(cfg, progress, notes)
-                if got is None:
-                    want_mpi = False
-                for i in mpi_raw:
-                    mpi_raw[i].append(None if got is None else got.get(i))
-            if not state["printed_header"] and args.rounds == 1:
-                print_header()
-            if args.rounds > 1:
-                progress(f"round {round_no + 1} of {args.rounds}: atb_ops and gloo")
-            ranks.run_round(round_no, on_row)
+        print(report.header([*title, *notes], labels["atb"], [labels[k] for k in others]), flush=True)
+        for index, size in enumerate(cfg.sizes):
+            raw: list[dict[str, Any]] = []
+            mpi_raw: list[dict[str, Any] | None] = []
+            for round_no in range(args.rounds):
+                if mpi_job is not None:
+                    progress(f"{workload.format_bytes(size)}: Open MPI MPI_Alltoallv (round {round_no + 1})")
+                    try:
+                        mpi_raw.append(mpi_job.run(index))
+                    except RuntimeError as e:
+                        print(f"# Open MPI failed; its column stays empty from here: {e}", file=sys.stderr)
+                        mpi_job.close()
+                        mpi_job = None
+                ranks.run(index, round_no, raw.append)
+            row = _make_row(raw, mpi_raw, args, [k for k in others])
+            rows.append(row)
+            print(report.row_line(row, args.dtype, others), flush=True)
     finally:
         ranks.close()
-    if args.rounds > 1:
-        print_header()
-        for index in range(len(cfg.sizes)):
-            row = make_row(index)
-            rows.append(row)
-            print(report.row_line(row, args.dtype, state["others"]), flush=True)
+        if mpi_job is not None:
+            mpi_job.close()
     print(report.footer(rows, labels, args.world_size, cores), flush=True)
     doc = {"config": {**json.loads(cfg.to_json()), "rounds": args.rounds}, "labels": labels,
            "host": {"cores": cores, "cpu": _cpu_model()}, "notes": notes, "rows": rows}

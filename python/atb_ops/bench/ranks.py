@@ -121,8 +121,8 @@ def _device_for(backend: str, rank: int) -> torch.device:
 def rank_main(rank: int, cfg_json: str, env: dict[str, str], results: Any, commands: Any) -> None:
     """Entry point of one spawned rank.
 
-    Waits on `commands` for a round number (None: stop) and runs every size once per round; reports
-    ("row", dict), ("progress", str), ("round", rank), ("done", rank) or ("error", str) on `results`.
+    Waits on `commands` for (size index, round) pairs (None: stop) and runs that size once; reports
+    ("ready", rank), ("row", dict), ("progress", str), ("ran", rank), ("done", rank) or ("error", str).
     """
     os.environ.update(env)
     try:
@@ -159,69 +159,69 @@ def _run_rank(rank: int, cfg: BenchConfig, results: Any, commands: Any) -> None:
     op = torch.classes.OperationTorch.OperationTorch("AllToAllVV2Operation")
     op.set_param(json.dumps({"rank": rank, "rankSize": n, "rankRoot": 0, "backend": cfg.backend}))
     results.put(("ready", rank))
-    while (round_no := commands.get()) is not None:
-        _run_round(rank, cfg, round_no, results, op, dist, device, dtype, sync, reduce, reduce_max)
-        results.put(("round", rank))
+    while (command := commands.get()) is not None:
+        index, round_no = command
+        _run_size(rank, cfg, index, round_no, results, op, dist, device, dtype, sync, reduce, reduce_max)
+        results.put(("ran", rank))
     dist.barrier()
     dist.destroy_process_group()
     results.put(("done", rank))
 
 
-def _run_round(rank: int, cfg: BenchConfig, round_no: int, results: Any, op: Any, dist: Any, device: torch.device,
-               dtype: torch.dtype, sync: Callable[[], None], reduce: Callable[..., list[float]],
-               reduce_max: Callable[[float], float]) -> None:
-    """Every size once: checked call, then timed loops of atb_ops and gloo; rank 0 reports the rows."""
+def _run_size(rank: int, cfg: BenchConfig, index: int, round_no: int, results: Any, op: Any, dist: Any,
+              device: torch.device, dtype: torch.dtype, sync: Callable[[], None], reduce: Callable[..., list[float]],
+              reduce_max: Callable[[float], float]) -> None:
+    """One size: checked call, then timed loops of atb_ops and gloo; rank 0 reports the row."""
     execute_out = op.execute_out  # bound once: looking up a TorchScript method costs microseconds
     gloo_dtype_ok = dtype not in (torch.int16, torch.bool)  # gloo has no int16/bool: move those as bytes
-    for index, size in enumerate(cfg.sizes):
-        plan = plan_for(cfg, size, rank)
-        lay = plan.layout
-        if rank == 0:
-            results.put(("progress", f"{workload.format_bytes(size)}: atb_ops {cfg.backend}"))
-        seq = workload.sequence_for(plan.matrix, dtype)
-        send = torch.empty(lay.send_numel, dtype=dtype)
-        workload.fill_send(send, lay, rank, cfg.seed, seq)
-        send = send.to(device)
-        out = torch.empty((1, lay.recv_numel), dtype=dtype, device=device)
-        # tensorForInferShape only has to have the right length: a stride-0 view costs no memory.
-        infer = torch.empty(1, dtype=torch.int8, device=device).expand(lay.recv_numel)
-        op.set_varaintpack_param(json.dumps(lay.pack()))
-        inputs, outputs = [send, infer], [out]
+    size = cfg.sizes[index]
+    plan = plan_for(cfg, size, rank)
+    lay = plan.layout
+    if rank == 0:
+        results.put(("progress", f"{workload.format_bytes(size)}: atb_ops {cfg.backend}"))
+    seq = workload.sequence_for(plan.matrix, dtype)
+    send = torch.empty(lay.send_numel, dtype=dtype)
+    workload.fill_send(send, lay, rank, cfg.seed, seq)
+    send = send.to(device)
+    out = torch.empty((1, lay.recv_numel), dtype=dtype, device=device)
+    # tensorForInferShape only has to have the right length: a stride-0 view costs no memory.
+    infer = torch.empty(1, dtype=torch.int8, device=device).expand(lay.recv_numel)
+    op.set_varaintpack_param(json.dumps(lay.pack()))
+    inputs, outputs = [send, infer], [out]
 
-        wrong = 0
+    wrong = 0
+    if cfg.check:
+        workload.poison(out)
+        execute_out(inputs, outputs)
+        sync()
+        wrong = workload.count_wrong(out.reshape(-1).cpu(), lay, rank, cfg.seed, seq)
+    atb_s = time_loop(functools.partial(execute_out, inputs, outputs), cfg, reduce_max, dist.barrier, sync)
+
+    gloo_s, gloo_wrong, gloo_call = float("nan"), 0.0, None
+    if cfg.gloo and device.type == "cpu":
+        if rank == 0:
+            results.put(("progress", f"{workload.format_bytes(size)}: gloo all_to_all_single"))
+        es = workload.element_size(dtype)
+        scale = 1 if gloo_dtype_ok else es
+        g_in = send if gloo_dtype_ok else send.view(torch.uint8)
+        g_out = out.reshape(-1) if gloo_dtype_ok else out.reshape(-1).view(torch.uint8)
+        in_splits = [c * scale for c in lay.send_counts]
+        out_splits = [c * scale for c in lay.recv_counts]
+        gloo_call = functools.partial(dist.all_to_all_single, g_out, g_in, out_splits, in_splits)
+
         if cfg.check:
             workload.poison(out)
-            execute_out(inputs, outputs)
-            sync()
-            wrong = workload.count_wrong(out.reshape(-1).cpu(), lay, rank, cfg.seed, seq)
-        atb_s = time_loop(functools.partial(execute_out, inputs, outputs), cfg, reduce_max, dist.barrier, sync)
+            gloo_call()
+            gloo_wrong = workload.count_wrong(out.reshape(-1), lay, rank, cfg.seed, seq)
+        gloo_s = time_loop(gloo_call, cfg, reduce_max, dist.barrier, sync)
 
-        gloo_s, gloo_wrong, gloo_call = float("nan"), 0.0, None
-        if cfg.gloo and device.type == "cpu":
-            if rank == 0:
-                results.put(("progress", f"{workload.format_bytes(size)}: gloo all_to_all_single"))
-            es = workload.element_size(dtype)
-            scale = 1 if gloo_dtype_ok else es
-            g_in = send if gloo_dtype_ok else send.view(torch.uint8)
-            g_out = out.reshape(-1) if gloo_dtype_ok else out.reshape(-1).view(torch.uint8)
-            in_splits = [c * scale for c in lay.send_counts]
-            out_splits = [c * scale for c in lay.recv_counts]
-            gloo_call = functools.partial(dist.all_to_all_single, g_out, g_in, out_splits, in_splits)
-
-            if cfg.check:
-                workload.poison(out)
-                gloo_call()
-                gloo_wrong = workload.count_wrong(out.reshape(-1), lay, rank, cfg.seed, seq)
-            gloo_s = time_loop(gloo_call, cfg, reduce_max, dist.barrier, sync)
-
-        memcpy_s = memcpy_seconds(plan.bytes) if rank == 0 and plan.bytes > 0 else float("nan")
-        atb_max, gloo_max = reduce([atb_s, gloo_s], dist.ReduceOp.MAX)
-        wrong_sum, gloo_wrong_sum = reduce([float(wrong), float(gloo_wrong)], dist.ReduceOp.SUM)
-        if rank == 0:
-            results.put(("row", {
-                "index": index, "round": round_no, "size": size, "bytes": plan.bytes, "count": plan.count,
-                "atb": {"time_s": atb_max, "wrong": int(wrong_sum)},
-                "gloo": None if gloo_s != gloo_s else {"time_s": gloo_max, "wrong": int(gloo_wrong_sum)},
-                "memcpy_s": memcpy_s,
-            }))
-        del send, out, seq, inputs, outputs, gloo_call  # before the next size allocates its buffers
+    memcpy_s = memcpy_seconds(plan.bytes) if rank == 0 and plan.bytes > 0 else float("nan")
+    atb_max, gloo_max = reduce([atb_s, gloo_s], dist.ReduceOp.MAX)
+    wrong_sum, gloo_wrong_sum = reduce([float(wrong), float(gloo_wrong)], dist.ReduceOp.SUM)
+    if rank == 0:
+        results.put(("row", {
+            "index": index, "round": round_no, "size": size, "bytes": plan.bytes, "count": plan.count,
+            "atb": {"time_s": atb_max, "wrong": int(wrong_sum)},
+            "gloo": None if gloo_s != gloo_s else {"time_s": gloo_max, "wrong": int(gloo_wrong_sum)},
+            "memcpy_s": memcpy_s,
+        }))
