@@ -26,4 +26,9 @@ int64_t shmEagerLimit();
 // pulls the rest, so both cores work when some ranks receive more than others (skewed layouts).
 bool shmSplit();
 
+// ATB_OPS_SHM_ARENA (bytes, default half the physical memory, at most 64 GiB): address space reserved
+// for the process's shared-memory arena (atb_ops.shm_empty, execute() outputs on shm). Pages are
+// allocated when first used. 0 turns the arena off.
+int64_t shmArenaBytes();
+
 }  // namespace atb_ops

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <thread>
 
+#include "comm/shm/arena.h"
 #include "comm/shm/peer_wait.h"
 #include "comm/shm/rendezvous.h"
 #include "core/env.h"
@@ -25,6 +26,7 @@ constexpr uint32_t kNotEager = 0xffffffffu;
 constexpr size_t kMaxEagerBytes = size_t{256} << 10;  // per rank and parity, whatever the limit
 constexpr size_t kEagerAlign = 64;
 constexpr size_t kCpuWords = 16;  // 1024 CPUs
+constexpr int64_t kArenaOutputMin = int64_t{64} << 10;
 
 struct alignas(64) SegmentHeader {
   std::atomic<uint64_t> magic;  // written last by the root: a reader that sees it sees the rest
@@ -48,6 +50,11 @@ struct alignas(64) SlotHead {
   std::atomic<uint32_t> doneWaiters;
   std::atomic<int32_t> pid;
   uint64_t cpus[kCpuWords];  // the CPUs this rank may run on (sched_getaffinity at attach)
+  // This rank's shared-memory arena (arena.h): its address here, its size (0: none) and its memfd.
+  uint64_t arenaBase;
+  uint64_t arenaBytes;
+  int32_t arenaFd;
+  std::atomic<int32_t> arenaMapped;  // 0 not yet, 1 this rank mapped every peer's arena, 2 it could not
 };
 
 // What rank r posts about peer j for one call: where r's bytes for j live and where j's bytes go (both
@@ -124,6 +131,7 @@ char* ShmCommunicator::eagerBuffer(int32_t r, uint32_t parity) const {
 }
 
 void ShmCommunicator::attach(const CommConfig& c) {
+  Arena& arena = Arena::instance();  // raises on a malformed ATB_OPS_SHM_ARENA, before anything is claimed
   const std::string jobKey = c.jobKey.empty() ? defaultJobKey(c.commMode) : c.jobKey;
   const uint64_t keyHash = fnv1a(jobKey + "|" + c.commDomain + "|" + std::to_string(size_));
   const std::string rdvPath = rendezvousPath(keyHash);
@@ -149,6 +157,9 @@ void ShmCommunicator::attach(const CommConfig& c) {
       }
       slot(rank_).cpus[w] = bits;
     }
+    slot(rank_).arenaBase = reinterpret_cast<uint64_t>(arena.base());
+    slot(rank_).arenaBytes = arena.enabled() ? arena.bytes() : 0;
+    slot(rank_).arenaFd = arena.fd();
     headerOf(segment_).attached.fetch_add(1);  // publishes the slot's pid and cpus
   };
 
@@ -218,6 +229,56 @@ void ShmCommunicator::attach(const CommConfig& c) {
     cpus += __builtin_popcountll(all);
   }
   spin_ = size_ <= cpus;
+  mapPeerArenas(c, jobKey, deadline);
+}
+
+void ShmCommunicator::mapPeerArenas(const CommConfig& c, const std::string& jobKey, Clock::time_point deadline) {
+  const pid_t self = ::getpid();
+  Arena& arena = Arena::instance();
+  peerArena_.clear();
+  peerArena_.resize(size_);
+  peerBase_.assign(size_, nullptr);
+  bool ok = true;
+  for (int32_t p = 0; p < size_; ++p) {
+    const SlotHead& peer = slot(p);
+    if (peer.arenaBytes == 0) {
+      ok = false;
+    } else if (peer.pid.load() == self) {
+      peerBase_[p] = arena.base();  // a thread of this process (commMode 1): the same arena
+    } else {
+      peerArena_[p] = PeerArenaMapping::map(peer.pid.load(), peer.arenaFd, peer.arenaBytes);
+      peerBase_[p] = peerArena_[p].base();
+      ok = ok && peerArena_[p].valid();
+    }
+  }
+  slot(rank_).arenaMapped.store(ok ? 1 : 2);
+  // Every rank must agree whether the arena paths are on, so all wait for all verdicts.
+  int attempt = 0;
+  arenaOk_ = true;
+  for (int32_t p = 0; p < size_; ++p) {
+    int32_t verdict;
+    while ((verdict = slot(p).arenaMapped.load()) == 0) {
+      ATB_CHECK(Clock::now() < deadline, ERROR_COMM_TIMEOUT, "shm rendezvous: rank ", p, " (pid ", slot(p).pid.load(),
+                ") of ", describe(c, jobKey), " did not finish mapping its peers' arenas within ATB_OPS_TIMEOUT");
+      sleepBackoff(attempt);
+    }
+    arenaOk_ = arenaOk_ && verdict == 1;
+  }
+  if (!arenaOk_) {
+    peerArena_.clear();
+    peerBase_.assign(size_, nullptr);
+  }
+}
+
+at::Tensor ShmCommunicator::emptyOutput(c10::IntArrayRef sizes, const at::TensorOptions& options) {
+  // Outputs in the arena let senders write them with memcpy; tiny ones go eager anyway.
+  int64_t numel = 1;
+  for (int64_t s : sizes) numel *= s;
+  const int64_t bytes = numel * static_cast<int64_t>(c10::elementSize(c10::typeMetaToScalarType(options.dtype())));
+  if (arenaOk_ && size_ > 1 && options.device().is_cpu() && bytes >= kArenaOutputMin) {
+    return emptyShared(sizes, options);
+  }
+  return at::empty(sizes, options);
 }
 
 void ShmCommunicator::checkPostedMatrix(uint32_t parity, const char* what) const {
@@ -234,9 +295,29 @@ void ShmCommunicator::checkPostedMatrix(uint32_t parity, const char* what) const
       [&](int32_t j, int32_t i) { return static_cast<int64_t>(entries(j, parity)[i].recvBytes) / es; }, what);
 }
 
-uint64_t ShmCommunicator::directBytes(uint32_t parity, int32_t src, int32_t dst) const {
+bool ShmCommunicator::inArena(int32_t owner, uint64_t addr, uint64_t bytes) const {
+  const SlotHead& o = slot(owner);
+  return o.arenaBytes > 0 && addr >= o.arenaBase && bytes <= o.arenaBytes && addr - o.arenaBase <= o.arenaBytes - bytes;
+}
+
+char* ShmCommunicator::arenaPtr(int32_t owner, uint64_t addr) const {
+  return peerBase_[owner] + (addr - slot(owner).arenaBase);
+}
+
+ShmCommunicator::Route ShmCommunicator::route(uint32_t parity, int32_t src, int32_t dst) const {
   const PeerEntry& e = entries(src, parity)[dst];
-  return (src == dst || e.eagerOffset != kNotEager) ? 0 : e.sendBytes;
+  if (src == dst || e.sendBytes == 0) return Route::kNone;
+  if (e.eagerOffset != kNotEager) return Route::kEager;
+  if (arenaOk_) {
+    // Pulling keeps the output in the receiver's cache, where its next user runs: preferred.
+    if (inArena(src, e.sendAddr, e.sendBytes)) return Route::kPullCopy;
+    if (inArena(dst, entries(dst, parity)[src].recvAddr, e.sendBytes)) return Route::kPushCopy;
+  }
+  return Route::kCrossCopy;
+}
+
+uint64_t ShmCommunicator::directBytes(uint32_t parity, int32_t src, int32_t dst) const {
+  return route(parity, src, dst) == Route::kCrossCopy ? entries(src, parity)[dst].sendBytes : 0;
 }
 
 void ShmCommunicator::planSplit(uint32_t parity) {
@@ -249,15 +330,21 @@ void ShmCommunicator::planSplit(uint32_t parity) {
   constexpr uint64_t kMinSplit = uint64_t{256} << 10;
   constexpr uint64_t kGranule = 4096;
   bool any = false;
-  for (int32_t r = 0; r < size_; ++r) {
-    double work = static_cast<double>(entries(r, parity)[r].sendBytes);
-    for (int32_t src = 0; src < size_; ++src) {
-      const uint64_t direct = directBytes(parity, src, r);
-      work += direct > 0 ? kDirectCost * static_cast<double>(direct)
-                         : static_cast<double>(src == r ? 0 : entries(src, parity)[r].sendBytes);
-      any = any || direct >= kMinSplit;
+  for (int32_t r = 0; r < size_; ++r) load_[r] = static_cast<double>(entries(r, parity)[r].sendBytes);
+  for (int32_t src = 0; src < size_; ++src) {
+    for (int32_t dst = 0; dst < size_; ++dst) {
+      const double bytes = static_cast<double>(entries(src, parity)[dst].sendBytes);
+      switch (route(parity, src, dst)) {
+        case Route::kNone: break;
+        case Route::kEager: load_[dst] += bytes; break;
+        case Route::kPushCopy: load_[src] += bytes; break;
+        case Route::kPullCopy: load_[dst] += bytes; break;
+        case Route::kCrossCopy:
+          load_[dst] += kDirectCost * bytes;
+          any = any || bytes >= static_cast<double>(kMinSplit);
+          break;
+      }
     }
-    load_[r] = work;
   }
   if (!any) return;
   // Two deterministic passes: a busier receiver hands part of each large incoming message to its sender.
@@ -327,22 +414,43 @@ void ShmCommunicator::moveData(uint32_t parity, bool selfDone, std::string& erro
     const int32_t src = (rank_ + step) % size_;
     const PeerEntry& in = entries(src, parity)[rank_];
     char* dst = reinterpret_cast<char*>(mine[src].recvAddr);
-    if (in.sendBytes > 0 && in.eagerOffset != kNotEager) {
-      std::memcpy(dst, eagerBuffer(src, parity) + in.eagerOffset, in.sendBytes);
-    } else if (in.sendBytes > 0) {
-      const uint64_t pull = in.sendBytes - push_[static_cast<size_t>(src) * size_ + rank_];
-      if (pull > 0 && !crossCopy(slot(src).pid.load(), src, false, dst, in.sendAddr, pull, error)) return;
+    switch (route(parity, src, rank_)) {
+      case Route::kEager: std::memcpy(dst, eagerBuffer(src, parity) + in.eagerOffset, in.sendBytes); break;
+      case Route::kPullCopy: std::memcpy(dst, arenaPtr(src, in.sendAddr), in.sendBytes); break;
+      case Route::kCrossCopy: {
+        const uint64_t pull = in.sendBytes - push_[static_cast<size_t>(src) * size_ + rank_];
+        if (pull > 0 && !crossCopy(slot(src).pid.load(), src, false, dst, in.sendAddr, pull, error)) return;
+        break;
+      }
+      case Route::kNone:
+      case Route::kPushCopy: break;  // nothing, or the sender writes it
     }
     // Our pushes go the other way round the ring, so a receiver gets its pull and the push at once.
     const int32_t to = (rank_ - step + size_) % size_;
-    const uint64_t push = push_[static_cast<size_t>(rank_) * size_ + to];
-    if (push > 0) {
-      const uint64_t offset = mine[to].sendBytes - push;
-      char* local = reinterpret_cast<char*>(mine[to].sendAddr) + offset;
-      const uint64_t remote = entries(to, parity)[rank_].recvAddr + offset;
-      if (!crossCopy(slot(to).pid.load(), to, true, local, remote, push, error)) return;
+    const Route out = route(parity, rank_, to);
+    const uint64_t remoteRecv = entries(to, parity)[rank_].recvAddr;
+    if (out == Route::kPushCopy) {
+      std::memcpy(arenaPtr(to, remoteRecv), reinterpret_cast<const void*>(mine[to].sendAddr), mine[to].sendBytes);
+    } else if (out == Route::kCrossCopy) {
+      const uint64_t push = push_[static_cast<size_t>(rank_) * size_ + to];
+      if (push > 0) {
+        const uint64_t offset = mine[to].sendBytes - push;
+        char* local = reinterpret_cast<char*>(mine[to].sendAddr) + offset;
+        if (!crossCopy(slot(to).pid.load(), to, true, local, remoteRecv + offset, push, error)) return;
+      }
     }
   }
+}
+
+bool ShmCommunicator::touchesMyBuffers(uint32_t parity, int32_t p) const {
+  const Route out = route(parity, rank_, p);
+  const Route in = route(parity, p, rank_);
+  const bool pullsMine =
+      out == Route::kPullCopy ||
+      (out == Route::kCrossCopy && directBytes(parity, rank_, p) > push_[static_cast<size_t>(rank_) * size_ + p]);
+  const bool pushesMine =
+      in == Route::kPushCopy || (in == Route::kCrossCopy && push_[static_cast<size_t>(p) * size_ + rank_] > 0);
+  return pullsMine || pushesMine;
 }
 
 void ShmCommunicator::abortPeers(const std::string& reason) {
@@ -429,9 +537,7 @@ void ShmCommunicator::alltoallv(const at::Tensor& send, const AllToAllVLayout& l
     // our receive buffer. Eager messages were copied with the post and need nobody.
     for (int32_t step = 1; step < size_; ++step) {
       const int32_t p = (rank_ + step) % size_;
-      const uint64_t theyPull = directBytes(parity, rank_, p) - push_[static_cast<size_t>(rank_) * size_ + p];
-      const uint64_t theyPush = push_[static_cast<size_t>(p) * size_ + rank_];
-      if (theyPull == 0 && theyPush == 0) continue;
+      if (!touchesMyBuffers(parity, p)) continue;
       SlotHead& peer = slot(p);
       waitReached(peer.doneSeq, peer.doneWaiters, seq, WaitTarget{kWhat, p, peer.pid.load()}, timeout, health, spin_);
     }

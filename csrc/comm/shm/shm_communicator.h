@@ -17,7 +17,10 @@
 #include <string>
 #include <vector>
 
+#include <chrono>
+
 #include "comm/communicator.h"
+#include "comm/shm/arena.h"
 #include "comm/shm/shm_segment.h"
 
 namespace atb_ops::shm {
@@ -37,9 +40,22 @@ class ShmCommunicator final : public Communicator {
 
   void alltoallv(const at::Tensor& send, const AllToAllVLayout& layout, at::Tensor& recv) override;
   void barrier() override;
+  // In the shared-memory arena when every rank mapped every peer's arena and it is worth it (>= 64 KiB).
+  at::Tensor emptyOutput(c10::IntArrayRef sizes, const at::TensorOptions& options) override;
 
  private:
+  // How one message src -> dst moves (every rank derives the same answer from the posted matrix).
+  enum class Route : uint8_t {
+    kNone,       // empty, or to itself
+    kEager,      // copied into src's eager buffer with the post; dst copies it out
+    kPullCopy,   // src's send region is in src's arena: dst memcpys out of it
+    kPushCopy,   // else, dst's receive region is in dst's arena: src memcpys into it
+    kCrossCopy,  // process_vm_readv by dst (and process_vm_writev of a tail by src, see planSplit)
+  };
   void attach(const CommConfig& config);
+  // Maps every peer's arena; all ranks then agree whether the arena routes are on.
+  void mapPeerArenas(const CommConfig& config, const std::string& jobKey,
+                     std::chrono::steady_clock::time_point deadline);
   void setGeometry(size_t eagerBytes);
   SlotHead& slot(int32_t r) const;
   PostBlock& post(int32_t r, uint32_t parity) const;
@@ -50,8 +66,14 @@ class ShmCommunicator final : public Communicator {
   // Fills push_: how many tail bytes of each large message its sender writes itself. Every rank
   // computes the same plan from the same posted matrix.
   void planSplit(uint32_t parity);
-  // Bytes of message src -> dst that go through process_vm_readv/writev (not eager, not to itself).
+  Route route(uint32_t parity, int32_t src, int32_t dst) const;
+  // Bytes of message src -> dst that go through process_vm_readv/writev.
   uint64_t directBytes(uint32_t parity, int32_t src, int32_t dst) const;
+  bool inArena(int32_t owner, uint64_t addr, uint64_t bytes) const;
+  // Where `owner`'s arena address `addr` is mapped in this process.
+  char* arenaPtr(int32_t owner, uint64_t addr) const;
+  // Whether peer p reads this rank's send buffer or writes its receive buffer during this call.
+  bool touchesMyBuffers(uint32_t parity, int32_t p) const;
   void copyToSelf(uint32_t parity) const;
   // Self copy (unless done), eager copies, pulls and pushes; the first failure is left in `error`.
   void moveData(uint32_t parity, bool selfDone, std::string& error) const;
@@ -72,7 +94,10 @@ class ShmCommunicator final : public Communicator {
   uint32_t seq_ = 0;
   std::vector<uint64_t> push_;  // [src * size + dst]
   std::vector<double> load_;
-  std::string brokenBy_;  // first fault that left peers out of step; later calls fail fast with it
+  bool arenaOk_ = false;                     // every rank mapped every peer's arena
+  std::vector<PeerArenaMapping> peerArena_;  // [rank]; empty for this process's own arena
+  std::vector<char*> peerBase_;              // [rank] where that rank's arena is mapped here
+  std::string brokenBy_;                     // first fault that left peers out of step; later calls fail fast with it
   MappedSegment segment_;
 };
 
