@@ -76,14 +76,25 @@ def _bytes_ne(a: torch.Tensor, b: torch.Tensor) -> int:
     return int(a.ne(b).sum())
 
 
-class Case:
-    """One rank's side of a layout: its tensors, reused call after call, and the check."""
+def _alloc(shape: tuple[int, ...], dtype: torch.dtype, shared: bool) -> torch.Tensor:
+    import atb_ops
 
-    def __init__(self, rank: int, matrix: list[list[int]], dtype: torch.dtype, seed: int, gaps: bool) -> None:
+    return atb_ops.shm_empty(shape, dtype=dtype) if shared else torch.empty(shape, dtype=dtype)
+
+
+class Case:
+    """One rank's side of a layout: its tensors, reused call after call, and the check.
+
+    alloc: which of the send buffer and the output come from atb_ops.shm_empty ("", "send", "recv", "both").
+    """
+
+    def __init__(self, rank: int, matrix: list[list[int]], dtype: torch.dtype, seed: int, gaps: bool,
+                 alloc: str = "") -> None:
         self.rank, self.matrix, self.dtype = rank, matrix, dtype
         self.sc, self.sd, send_numel, self.rc, self.rd, recv_numel = layout(matrix, rank, seed, gaps)
-        self.x = torch.zeros(send_numel, dtype=dtype)
-        self.out = torch.empty((1, recv_numel), dtype=dtype)
+        self.x = _alloc((send_numel,), dtype, alloc in ("send", "both"))
+        self.x.zero_()
+        self.out = _alloc((1, recv_numel), dtype, alloc in ("recv", "both"))
         self.counts = [torch.tensor(v, dtype=torch.int64) for v in (self.sc, self.sd, self.rc, self.rd)]
         self.infer = torch.empty(1, dtype=torch.int8).expand(sum(self.rc))
 
@@ -123,6 +134,7 @@ def run_matrices(
     repeats: int,
     seed: int,
     env: dict[str, str] | None = None,
+    alloc: str = "",
 ) -> list[int]:
     """Every matrix `repeats` times through one operation, reusing its tensors; #wrong per matrix.
 
@@ -135,7 +147,7 @@ def run_matrices(
         execute_out, execute = op.execute_out, op.execute
         result = []
         for m, matrix in enumerate(matrices):
-            case = Case(rank, matrix, dtype, seed + m, gaps=True)
+            case = Case(rank, matrix, dtype, seed + m, gaps=True, alloc=alloc)
             bad = 0
             for call in range(repeats):
                 case.prepare(call)
@@ -151,9 +163,9 @@ def run_matrices(
 
 
 def run_pack_loop(rank: int, world_size: int, dtype_name: str, matrix: list[list[int]], domain: str,
-                  repeats: int) -> int:
+                  repeats: int, alloc: str = "") -> int:
     """The benchmark's path: the variant pack set once, execute_out([x, infer], [out]) on reused tensors."""
-    case = Case(rank, matrix, DTYPES[dtype_name], seed=11, gaps=True)
+    case = Case(rank, matrix, DTYPES[dtype_name], seed=11, gaps=True, alloc=alloc)
     op = _op(rank, world_size, domain, pack=case)
     execute_out = op.execute_out
     bad = 0
@@ -171,7 +183,7 @@ def run_concurrent_domains(rank: int, world_size: int, matrices: list[list[list[
 
     def worker(i: int) -> None:
         try:
-            case = Case(rank, matrices[i], torch.float32, seed=100 + i, gaps=True)
+            case = Case(rank, matrices[i], torch.float32, seed=100 + i, gaps=True, alloc=("", "both", "send")[i % 3])
             op = _op(rank, world_size, f"fastpath_concurrent_{i}")
             execute_out = op.execute_out
             for call in range(repeats):
@@ -219,3 +231,31 @@ def late_rank_cpu(rank: int, world_size: int, late_s: float) -> tuple[float, flo
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     assert case.wrong(1) == 0
     return wall, cpu
+
+
+def arena_state(rank: int, world_size: int) -> dict:
+    """Whether this rank's arena is on, and whether an execute() output of 1 MiB landed in it."""
+    import atb_ops
+
+    case = Case(rank, [[(1 << 18) // world_size] * world_size for _ in range(world_size)], torch.float32, 5, False)
+    op = _op(rank, world_size, "fastpath_arena_state")
+    case.prepare(0)
+    (out,) = op.execute([case.x, *case.counts, case.infer])
+    return {"info": atb_ops.shm_arena_info(), "output_shared": atb_ops.shm_is_shared(out),
+            "wrong": case.wrong(0, out)}
+
+
+def arena_off_on_rank0_main(rank: int, world_size: int, job: str, matrices: list, results) -> None:
+    """A spawned rank whose arena is off on rank 0 only (set before atb_ops loads): the others must
+    notice and keep to process_vm_readv for everything."""
+    import traceback
+
+    os.environ["ATB_OPS_JOB_ID"] = job
+    os.environ["ATB_OPS_TIMEOUT"] = "60"
+    if rank == 0:
+        os.environ["ATB_OPS_SHM_ARENA"] = "0"
+    try:
+        wrong = run_matrices(rank, world_size, "float32", matrices, "fastpath_arena_off", 2, 4, None, "both")
+        results.put((rank, wrong, arena_state(rank, world_size)))
+    except BaseException:  # noqa: BLE001 - reported to the test
+        results.put((rank, traceback.format_exc(), None))

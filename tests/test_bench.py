@@ -72,10 +72,15 @@ def test_report_figures_and_row():
     assert f["time_us"] == pytest.approx(1000.0) and f["algbw"] == pytest.approx(4.194304)
     assert f["busbw"] == pytest.approx(4.194304 * 3 / 4)
     assert report.figures(None, 1, 2) is None and report.figures({"time_s": float("nan"), "wrong": 0}, 1, 2) is None
-    row = {"bytes": 4 << 20, "count": 1 << 20, "figures": {"atb": f, "gloo": report.figures({"time_s": 2e-3,
-                                                                                              "wrong": 3}, 4 << 20, 4)}}
-    line = report.row_line(row, "float32", ["gloo"])
-    assert line.split()[:3] == [str(4 << 20), str(1 << 20), "float32"] and line.rstrip().endswith("2.00x")
+    gloo = report.figures({"time_s": 2e-3, "wrong": 3}, 4 << 20, 4)
+    shared = report.figures({"time_s": 0.5e-3, "wrong": 0}, 4 << 20, 4)
+    row = {"bytes": 4 << 20, "count": 1 << 20, "figures": {"atb": f, "gloo": gloo, "shared": shared}}
+    columns = [report.Column("shared", "shared", "vs gloo", "self", "gloo"),
+               report.Column("gloo", "gloo", "speedup", "atb", "self")]
+    line = report.row_line(row, "float32", columns)
+    assert line.split()[:3] == [str(4 << 20), str(1 << 20), "float32"]
+    assert line.split()[-1] == "2.00x" and line.split()[11] == "4.00x"
+    assert "vs gloo" in report.header(["t"], "atb", columns)
 
 
 def _run_bench(args: list[str], tmp_path) -> tuple[str, dict]:
@@ -92,7 +97,7 @@ def test_bench_table_json_and_comparisons(tmp_path):
     """2 ranks, shm beside gloo (and Open MPI and the plot where installed): nccl-tests columns, 0 wrong."""
     have_mpi = shutil.which("mpirun") is not None and importlib.util.find_spec("mpi4py") is not None
     have_plot = importlib.util.find_spec("matplotlib") is not None
-    args = ["--world-size", "2", "--sizes", "1K,20000", "--iters", "3", "--warmup", "1"]
+    args = ["--world-size", "2", "--sizes", "1K,200000", "--iters", "3", "--warmup", "1"]
     args += [] if have_mpi else ["--no-mpi"]
     args += ["--plot", str(tmp_path / "bench.png")] if have_plot else []
     stdout, doc = _run_bench(args, tmp_path)
@@ -101,10 +106,11 @@ def test_bench_table_json_and_comparisons(tmp_path):
         assert column in header
     assert "# Avg bus bandwidth" in stdout and "memcpy limit" in stdout
     rows = [line.split() for line in stdout.splitlines() if line and not line.startswith("#")]
-    assert [r[0] for r in rows] == ["1024", "20000"] and all(r[2] == "float32" for r in rows)
-    assert [r["bytes"] for r in doc["rows"]] == [1024, 20000]
+    assert [r[0] for r in rows] == ["1024", "200000"] and all(r[2] == "float32" for r in rows)
+    assert [r["bytes"] for r in doc["rows"]] == [1024, 200000]
     for row in doc["rows"]:
         assert row["figures"]["atb"]["wrong"] == 0 and row["figures"]["gloo"]["wrong"] == 0
+        assert row["figures"]["shared"]["wrong"] == 0
         assert row["figures"]["atb"]["busbw"] == pytest.approx(row["figures"]["atb"]["algbw"] / 2)
         if have_mpi:
             assert row["figures"]["mpi"]["wrong"] == 0
@@ -120,4 +126,5 @@ def test_bench_skewed_three_ranks_rounds(tmp_path):
     )
     assert "pattern skewed (spread 8)" in stdout and "best of 2 rounds" in stdout
     assert [r["figures"]["atb"]["wrong"] for r in doc["rows"]] == [0, 0]
-    assert set(doc["rows"][0]["figures"]) == {"atb"}
+    assert [r["figures"]["shared"]["wrong"] for r in doc["rows"]] == [0, 0]
+    assert set(doc["rows"][0]["figures"]) == {"atb", "shared"}

@@ -126,3 +126,110 @@ def test_waiting_ranks_sleep(rank_pools):
     for rank, (wall, cpu) in enumerate(results[1:], start=1):
         assert wall > 0.5, (rank, wall)  # it did wait for rank 0
         assert cpu < 0.25 * wall, f"rank {rank} used {cpu:.3f} s of CPU while waiting {wall:.3f} s"
+
+
+@pytest.mark.parametrize("world_size", [2, 3, 4])
+@pytest.mark.parametrize("alloc", ["send", "recv", "both"])
+def test_arena_buffers(rank_pools, world_size, alloc):
+    """Send buffers and/or outputs from atb_ops.shm_empty: peers memcpy through their mapping of the arena
+    (pull when the send buffer is shared, else push into a shared output), mixed with eager and
+    process_vm_readv messages, for every edge layout, through execute_out and execute."""
+    es = itemsize("bfloat16")
+    matrices = [make(world_size, es) for make in ALL]
+    wrong = rank_pools(world_size).run(
+        fastpath_tasks.run_matrices, "bfloat16", matrices, "fastpath_arena", 2, 5, None, alloc
+    )
+    assert wrong == [[0] * len(matrices)] * world_size
+
+
+def test_arena_mixed_per_rank(rank_pools):
+    """Some ranks use shared buffers and some do not: every pair picks its route from the posted matrix."""
+    n = 4
+    matrices = [make(n, 4) for make in ALL]
+    per_rank = [(None, alloc) for alloc in ("both", "", "send", "recv")]
+    wrong = rank_pools(n).run(fastpath_tasks.run_matrices, "float32", matrices, "fastpath_mixed", 2, 9,
+                              per_rank=per_rank)
+    assert wrong == [[0] * len(matrices)] * n
+
+
+def test_arena_pack_loop(rank_pools):
+    for alloc in ("both", "recv"):
+        wrong = rank_pools(2).run(fastpath_tasks.run_pack_loop, "float32", skewed_matrix(2, 4), "fastpath_pack", 30,
+                                  alloc)
+        assert wrong == [0, 0]
+
+
+def test_execute_output_comes_from_the_arena(rank_pools):
+    states = rank_pools(2).run(fastpath_tasks.arena_state)
+    for s in states:
+        assert s["info"]["enabled"] and s["output_shared"] and s["wrong"] == 0
+
+
+_ARENA_SCRIPT = """
+import json, os, sys, torch, atb_ops
+info = atb_ops.shm_arena_info()
+out = {"enabled": info["enabled"], "reserved": info["reserved_bytes"]}
+if info["enabled"]:
+    blocks = [atb_ops.shm_empty(256 * 1024, dtype=torch.uint8) for _ in range(4)]
+    out["four_fit"] = all(atb_ops.shm_is_shared(b) for b in blocks)
+    extra = atb_ops.shm_empty(4096, dtype=torch.uint8)
+    out["full_falls_back"] = not atb_ops.shm_is_shared(extra) and extra.numel() == 4096
+    del blocks[1:3]  # two neighbours: coalesced into one 512 KiB block
+    big = atb_ops.shm_empty(512 * 1024, dtype=torch.uint8)
+    out["coalesced"] = atb_ops.shm_is_shared(big)
+    del blocks, big, extra
+    out["used_after_free"] = atb_ops.shm_arena_info()["used_bytes"]
+    t = atb_ops.shm_empty(2, 3, dtype=torch.float16)
+    out["shape"] = [list(t.shape), str(t.dtype), atb_ops.shm_is_shared(t)]
+print(json.dumps(out))
+"""
+
+
+def _arena_probe(arena_bytes: str) -> dict:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "ATB_OPS_SHM_ARENA": arena_bytes}
+    proc = subprocess.run([sys.executable, "-c", _ARENA_SCRIPT], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_arena_allocator_fills_falls_back_and_coalesces():
+    got = _arena_probe(str(1 << 20))
+    assert got == {"enabled": True, "reserved": 1 << 20, "four_fit": True, "full_falls_back": True,
+                   "coalesced": True, "used_after_free": 0, "shape": [[2, 3], "torch.float16", True]}
+
+
+def test_arena_off():
+    assert _arena_probe("0") == {"enabled": False, "reserved": 0}
+
+
+def test_arena_off_on_one_rank_turns_the_arena_routes_off():
+    import multiprocessing as mp
+    import uuid
+
+    n = 2
+    matrices = [make(n, 4) for make in ALL]
+    ctx = mp.get_context("spawn")
+    results = ctx.Queue()
+    job = f"fastpath-{uuid.uuid4().hex}"
+    procs = [ctx.Process(target=fastpath_tasks.arena_off_on_rank0_main, args=(r, n, job, matrices, results))
+             for r in range(n)]
+    for p in procs:
+        p.start()
+    try:
+        got = dict((r, (wrong, state)) for r, wrong, state in (results.get(timeout=120) for _ in range(n)))
+    finally:
+        for p in procs:
+            p.join(timeout=30)
+            if p.is_alive():
+                p.kill()
+    assert got[0][0] == [0] * len(matrices), got[0][0]
+    assert got[1][0] == [0] * len(matrices), got[1][0]
+    assert not got[0][1]["info"]["enabled"] and got[1][1]["info"]["enabled"]
+    assert not got[0][1]["output_shared"] and not got[1][1]["output_shared"]  # nobody could reach rank 0
+    assert got[0][1]["wrong"] == 0 and got[1][1]["wrong"] == 0

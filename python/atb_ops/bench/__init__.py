@@ -60,7 +60,11 @@ from atb_ops.bench import report, workload
 from atb_ops.bench.ranks import BenchConfig
 
 DEFAULT_SIZES = "1K:256M"
-LABELS_OTHER = {"gloo": "gloo all_to_all_single", "mpi": "Open MPI MPI_Alltoallv"}
+LABELS_OTHER = {
+    "shared": "atb_ops {backend}, shm_empty buffers",
+    "gloo": "gloo all_to_all_single",
+    "mpi": "Open MPI MPI_Alltoallv",
+}
 
 
 def _free_port() -> int:
@@ -118,6 +122,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--plot", metavar="FILE.png", help="plot algbw vs size per library (needs matplotlib)")
     p.add_argument("--no-mpi", action="store_true", help="skip Open MPI's MPI_Alltoallv")
     p.add_argument("--no-gloo", action="store_true", help="skip torch.distributed.all_to_all_single on gloo")
+    p.add_argument("--no-shared", action="store_true",
+                   help="skip the second atb_ops column (send and output tensors from atb_ops.shm_empty)")
     p.add_argument("--no-check", action="store_true", help="skip the #wrong check (it costs time at 256 MiB)")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds before a stuck run is abandoned")
     args = p.parse_args(argv)
@@ -227,6 +233,7 @@ def _make_row(raw: list[dict[str, Any]], mpi_raw: list[dict[str, Any] | None], a
     nbytes = first["bytes"]
     figs = {
         "atb": report.figures(_best([r["atb"] for r in raw]), nbytes, args.world_size),
+        "shared": report.figures(_best([r.get("shared") for r in raw]), nbytes, args.world_size),
         "gloo": report.figures(_best([r.get("gloo") for r in raw]), nbytes, args.world_size),
         "mpi": report.figures(_best(mpi_raw), nbytes, args.world_size),
     }
@@ -245,7 +252,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     cfg = BenchConfig(
         world_size=args.world_size, backend=args.backend, sizes=args.size_list, dtype=args.dtype,
         pattern=args.pattern, spread=args.spread, seed=args.seed, iters=args.iters, warmup=args.warmup,
-        budget_s=args.budget, gloo=not args.no_gloo, check=not args.no_check,
+        budget_s=args.budget, gloo=not args.no_gloo, check=not args.no_check, shared=not args.no_shared,
         bind=args.bind if args.bind != "auto" else ("core" if args.world_size <= len(os.sched_getaffinity(0))
                                                      else "none"),
     )
@@ -254,13 +261,22 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     )
     progress = Progress()
     notes: list[str] = []
+    if not cpu_backend or args.backend == "gloo":
+        cfg.shared = False
     if not cpu_backend:
         cfg.gloo = False
         notes.append("gloo and Open MPI columns run only for CPU backends")
     ranks = Ranks(cfg, args.timeout, progress)
     mpi_job = _start_mpi(cfg, args.timeout, notes) if cpu_backend and not args.no_mpi else None
-    others = [k for k in ("gloo", "mpi") if (k == "gloo" and cfg.gloo) or (k == "mpi" and mpi_job is not None)]
-    labels = {"atb": f"atb_ops {args.backend}", **{k: LABELS_OTHER[k] for k in others}}
+    present = {"shared": cfg.shared, "gloo": cfg.gloo, "mpi": mpi_job is not None}
+    others = [k for k in ("shared", "gloo", "mpi") if present[k]]
+    labels = {"atb": f"atb_ops {args.backend}", **{k: LABELS_OTHER[k].format(backend=args.backend) for k in others}}
+    columns = [
+        report.Column(k, labels[k], *(("vs MPI", "self", "mpi") if present["mpi"] else ("vs torch", "self", "atb")))
+        if k == "shared"
+        else report.Column(k, labels[k], "speedup", "atb", "self")
+        for k in others
+    ]
     if mpi_job is not None:
         notes.append(f"Open MPI: {mpi_job.library}")
     cores = os.cpu_count() or 1
@@ -272,11 +288,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         f"host: {cores} core(s) {_cpu_model()}, {platform.system()} {platform.release()}, "
         f"torch {torch.__version__}",
         f"size: bytes of the busiest rank; time: {rounds}mean per call, max over ranks; algbw = size/time"
-        " (GB/s = 1e9 B/s); busbw = algbw*(n-1)/n; speedup = their time / atb_ops time",
+        " (GB/s = 1e9 B/s); busbw = algbw*(n-1)/n; speedup = their time / atb_ops time; vs MPI = Open MPI's time /"
+        " this column's time",
     ]
     rows: list[dict[str, Any]] = []
     try:
-        print(report.header([*title, *notes], labels["atb"], [labels[k] for k in others]), flush=True)
+        print(report.header([*title, *notes], labels["atb"], columns), flush=True)
         for index, size in enumerate(cfg.sizes):
             raw: list[dict[str, Any]] = []
             mpi_raw: list[dict[str, Any] | None] = []
@@ -292,7 +309,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 ranks.run(index, round_no, raw.append)
             row = _make_row(raw, mpi_raw, args, [k for k in others])
             rows.append(row)
-            print(report.row_line(row, args.dtype, others), flush=True)
+            print(report.row_line(row, args.dtype, columns), flush=True)
     finally:
         ranks.close()
         if mpi_job is not None:

@@ -38,6 +38,7 @@ class BenchConfig:
     warmup: int = 5
     budget_s: float = 0.25
     gloo: bool = True
+    shared: bool = True  # also time atb_ops with send/output tensors from atb_ops.shm_empty (CPU backends)
     check: bool = True
     bind: str = "none"  # "core": rank r runs on allowed CPU r % count (as mpirun --bind-to core)
 
@@ -197,6 +198,23 @@ def _run_size(rank: int, cfg: BenchConfig, index: int, round_no: int, results: A
         wrong = workload.count_wrong(out.reshape(-1).cpu(), lay, rank, cfg.seed, seq)
     atb_s = time_loop(functools.partial(execute_out, inputs, outputs), cfg, reduce_max, dist.barrier, sync)
 
+    shared_s, shared_wrong = float("nan"), 0.0
+    if cfg.shared and device.type == "cpu" and cfg.backend in ("shm", "auto", "hccl"):
+        import atb_ops
+
+        if rank == 0:
+            results.put(("progress", f"{workload.format_bytes(size)}: atb_ops {cfg.backend}, shm_empty buffers"))
+        s_send = atb_ops.shm_empty(lay.send_numel, dtype=dtype)
+        s_send.copy_(send)
+        s_out = atb_ops.shm_empty(1, lay.recv_numel, dtype=dtype)
+        s_inputs, s_outputs = [s_send, infer], [s_out]
+        if cfg.check:
+            workload.poison(s_out)
+            execute_out(s_inputs, s_outputs)
+            shared_wrong = workload.count_wrong(s_out.reshape(-1), lay, rank, cfg.seed, seq)
+        shared_s = time_loop(functools.partial(execute_out, s_inputs, s_outputs), cfg, reduce_max, dist.barrier, sync)
+        del s_send, s_out, s_inputs, s_outputs
+
     gloo_s, gloo_wrong, gloo_call = float("nan"), 0.0, None
     if cfg.gloo and device.type == "cpu":
         if rank == 0:
@@ -216,12 +234,14 @@ def _run_size(rank: int, cfg: BenchConfig, index: int, round_no: int, results: A
         gloo_s = time_loop(gloo_call, cfg, reduce_max, dist.barrier, sync)
 
     memcpy_s = memcpy_seconds(plan.bytes) if rank == 0 and plan.bytes > 0 else float("nan")
-    atb_max, gloo_max = reduce([atb_s, gloo_s], dist.ReduceOp.MAX)
-    wrong_sum, gloo_wrong_sum = reduce([float(wrong), float(gloo_wrong)], dist.ReduceOp.SUM)
+    atb_max, shared_max, gloo_max = reduce([atb_s, shared_s, gloo_s], dist.ReduceOp.MAX)
+    wrong_sum, shared_wrong_sum, gloo_wrong_sum = reduce([float(wrong), float(shared_wrong), float(gloo_wrong)],
+                                                         dist.ReduceOp.SUM)
     if rank == 0:
         results.put(("row", {
             "index": index, "round": round_no, "size": size, "bytes": plan.bytes, "count": plan.count,
             "atb": {"time_s": atb_max, "wrong": int(wrong_sum)},
+            "shared": None if shared_s != shared_s else {"time_s": shared_max, "wrong": int(shared_wrong_sum)},
             "gloo": None if gloo_s != gloo_s else {"time_s": gloo_max, "wrong": int(gloo_wrong_sum)},
             "memcpy_s": memcpy_s,
         }))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from atb_ops.bench import workload
@@ -34,32 +35,50 @@ def _cell(f: dict[str, float] | None, width: int = CELL) -> str:
     return f"{f['time_us']:10.1f} {f['algbw']:8.2f} {f['busbw']:8.2f} {f['wrong']:6d}"
 
 
-def _ratio(ours: dict[str, float] | None, theirs: dict[str, float] | None) -> str:
-    if ours is None or theirs is None or ours["time_us"] <= 0:
+def _ratio(faster: dict[str, float] | None, slower: dict[str, float] | None) -> str:
+    """slower's time over faster's time: how many times faster `faster` is."""
+    if faster is None or slower is None or faster["time_us"] <= 0:
         return f"{'--':>{RATIO}}"
-    return f"{theirs['time_us'] / ours['time_us']:7.2f}x"
+    return f"{slower['time_us'] / faster['time_us']:7.2f}x"
 
 
-def header(title_lines: list[str], main_label: str, others: list[str]) -> str:
+@dataclass(frozen=True)
+class Column:
+    """A comparison column: its figures (row["figures"][key]) and a ratio of times.
+
+    ratio = time of `slower` / time of `faster`, where each is a figures key; "self" names this column.
+    """
+
+    key: str
+    label: str
+    ratio_label: str
+    faster: str
+    slower: str
+
+
+def header(title_lines: list[str], main_label: str, columns: list[Column]) -> str:
     lines = [f"# {t}" for t in title_lines]
     group = f"{main_label:^{CELL}}"
     units = f"{'time(us)':>10} {'algbw':>8} {'busbw':>8} {'#wrong':>6}"
-    for label in others:
-        group += f"  {label:^{CELL + 1 + RATIO}}"
-        units += f"  {'time(us)':>10} {'algbw':>8} {'busbw':>8} {'#wrong':>6} {'speedup':>{RATIO}}"
+    for col in columns:
+        group += f"  {col.label:^{CELL + 1 + RATIO}}"
+        units += f"  {'time(us)':>10} {'algbw':>8} {'busbw':>8} {'#wrong':>6} {col.ratio_label:>{RATIO}}"
     lines.append("#")
     lines.append(f"# {'':>12} {'':>12} {'':>8}  {group.rstrip()}")
     lines.append(f"# {'size':>12} {'count':>12} {'type':>8}  {units}")
     return "\n".join(lines)
 
 
-def row_line(row: dict[str, Any], dtype: str, others: list[str]) -> str:
-    """One table row: the atb_ops figures, then each comparison with its speedup."""
-    ours = row["figures"]["atb"]
-    text = f"  {row['bytes']:>12d} {row['count']:>12d} {dtype:>8}  {_cell(ours)}"
-    for key in others:
-        theirs = row["figures"].get(key)
-        text += f"  {_cell(theirs)} {_ratio(ours, theirs)}"
+def row_line(row: dict[str, Any], dtype: str, columns: list[Column]) -> str:
+    """One table row: the atb_ops figures, then each comparison column with its ratio."""
+    figs = row["figures"]
+    text = f"  {row['bytes']:>12d} {row['count']:>12d} {dtype:>8}  {_cell(figs['atb'])}"
+    for col in columns:
+
+        def pick(key: str, col: Column = col) -> dict[str, float] | None:
+            return figs.get(col.key if key == "self" else key)
+
+        text += f"  {_cell(figs.get(col.key))} {_ratio(pick(col.faster), pick(col.slower))}"
     return text
 
 
