@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <thread>
 
@@ -304,62 +305,74 @@ char* ShmCommunicator::arenaPtr(int32_t owner, uint64_t addr) const {
   return peerBase_[owner] + (addr - slot(owner).arenaBase);
 }
 
-ShmCommunicator::Route ShmCommunicator::route(uint32_t parity, int32_t src, int32_t dst) const {
+uint64_t ShmCommunicator::directBytes(uint32_t parity, int32_t src, int32_t dst) const {
   const PeerEntry& e = entries(src, parity)[dst];
-  if (src == dst || e.sendBytes == 0) return Route::kNone;
-  if (e.eagerOffset != kNotEager) return Route::kEager;
-  if (arenaOk_) {
-    // Pulling keeps the output in the receiver's cache, where its next user runs: preferred.
-    if (inArena(src, e.sendAddr, e.sendBytes)) return Route::kPullCopy;
-    if (inArena(dst, entries(dst, parity)[src].recvAddr, e.sendBytes)) return Route::kPushCopy;
-  }
-  return Route::kCrossCopy;
+  return (src == dst || e.eagerOffset != kNotEager) ? 0 : e.sendBytes;
 }
 
-uint64_t ShmCommunicator::directBytes(uint32_t parity, int32_t src, int32_t dst) const {
-  return route(parity, src, dst) == Route::kCrossCopy ? entries(src, parity)[dst].sendBytes : 0;
+bool ShmCommunicator::pullByMemcpy(uint32_t parity, int32_t src, int32_t dst) const {
+  const PeerEntry& e = entries(src, parity)[dst];
+  return arenaOk_ && inArena(src, e.sendAddr, e.sendBytes);
+}
+
+bool ShmCommunicator::pushByMemcpy(uint32_t parity, int32_t src, int32_t dst) const {
+  return arenaOk_ && inArena(dst, entries(dst, parity)[src].recvAddr, entries(src, parity)[dst].sendBytes);
 }
 
 void ShmCommunicator::planSplit(uint32_t parity) {
-  std::fill(push_.begin(), push_.end(), 0);
-  if (!split_ || size_ < 2) return;
-  // Work in memcpy-byte units: a process_vm_readv/writev byte costs about twice a memcpy byte (it pins
-  // pages and copies with the kernel's string copy). Only large messages are split: a split costs a
-  // system call on each side and makes the receiver wait for the sender's "done".
-  constexpr double kDirectCost = 2.0;
-  constexpr uint64_t kMinSplit = uint64_t{256} << 10;
+  // Every direct message src -> dst is split into a head the receiver pulls and a tail the sender
+  // pushes (push_[src * size + dst] bytes). Costs are in memcpy-byte units: a byte costs 1 where the
+  // other side's buffer is in its arena (a memcpy through the mapping), 2 otherwise (process_vm_readv/
+  // writev pin pages and copy page by page). Each message starts on its cheaper side (ties: the
+  // receiver, which keeps the output in its own cache); then, if ATB_OPS_SHM_SPLIT allows, large
+  // messages move bytes from the busier side to the other until loads even out. Every rank computes
+  // the same plan from the same posted matrix.
+  constexpr uint64_t kMinSplit = uint64_t{256} << 10;  // a split costs a copy call on each side
   constexpr uint64_t kGranule = 4096;
-  bool any = false;
   for (int32_t r = 0; r < size_; ++r) load_[r] = static_cast<double>(entries(r, parity)[r].sendBytes);
+  bool any = false;
   for (int32_t src = 0; src < size_; ++src) {
     for (int32_t dst = 0; dst < size_; ++dst) {
-      const double bytes = static_cast<double>(entries(src, parity)[dst].sendBytes);
-      switch (route(parity, src, dst)) {
-        case Route::kNone: break;
-        case Route::kEager: load_[dst] += bytes; break;
-        case Route::kPushCopy: load_[src] += bytes; break;
-        case Route::kPullCopy: load_[dst] += bytes; break;
-        case Route::kCrossCopy:
-          load_[dst] += kDirectCost * bytes;
-          any = any || bytes >= static_cast<double>(kMinSplit);
-          break;
+      uint64_t& pushed = push_[static_cast<size_t>(src) * size_ + dst];
+      const uint64_t direct = directBytes(parity, src, dst);
+      const double pullCost = pullByMemcpy(parity, src, dst) ? 1.0 : 2.0;
+      const double pushCost = pushByMemcpy(parity, src, dst) ? 1.0 : 2.0;
+      pushed = pushCost < pullCost ? direct : 0;
+      const double bytes = static_cast<double>(direct);
+      if (pushed > 0) {
+        load_[src] += pushCost * bytes;
+      } else if (direct > 0) {
+        load_[dst] += pullCost * bytes;
+      } else if (src != dst) {
+        load_[dst] += static_cast<double>(entries(src, parity)[dst].sendBytes);  // eager: the receiver copies
       }
+      any = any || direct >= kMinSplit;
     }
   }
-  if (!any) return;
-  // Two deterministic passes: a busier receiver hands part of each large incoming message to its sender.
+  if (!split_ || !any) return;
   for (int pass = 0; pass < 2; ++pass) {
     for (int32_t src = 0; src < size_; ++src) {
       for (int32_t dst = 0; dst < size_; ++dst) {
         const uint64_t direct = directBytes(parity, src, dst);
+        if (direct < kMinSplit || load_[dst] == load_[src]) continue;
         uint64_t& pushed = push_[static_cast<size_t>(src) * size_ + dst];
-        if (direct < kMinSplit || load_[dst] <= load_[src]) continue;
-        const double want = (load_[dst] - load_[src]) / (2 * kDirectCost);
-        uint64_t delta = std::min<uint64_t>(direct - pushed, static_cast<uint64_t>(want)) / kGranule * kGranule;
-        if (delta < kGranule) continue;
-        pushed += delta;
-        load_[dst] -= kDirectCost * static_cast<double>(delta);
-        load_[src] += kDirectCost * static_cast<double>(delta);
+        const double pullCost = pullByMemcpy(parity, src, dst) ? 1.0 : 2.0;
+        const double pushCost = pushByMemcpy(parity, src, dst) ? 1.0 : 2.0;
+        const double gap = std::abs(load_[dst] - load_[src]) / (pullCost + pushCost);
+        const bool toSender = load_[dst] > load_[src];
+        const uint64_t room = toSender ? direct - pushed : pushed;
+        const uint64_t delta = std::min<uint64_t>(room, static_cast<uint64_t>(gap)) / kGranule * kGranule;
+        if (delta == 0) continue;
+        const double d = static_cast<double>(delta);
+        if (toSender) {
+          pushed += delta;
+          load_[dst] -= pullCost * d;
+          load_[src] += pushCost * d;
+        } else {
+          pushed -= delta;
+          load_[src] -= pushCost * d;
+          load_[dst] += pullCost * d;
+        }
       }
     }
   }
@@ -414,42 +427,33 @@ void ShmCommunicator::moveData(uint32_t parity, bool selfDone, std::string& erro
     const int32_t src = (rank_ + step) % size_;
     const PeerEntry& in = entries(src, parity)[rank_];
     char* dst = reinterpret_cast<char*>(mine[src].recvAddr);
-    switch (route(parity, src, rank_)) {
-      case Route::kEager: std::memcpy(dst, eagerBuffer(src, parity) + in.eagerOffset, in.sendBytes); break;
-      case Route::kPullCopy: std::memcpy(dst, arenaPtr(src, in.sendAddr), in.sendBytes); break;
-      case Route::kCrossCopy: {
-        const uint64_t pull = in.sendBytes - push_[static_cast<size_t>(src) * size_ + rank_];
-        if (pull > 0 && !crossCopy(slot(src).pid.load(), src, false, dst, in.sendAddr, pull, error)) return;
-        break;
+    if (in.sendBytes > 0 && in.eagerOffset != kNotEager) {
+      std::memcpy(dst, eagerBuffer(src, parity) + in.eagerOffset, in.sendBytes);
+    } else if (const uint64_t head = directBytes(parity, src, rank_) - pushed(src, rank_); head > 0) {
+      if (pullByMemcpy(parity, src, rank_)) {
+        std::memcpy(dst, arenaPtr(src, in.sendAddr), head);
+      } else if (!crossCopy(slot(src).pid.load(), src, false, dst, in.sendAddr, head, error)) {
+        return;
       }
-      case Route::kNone:
-      case Route::kPushCopy: break;  // nothing, or the sender writes it
     }
     // Our pushes go the other way round the ring, so a receiver gets its pull and the push at once.
     const int32_t to = (rank_ - step + size_) % size_;
-    const Route out = route(parity, rank_, to);
-    const uint64_t remoteRecv = entries(to, parity)[rank_].recvAddr;
-    if (out == Route::kPushCopy) {
-      std::memcpy(arenaPtr(to, remoteRecv), reinterpret_cast<const void*>(mine[to].sendAddr), mine[to].sendBytes);
-    } else if (out == Route::kCrossCopy) {
-      const uint64_t push = push_[static_cast<size_t>(rank_) * size_ + to];
-      if (push > 0) {
-        const uint64_t offset = mine[to].sendBytes - push;
-        char* local = reinterpret_cast<char*>(mine[to].sendAddr) + offset;
-        if (!crossCopy(slot(to).pid.load(), to, true, local, remoteRecv + offset, push, error)) return;
+    if (const uint64_t tail = pushed(rank_, to); tail > 0) {
+      const uint64_t offset = mine[to].sendBytes - tail;
+      char* local = reinterpret_cast<char*>(mine[to].sendAddr) + offset;
+      const uint64_t remote = entries(to, parity)[rank_].recvAddr + offset;
+      if (pushByMemcpy(parity, rank_, to)) {
+        std::memcpy(arenaPtr(to, remote), local, tail);
+      } else if (!crossCopy(slot(to).pid.load(), to, true, local, remote, tail, error)) {
+        return;
       }
     }
   }
 }
 
 bool ShmCommunicator::touchesMyBuffers(uint32_t parity, int32_t p) const {
-  const Route out = route(parity, rank_, p);
-  const Route in = route(parity, p, rank_);
-  const bool pullsMine =
-      out == Route::kPullCopy ||
-      (out == Route::kCrossCopy && directBytes(parity, rank_, p) > push_[static_cast<size_t>(rank_) * size_ + p]);
-  const bool pushesMine =
-      in == Route::kPushCopy || (in == Route::kCrossCopy && push_[static_cast<size_t>(p) * size_ + rank_] > 0);
+  const bool pullsMine = directBytes(parity, rank_, p) > pushed(rank_, p);  // p reads our send buffer
+  const bool pushesMine = pushed(p, rank_) > 0;                             // p writes our receive buffer
   return pullsMine || pushesMine;
 }
 

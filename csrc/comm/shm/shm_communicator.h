@@ -3,10 +3,11 @@
 // Per call each rank posts, in its own slot, where its send regions and receive regions live. Small
 // messages (<= ATB_OPS_SHM_EAGER bytes) are copied into the slot's eager buffer with the post, so the
 // receiver copies them out of shared memory with no system call and nobody waits for the read.
-// Larger messages move once, straight between the ranks' buffers with process_vm_readv (the receiver
-// pulls) and, when receivers are busier than senders, process_vm_writev (the sender pushes the tail
-// of its message while the receiver pulls the head): both cores work. Ranks whose buffers a peer
-// touched then wait for that peer's "done", so buffers outlive every access to them.
+// Larger messages move once, straight between the ranks' buffers: the receiver reads a head and the
+// sender writes a tail (planSplit balances the two when some ranks are busier than others), each with
+// a memcpy through the peer's mapping when that buffer is in the peer's shared-memory arena (arena.h),
+// else with process_vm_readv / process_vm_writev. Ranks whose buffers a peer touched then wait for
+// that peer's "done", so buffers outlive every access to them.
 //
 // Posts and eager buffers alternate between two copies by call parity: a rank can be at most one
 // call ahead of any peer (it waits for every peer's post of the next call), so the copy it
@@ -44,14 +45,6 @@ class ShmCommunicator final : public Communicator {
   at::Tensor emptyOutput(c10::IntArrayRef sizes, const at::TensorOptions& options) override;
 
  private:
-  // How one message src -> dst moves (every rank derives the same answer from the posted matrix).
-  enum class Route : uint8_t {
-    kNone,       // empty, or to itself
-    kEager,      // copied into src's eager buffer with the post; dst copies it out
-    kPullCopy,   // src's send region is in src's arena: dst memcpys out of it
-    kPushCopy,   // else, dst's receive region is in dst's arena: src memcpys into it
-    kCrossCopy,  // process_vm_readv by dst (and process_vm_writev of a tail by src, see planSplit)
-  };
   void attach(const CommConfig& config);
   // Maps every peer's arena; all ranks then agree whether the arena routes are on.
   void mapPeerArenas(const CommConfig& config, const std::string& jobKey,
@@ -63,12 +56,16 @@ class ShmCommunicator final : public Communicator {
   char* eagerBuffer(int32_t r, uint32_t parity) const;
   // Checks the whole posted count matrix; every rank sees the same matrix and raises the same error.
   void checkPostedMatrix(uint32_t parity, const char* what) const;
-  // Fills push_: how many tail bytes of each large message its sender writes itself. Every rank
-  // computes the same plan from the same posted matrix.
+  // Fills push_: how many tail bytes of each direct message its sender writes (the receiver reads the
+  // head). Every rank computes the same plan from the same posted matrix.
   void planSplit(uint32_t parity);
-  Route route(uint32_t parity, int32_t src, int32_t dst) const;
-  // Bytes of message src -> dst that go through process_vm_readv/writev.
+  uint64_t pushed(int32_t src, int32_t dst) const { return push_[static_cast<size_t>(src) * size_ + dst]; }
+  // Bytes of message src -> dst that move directly between the buffers (not eager, not to itself).
   uint64_t directBytes(uint32_t parity, int32_t src, int32_t dst) const;
+  // Whether the receiver's head / the sender's tail of src -> dst is a memcpy through the peer's arena
+  // mapping (else process_vm_readv / process_vm_writev).
+  bool pullByMemcpy(uint32_t parity, int32_t src, int32_t dst) const;
+  bool pushByMemcpy(uint32_t parity, int32_t src, int32_t dst) const;
   bool inArena(int32_t owner, uint64_t addr, uint64_t bytes) const;
   // Where `owner`'s arena address `addr` is mapped in this process.
   char* arenaPtr(int32_t owner, uint64_t addr) const;
