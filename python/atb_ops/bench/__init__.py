@@ -8,27 +8,33 @@ Usage::
     python -m atb_ops bench --json out.json --plot out.png  # machine-readable rows, bandwidth plot
     python -m atb_ops bench --no-mpi --no-gloo --iters 1000 # atb_ops alone, fixed iteration count
 
-What is measured. ``--world-size`` ranks are spawned on this host (each with one intra-op thread).
-Per size every rank builds the same count layout (see traffic patterns), fills its send buffer from
-``--seed``, and then
+What is measured. ``--world-size`` ranks are spawned on this host (each with one intra-op thread,
+pinned one per CPU when they fit, as ``mpirun`` does: ``--bind``). Per size every rank builds the same
+count layout (see traffic patterns), fills its send buffer from ``--seed``, and then
 
 1. **atb_ops**: ``AllToAllVV2Operation`` with ``backend`` = ``--backend``, counts given once through
    ``set_varaintpack_param``, called as ``execute_out([x, tensorForInferShape], [out])`` with the same
    tensors on every call (no allocation per call; the small-message rows are its latency, Python call
    included);
-2. **gloo**: ``torch.distributed.all_to_all_single`` on a gloo group, same counts (``--no-gloo`` skips);
-3. **Open MPI**: ``MPI_Alltoallv`` on the same counts and displacements and bytes, run first as its own
-   ``mpirun`` job of ``atb_ops.bench.mpi`` (mpi4py) whose JSON is read back; only where ``mpirun`` and
-   mpi4py exist (``scripts/install_bench_deps.sh``; ``--no-mpi`` skips).
+2. **atb_ops, shm_empty buffers** (CPU backends; ``--no-shared`` skips): the same call with ``x`` and
+   ``out`` allocated by ``atb_ops.shm_empty``, the shared-memory arena peers copy from with memcpy;
+3. **gloo**: ``torch.distributed.all_to_all_single`` on a gloo group, same counts (``--no-gloo`` skips);
+4. **Open MPI**: ``MPI_Alltoallv`` on the same counts, displacements and bytes, in a separate
+   ``mpirun`` job of ``atb_ops.bench.mpi`` (mpi4py) that stays up and runs one size per request, so
+   the libraries take turns size by size; only where ``mpirun`` and mpi4py exist
+   (``scripts/install_bench_deps.sh``; ``--no-mpi`` skips).
 
 Each is checked once per size (output pre-filled with a sentinel, every element compared with what its
 sender wrote: ``#wrong``), warmed up (``--warmup``), then timed over ``--iters`` back-to-back calls
-(default: as many as fit in about 0.25 s, at least 5).
+(default: as many as fit in about 0.25 s, at least 5). ``--rounds R`` repeats every size R times, the
+libraries alternating, and reports each one's best round: on a shared machine this keeps a burst of
+someone else's load from landing on one library only.
 
 Columns, as nccl-tests: ``size`` is the bytes the busiest rank receives (or sends, if more) per call,
 ``count`` the same in elements; ``time`` is the mean time per call, max over ranks; ``algbw = size /
 time``; ``busbw = algbw * (n-1)/n`` (the share that crosses between ranks); ``speedup`` is the other
-library's time over atb_ops' time (> 1: atb_ops is faster). The footer gives each library's average
+library's time over atb_ops' time (> 1: atb_ops is faster); the shm_empty column's ``vs MPI`` is Open
+MPI's time over its own. The footer gives each library's average
 bus bandwidth and the single-thread memcpy bandwidth measured in the same run: a rank must at least
 write its whole output once, so memcpy (divided among ranks when ranks outnumber cores) bounds algbw.
 
