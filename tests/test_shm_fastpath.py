@@ -181,6 +181,10 @@ if info["enabled"]:
     out["used_after_free"] = atb_ops.shm_arena_info()["used_bytes"]
     t = atb_ops.shm_empty(2, 3, dtype=torch.float16)
     out["shape"] = [list(t.shape), str(t.dtype), atb_ops.shm_is_shared(t)]
+    pid = os.fork()  # a child shares the parent's arena mapping but must not allocate from it
+    if pid == 0:
+        os._exit(0 if not atb_ops.shm_is_shared(atb_ops.shm_empty(8)) else 3)
+    out["fork_child_allocates_elsewhere"] = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
 print(json.dumps(out))
 """
 
@@ -201,7 +205,8 @@ def _arena_probe(arena_bytes: str) -> dict:
 def test_arena_allocator_fills_falls_back_and_coalesces():
     got = _arena_probe(str(1 << 20))
     assert got == {"enabled": True, "reserved": 1 << 20, "four_fit": True, "full_falls_back": True,
-                   "coalesced": True, "used_after_free": 0, "shape": [[2, 3], "torch.float16", True]}
+                   "coalesced": True, "used_after_free": 0, "shape": [[2, 3], "torch.float16", True],
+                   "fork_child_allocates_elsewhere": True}
 
 
 def test_arena_off():

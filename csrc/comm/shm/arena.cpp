@@ -49,11 +49,14 @@ Arena::Arena() {
   base_ = static_cast<char*>(base);
   bytes_ = bytes;
   fd_ = fd;
+  owner_ = ::getpid();
   free_.emplace(0, bytes);
 }
 
 void* Arena::allocate(size_t bytes) {
-  if (!enabled()) return nullptr;
+  // A fork()ed child shares the mapping with its parent but has a copy of the allocator: it must not
+  // hand out blocks the parent may hand out too.
+  if (!enabled() || ::getpid() != owner_) return nullptr;
   const size_t want = roundUpTo(std::max<size_t>(bytes, 1), kBlockAlign);
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto it = free_.begin(); it != free_.end(); ++it) {

@@ -6,9 +6,12 @@
 // when first touched and kept for reuse), carved into blocks by a first-fit allocator. Tensors come from
 // atb_ops.shm_empty(), and from execute() outputs on the shm backend; when the arena is off, full or
 // unavailable they are ordinary tensors and everything still works (through process_vm_readv).
+// Arena tensors are shared memory: after fork() parent and child see the same bytes (as after
+// Tensor.share_memory_()), and the child allocates no more arena blocks.
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <sys/types.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -39,6 +42,7 @@ class Arena {
   char* base_ = nullptr;
   size_t bytes_ = 0;
   int fd_ = -1;
+  pid_t owner_ = 0;  // the process that created it; a fork()ed child allocates elsewhere
   mutable std::mutex mutex_;
   std::map<size_t, size_t> free_;  // offset -> size, coalesced
   std::map<size_t, size_t> used_;  // offset -> size
