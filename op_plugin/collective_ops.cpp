@@ -1,6 +1,5 @@
 // torch.ops.atb_ops.*: the collectives as dispatcher ops, so torch.compile and torch.library see them.
 // Fake (meta) kernels and autograd are registered in python/atb_ops/_ops.py.
-#include <ATen/ops/empty.h>
 #include <torch/library.h>
 
 #include "comm/communicator.h"
@@ -38,11 +37,12 @@ at::Tensor allToAllV(const at::Tensor& x, c10::IntArrayRef sendCounts, c10::IntA
             ")");
   const AllToAllVLayout layout{sendCounts.vec(), sdispls.vec(), recvCounts.vec(), rdispls.vec()};
   const int64_t total = validateLayout(layout, worldSize, x.numel());
-  at::Tensor out = at::empty({total}, x.options());
   const CommConfig config = configFor(x, std::string(backend), std::string(commDomain), std::string(jobKey),
                                       std::string(groupName), rank, worldSize);
   GilRelease unlocked;
-  getCommunicator(config)->alltoallv(x, layout, out);
+  const auto comm = getCommunicator(config);
+  at::Tensor out = comm->emptyOutput({total}, x.options());
+  comm->alltoallv(x, layout, out);
   return out;
 }
 
@@ -56,11 +56,12 @@ at::Tensor allGather(const at::Tensor& x, c10::string_view backend, c10::string_
             ")");
   std::vector<int64_t> shape = x.sizes().vec();
   shape[0] *= worldSize;
-  at::Tensor out = at::empty(shape, x.options());
   const CommConfig config = configFor(x, std::string(backend), std::string(commDomain), std::string(jobKey),
                                       std::string(groupName), rank, worldSize);
   GilRelease unlocked;
-  getCommunicator(config)->allgather(x, out);
+  const auto comm = getCommunicator(config);
+  at::Tensor out = comm->emptyOutput(shape, x.options());
+  comm->allgather(x, out);
   return out;
 }
 

@@ -5,9 +5,11 @@
 #include <pybind11/stl.h>
 
 #include <c10/util/Exception.h>
+#include <torch/csrc/utils/pybind.h>
 
 #include "comm/c10d/c10d_communicator.h"
 #include "comm/communicator.h"
+#include "comm/shm/arena.h"
 #include "core/layout.h"
 
 namespace py = pybind11;
@@ -39,6 +41,31 @@ PYBIND11_MODULE(_C, m) {
         atb_ops::clearCommunicatorCache();
       },
       "Drops every cached communicator (at exit, and in tests).");
+
+  m.def(
+      "shm_empty_bytes",
+      [](int64_t nbytes) {
+        try {
+          return atb_ops::shm::emptyShared({nbytes}, at::TensorOptions().dtype(at::kByte));
+        } catch (const c10::Error& e) {
+          throw std::runtime_error(e.what_without_backtrace());
+        }
+      },
+      py::arg("nbytes"), "A uint8 CPU tensor of nbytes in the process's shared-memory arena (see atb_ops.shm_empty).");
+  m.def(
+      "shm_arena_info",
+      [] {
+        const atb_ops::shm::Arena& a = atb_ops::shm::Arena::instance();
+        return py::dict(py::arg("enabled") = a.enabled(), py::arg("reserved_bytes") = a.bytes(),
+                        py::arg("used_bytes") = a.usedBytes());
+      },
+      "The shared-memory arena: whether it is on, its reserved and its allocated bytes.");
+  m.def(
+      "shm_is_shared",
+      [](const at::Tensor& t) {
+        return t.device().is_cpu() && atb_ops::shm::Arena::instance().contains(t.data_ptr(), t.nbytes());
+      },
+      py::arg("tensor"), "Whether the tensor's memory lies in the shared-memory arena.");
 
   m.def("validate_layout", &validateLayout, py::arg("send_counts"), py::arg("sdispls"), py::arg("recv_counts"),
         py::arg("rdispls"), py::arg("rank_size"), py::arg("send_numel"), py::arg("recv_capacity") = -1,

@@ -47,6 +47,9 @@ class Communicator {
   virtual void allgather(const at::Tensor& send, at::Tensor& recv);
 
   virtual void barrier() = 0;
+
+  // A tensor for this communicator's outputs; backends may place it where their peers reach it faster.
+  virtual at::Tensor emptyOutput(c10::IntArrayRef sizes, const at::TensorOptions& options);
 };
 
 using CommFactory = std::function<std::shared_ptr<Communicator>(const CommConfig&)>;

@@ -1,3 +1,5 @@
+#include <ATen/ops/empty.h>
+
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -54,6 +56,10 @@ std::string nativeBackendFor(c10::DeviceType d) {
 }
 
 }  // namespace
+
+at::Tensor Communicator::emptyOutput(c10::IntArrayRef sizes, const at::TensorOptions& options) {
+  return at::empty(sizes, options);
+}
 
 void Communicator::allgather(const at::Tensor& send, at::Tensor& recv) {
   alltoallv(send, allGatherLayout(size(), send.numel()), recv);

@@ -1,7 +1,6 @@
 // AllGatherOperation: every rank's x, stacked in rank order.
 //   inputs : x [*]
 //   output : [rankSize, *x.shape]
-#include <ATen/ops/empty.h>
 
 #include "core/status.h"
 #include "ops/operation.h"
@@ -24,8 +23,9 @@ class AllGatherOperation final : public CommOperation {
   std::vector<at::Tensor> execute(const std::vector<at::Tensor>& inputs) override {
     const Shape shape = inferShape(inputs).front();
     const at::Tensor x = inputs[0].contiguous();
-    at::Tensor out = at::empty(shape, x.options());
-    communicatorFor(x)->allgather(x, out);
+    const auto comm = communicatorFor(x);
+    at::Tensor out = comm->emptyOutput(shape, x.options());
+    comm->allgather(x, out);
     return {out};
   }
 

@@ -1,7 +1,6 @@
 // AllToAllOperation: equal splits on dim 0; chunk i of the output comes from rank i.
 //   inputs : x [d0, *] with d0 % rankSize == 0
 //   output : same shape as x
-#include <ATen/ops/empty.h>
 
 #include "core/layout.h"
 #include "core/status.h"
@@ -27,7 +26,7 @@ class AllToAllOperation final : public CommOperation {
   std::vector<at::Tensor> execute(const std::vector<at::Tensor>& inputs) override {
     inferShape(inputs);
     const at::Tensor x = inputs[0].contiguous();
-    at::Tensor out = at::empty(x.sizes(), x.options());
+    at::Tensor out = communicatorFor(x)->emptyOutput(x.sizes(), x.options());
     run(x, out);
     return {out};
   }

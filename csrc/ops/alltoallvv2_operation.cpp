@@ -3,7 +3,6 @@
 //            recvCounts [rankSize] int64, rdispls [rankSize] int64, tensorForInferShape [sum(recvCounts)]
 //            or, after set_varaintpack_param: x, tensorForInferShape
 //   output : [1, sum(recvCounts)], dtype and device of x
-#include <ATen/ops/empty.h>
 
 #include <optional>
 
@@ -42,8 +41,9 @@ class AllToAllVV2Operation final : public CommOperation {
 
   std::vector<at::Tensor> execute(const std::vector<at::Tensor>& inputs) override {
     Prepared p = prepare(inputs);
-    at::Tensor out = at::empty({1, p.layout.totalRecv()}, p.x.options());
-    run(p, out);
+    const auto comm = communicatorFor(p.x);
+    at::Tensor out = comm->emptyOutput({1, p.layout.totalRecv()}, p.x.options());
+    comm->alltoallv(p.x, p.layout, out);
     return {out};
   }
 

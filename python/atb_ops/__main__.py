@@ -7,6 +7,7 @@ import sys
 
 COMMANDS = {
     "demo": ("atb_ops.demo", "the seed's AllToAllVV2 example on CPU ranks"),
+    "bench": ("atb_ops.bench", "alltoallv latency and bandwidth (nccl-tests table) vs gloo and Open MPI"),
     "doctor": ("atb_ops.doctor", "built and usable backends; leftovers of crashed runs (--clean)"),
 }
 

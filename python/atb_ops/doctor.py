@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SHM_DIR = Path("/dev/shm")
-SEGMENT_MAGIC = 0x31306D6873627461  # "atbshm01", csrc/comm/shm/shm_communicator.cpp
+SEGMENT_MAGIC = 0x32306D6873627461  # "atbshm02", csrc/comm/shm/shm_communicator.cpp
+SEGMENT_MAGICS = (SEGMENT_MAGIC, 0x31306D6873627461)  # and "atbshm01": earlier versions' leftovers
 RECORD_MAGIC = "atb_ops-rdv-v1"  # csrc/comm/shm/rendezvous.cpp
 STALE_TMP_S = 60.0
 
@@ -67,7 +68,7 @@ def _segment_root(path: Path) -> int | None:
     if len(head) < 24:
         return None
     magic, _key, _size, root = struct.unpack("<QQii", head)
-    return root if magic == SEGMENT_MAGIC else None
+    return root if magic in SEGMENT_MAGICS else None
 
 
 def find_leftovers(shm_dir: Path = SHM_DIR) -> list[Leftover]:

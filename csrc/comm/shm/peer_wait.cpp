@@ -18,9 +18,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Spinning past this only steals the core the peer needs when ranks outnumber cores.
-constexpr auto kSpinFor = std::chrono::microseconds(50);
-constexpr auto kYieldFor = std::chrono::microseconds(1000);
+// How long a waiter stays awake before it sleeps on the futex.
+constexpr auto kAwakeFor = std::chrono::microseconds(1000);
 constexpr auto kSleepSlice = std::chrono::milliseconds(20);
 constexpr auto kLivenessEvery = std::chrono::milliseconds(100);
 
@@ -48,18 +47,18 @@ void futexWait(std::atomic<uint32_t>& word, uint32_t expected, std::chrono::nano
 }  // namespace
 
 void waitReached(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, uint32_t target, const WaitTarget& peer,
-                 std::chrono::milliseconds timeout, const HealthCheck& health) {
+                 std::chrono::milliseconds timeout, const HealthCheck& health, bool spin) {
   if (reached(word.load(std::memory_order_acquire), target)) return;
   const auto start = Clock::now();
-  while (Clock::now() - start < kSpinFor) {
-    for (int i = 0; i < 64; ++i) {
+  // Every rank has a core of its own: spin, keeping the core, so the post is seen within nanoseconds.
+  // (sched_yield here would hand the core to any other program for a whole time slice.)
+  // Ranks outnumber cores: the peer may be waiting for this very core, so poll with sched_yield.
+  while (Clock::now() - start < kAwakeFor) {
+    for (int i = 0; i < (spin ? 256 : 16); ++i) {
       if (reached(word.load(std::memory_order_acquire), target)) return;
       cpuRelax();
     }
-  }
-  while (Clock::now() - start < kYieldFor) {
-    if (reached(word.load(std::memory_order_acquire), target)) return;
-    sched_yield();
+    if (!spin) sched_yield();  // returns at once when nothing else wants this core
   }
   const auto deadline = start + timeout;
   auto nextLivenessCheck = Clock::now();

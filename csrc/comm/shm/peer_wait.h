@@ -28,10 +28,13 @@ inline bool reached(uint32_t value, uint32_t target) {
 // aborted the communicator). Without one, the awaited peer's own liveness is checked.
 using HealthCheck = std::function<void()>;
 
-// Blocks until word >= target. Raises ERROR_COMM_TIMEOUT after `timeout` naming the peer, or whatever
-// `health` raises (by default ERROR_COMM_PEER_DIED as soon as the awaited peer process is gone).
+// Blocks until word >= target: for about 1 ms spins (`spin`: every rank has a core of its own) or polls
+// with sched_yield (ranks outnumber cores, so the awaited peer may need this very core), then sleeps on the
+// futex.
+// Raises ERROR_COMM_TIMEOUT after `timeout` naming the peer, or whatever `health` raises (by default
+// ERROR_COMM_PEER_DIED as soon as the awaited peer process is gone).
 void waitReached(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, uint32_t target, const WaitTarget& peer,
-                 std::chrono::milliseconds timeout, const HealthCheck& health = nullptr);
+                 std::chrono::milliseconds timeout, const HealthCheck& health = nullptr, bool spin = true);
 
 // Stores value and wakes sleepers, skipping the syscall when nobody sleeps.
 void publish(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, uint32_t value);

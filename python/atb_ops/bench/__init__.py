@@ -1,0 +1,340 @@
+"""`python -m atb_ops bench`: alltoallv bandwidth and latency, in nccl-tests form, beside gloo and Open MPI.
+
+Usage::
+
+    python -m atb_ops bench                                 # 2 CPU ranks, shm, float32, 1 KiB .. 256 MiB (x4)
+    python -m atb_ops bench --world-size 4 --sizes 1K,1M,64M
+    python -m atb_ops bench --sizes 1M:64M:2 --dtype bfloat16 --pattern skewed --spread 8
+    python -m atb_ops bench --json out.json --plot out.png  # machine-readable rows, bandwidth plot
+    python -m atb_ops bench --no-mpi --no-gloo --iters 1000 # atb_ops alone, fixed iteration count
+
+What is measured. ``--world-size`` ranks are spawned on this host (each with one intra-op thread,
+pinned one per CPU when they fit, as ``mpirun`` does: ``--bind``). Per size every rank builds the same
+count layout (see traffic patterns), fills its send buffer from ``--seed``, and then
+
+1. **atb_ops**: ``AllToAllVV2Operation`` with ``backend`` = ``--backend``, counts given once through
+   ``set_varaintpack_param``, called as ``execute_out([x, tensorForInferShape], [out])`` with the same
+   tensors on every call (no allocation per call; the small-message rows are its latency, Python call
+   included);
+2. **atb_ops, shm_empty buffers** (CPU backends; ``--no-shared`` skips): the same call with ``x`` and
+   ``out`` allocated by ``atb_ops.shm_empty``, the shared-memory arena peers copy from with memcpy;
+3. **gloo**: ``torch.distributed.all_to_all_single`` on a gloo group, same counts (``--no-gloo`` skips);
+4. **Open MPI**: ``MPI_Alltoallv`` on the same counts, displacements and bytes, in a separate
+   ``mpirun`` job of ``atb_ops.bench.mpi`` (mpi4py) that stays up and runs one size per request, so
+   the libraries take turns size by size; only where ``mpirun`` and mpi4py exist
+   (``scripts/install_bench_deps.sh``; ``--no-mpi`` skips).
+
+Each is checked once per size (output pre-filled with a sentinel, every element compared with what its
+sender wrote: ``#wrong``), warmed up (``--warmup``), then timed over ``--iters`` back-to-back calls
+(default: as many as fit in about 0.25 s, at least 5). ``--rounds R`` repeats every size R times, the
+libraries alternating, and reports each one's best round: on a shared machine this keeps a burst of
+someone else's load from landing on one library only.
+
+Columns, as nccl-tests: ``size`` is the bytes the busiest rank receives (or sends, if more) per call,
+``count`` the same in elements; ``time`` is the mean time per call, max over ranks; ``algbw = size /
+time``; ``busbw = algbw * (n-1)/n`` (the share that crosses between ranks); ``speedup`` is the other
+library's time over atb_ops' time (> 1: atb_ops is faster); the shm_empty column's ``vs MPI`` is Open
+MPI's time over its own. The footer gives each library's average
+bus bandwidth and the single-thread memcpy bandwidth measured in the same run: a rank must at least
+write its whole output once, so memcpy (divided among ranks when ranks outnumber cores) bounds algbw.
+
+Traffic patterns (``--pattern``):
+
+- ``uniform``: every rank sends count/n elements to every rank (nccl-tests' alltoall).
+- ``skewed``: a hot-expert MoE step. Destination j receives ``spread ** (-j/(n-1))`` of what rank 0
+  receives, split evenly over the senders; rank 0 receives ``size``, rank n-1 ``size/spread``
+  (``--spread``, default 4; 1 is uniform).
+
+Displacements are packed in rank order (gloo's all_to_all_single cannot take others).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import platform
+import queue
+import socket
+import sys
+import time
+import uuid
+from typing import Any
+
+from atb_ops.bench import report, workload
+from atb_ops.bench.ranks import BenchConfig
+
+DEFAULT_SIZES = "1K:256M"
+LABELS_OTHER = {
+    "shared": "atb_ops {backend}, shm_empty buffers",
+    "gloo": "gloo all_to_all_single",
+    "mpi": "Open MPI MPI_Alltoallv",
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+class Progress:
+    """Progress lines on stderr, once a run has lasted a few seconds (short runs stay quiet)."""
+
+    def __init__(self, quiet_for_s: float = 3.0) -> None:
+        self.start = time.monotonic()
+        self.quiet_for_s = quiet_for_s
+
+    def __call__(self, what: str) -> None:
+        elapsed = time.monotonic() - self.start
+        if elapsed >= self.quiet_for_s:
+            print(f"# [{elapsed:6.1f} s] {what}", file=sys.stderr, flush=True)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m atb_ops bench", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--world-size", "-n", type=int, default=2, help="ranks on this host (default 2)")
+    p.add_argument("--backend", "-b", default="shm", choices=["shm", "gloo", "nccl", "hccl", "auto"],
+                   help="atb_ops backend under test (default shm)")
+    p.add_argument("--sizes", "-s", default=DEFAULT_SIZES,
+                   help="bytes per rank: list 1K,1M,64M, range LO:HI (x4) or LO:HI:FACTOR (default 1K:256M)")
+    p.add_argument("--dtype", "-d", default="float32", choices=list(workload.DTYPES), help="element type")
+    p.add_argument("--pattern", "-p", default="uniform", choices=list(workload.PATTERNS), help="traffic pattern")
+    p.add_argument("--spread", type=float, default=4.0,
+                   help="skewed: rank 0 receives SPREAD times what rank n-1 receives (default 4)")
+    p.add_argument("--seed", type=int, default=0, help="payload seed (default 0)")
+    p.add_argument("--iters", "-i", type=int, default=0, help="timed calls per size (default: ~0.25 s worth)")
+    p.add_argument("--warmup", "-w", type=int, default=5, help="untimed calls per size (default 5)")
+    p.add_argument("--budget", type=float, default=0.25, help="seconds of timed calls per size when --iters is 0")
+    p.add_argument("--rounds", "-r", type=int, default=1,
+                   help="repeat the whole run, libraries alternating, and report each one's best round (default 1)")
+    p.add_argument("--bind", choices=["auto", "core", "none"], default="auto",
+                   help="pin rank r to CPU r (core), or not (none); auto: core when ranks fit the CPUs, as mpirun "
+                   "does by default. Applies to atb_ops, gloo and Open MPI alike")
+    p.add_argument("--json", metavar="FILE", help="write the configuration and every row as JSON")
+    p.add_argument("--plot", metavar="FILE.png", help="plot algbw vs size per library (needs matplotlib)")
+    p.add_argument("--no-mpi", action="store_true", help="skip Open MPI's MPI_Alltoallv")
+    p.add_argument("--no-gloo", action="store_true", help="skip torch.distributed.all_to_all_single on gloo")
+    p.add_argument("--no-shared", action="store_true",
+                   help="skip the second atb_ops column (send and output tensors from atb_ops.shm_empty)")
+    p.add_argument("--no-check", action="store_true", help="skip the #wrong check (it costs time at 256 MiB)")
+    p.add_argument("--timeout", type=float, default=1800.0, help="seconds before a stuck run is abandoned")
+    args = p.parse_args(argv)
+    if args.world_size < 1:
+        p.error(f"--world-size must be >= 1, got {args.world_size}")
+    try:
+        args.size_list = workload.parse_sizes(args.sizes)
+    except ValueError as e:
+        p.error(str(e))
+    if args.iters < 0 or args.warmup < 0 or args.rounds < 1:
+        p.error("--iters and --warmup must be >= 0, --rounds >= 1")
+    return args
+
+
+def _start_mpi(cfg: BenchConfig, timeout_s: float, notes: list[str]) -> Any:
+    """The Open MPI job, started and idle; None when it cannot run (why is noted)."""
+    from atb_ops.bench import mpi
+
+    ok, why = mpi.available()
+    if not ok:
+        notes.append(f"Open MPI skipped: {why}")
+        return None
+    try:
+        return mpi.MpiJob(cfg.to_json(), cfg.world_size, bind=cfg.bind, timeout_s=min(timeout_s, 600.0))
+    except (RuntimeError, OSError) as e:
+        notes.append(f"Open MPI failed to start, column left empty: {str(e).splitlines()[0]}")
+        print(f"# {e}", file=sys.stderr)
+        return None
+
+
+class Ranks:
+    """The spawned benchmark ranks: started once, told to run one size at a time."""
+
+    def __init__(self, cfg: BenchConfig, timeout_s: float, progress: Progress) -> None:
+        from atb_ops.bench import ranks
+
+        self.cfg, self.timeout_s, self.progress = cfg, timeout_s, progress
+        ctx = mp.get_context("spawn")
+        self.results: Any = ctx.Queue()
+        self.commands = [ctx.Queue() for _ in range(cfg.world_size)]
+        env = {
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(_free_port()),
+            "ATB_OPS_JOB_ID": f"bench-{uuid.uuid4().hex}",
+            "ATB_OPS_TIMEOUT": str(int(min(timeout_s, 600))),
+            "OMP_NUM_THREADS": "1",
+        }
+        self.procs = [ctx.Process(target=ranks.rank_main, args=(r, cfg.to_json(), env, self.results, self.commands[r]))
+                      for r in range(cfg.world_size)]
+        for p in self.procs:
+            p.start()
+        self._collect("ready", None)  # idle before anything is timed
+
+    def _collect(self, until: str, on_row: Any) -> None:
+        seen = 0
+        deadline = time.monotonic() + self.timeout_s
+        while seen < self.cfg.world_size:
+            try:
+                kind, value = self.results.get(timeout=1.0)
+            except queue.Empty:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"benchmark ranks did not finish within {self.timeout_s} s") from None
+                dead = [r for r, p in enumerate(self.procs) if p.exitcode not in (None, 0)]
+                if dead:
+                    raise RuntimeError(f"benchmark rank(s) {dead} exited early") from None
+                continue
+            if kind == "error":
+                raise RuntimeError(value)
+            if kind == "progress":
+                self.progress(value)
+            elif kind == "row" and on_row is not None:
+                on_row(value)
+            elif kind == until:
+                seen += 1
+
+    def run(self, index: int, round_no: int, on_row: Any) -> None:
+        for q in self.commands:
+            q.put((index, round_no))
+        self._collect("ran", on_row)
+
+    def close(self) -> None:
+        for q in self.commands:
+            q.put(None)
+        try:
+            self._collect("done", None)
+        except RuntimeError:
+            pass
+        for p in self.procs:
+            p.join(timeout=10)
+            if p.is_alive():
+                p.kill()
+                p.join(timeout=5)
+
+
+def _best(entries: list[dict[str, Any] | None]) -> dict[str, Any] | None:
+    """The fastest round's time; the most wrong elements any round saw."""
+    got = [e for e in entries if e is not None and e.get("time_s") == e.get("time_s")]
+    if not got:
+        return None
+    return {"time_s": min(e["time_s"] for e in got), "wrong": max(int(e["wrong"]) for e in got)}
+
+
+def _make_row(raw: list[dict[str, Any]], mpi_raw: list[dict[str, Any] | None], args: argparse.Namespace,
+              others: list[str]) -> dict[str, Any]:
+    """One table row from every round of one size: each library's best round."""
+    first = raw[0]
+    nbytes = first["bytes"]
+    figs = {
+        "atb": report.figures(_best([r["atb"] for r in raw]), nbytes, args.world_size),
+        "shared": report.figures(_best([r.get("shared") for r in raw]), nbytes, args.world_size),
+        "gloo": report.figures(_best([r.get("gloo") for r in raw]), nbytes, args.world_size),
+        "mpi": report.figures(_best(mpi_raw), nbytes, args.world_size),
+    }
+    memcpy = [r["memcpy_s"] for r in raw if r.get("memcpy_s") and r["memcpy_s"] == r["memcpy_s"]]
+    return {
+        "size": first["size"], "bytes": nbytes, "count": first["count"], "type": args.dtype,
+        "figures": {k: v for k, v in figs.items() if k == "atb" or k in others},
+        "memcpy_gbps": nbytes / min(memcpy) / 1e9 if memcpy else None,
+    }
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Runs the benchmark described by parsed arguments, prints the table, returns the JSON document."""
+    import torch
+
+    cfg = BenchConfig(
+        world_size=args.world_size, backend=args.backend, sizes=args.size_list, dtype=args.dtype,
+        pattern=args.pattern, spread=args.spread, seed=args.seed, iters=args.iters, warmup=args.warmup,
+        budget_s=args.budget, gloo=not args.no_gloo, check=not args.no_check, shared=not args.no_shared,
+        bind=args.bind if args.bind != "auto" else ("core" if args.world_size <= len(os.sched_getaffinity(0))
+                                                     else "none"),
+    )
+    cpu_backend = args.backend in ("shm", "gloo", "auto") or (
+        args.backend == "hccl" and not hasattr(torch, "npu")
+    )
+    progress = Progress()
+    notes: list[str] = []
+    if not cpu_backend or args.backend == "gloo":
+        cfg.shared = False
+    if not cpu_backend:
+        cfg.gloo = False
+        notes.append("gloo and Open MPI columns run only for CPU backends")
+    ranks = Ranks(cfg, args.timeout, progress)
+    mpi_job = _start_mpi(cfg, args.timeout, notes) if cpu_backend and not args.no_mpi else None
+    present = {"shared": cfg.shared, "gloo": cfg.gloo, "mpi": mpi_job is not None}
+    others = [k for k in ("shared", "gloo", "mpi") if present[k]]
+    labels = {"atb": f"atb_ops {args.backend}", **{k: LABELS_OTHER[k].format(backend=args.backend) for k in others}}
+    columns = [
+        report.Column(k, labels[k], *(("vs MPI", "self", "mpi") if present["mpi"] else ("vs torch", "self", "atb")))
+        if k == "shared"
+        else report.Column(k, labels[k], "speedup", "atb", "self")
+        for k in others
+    ]
+    if mpi_job is not None:
+        notes.append(f"Open MPI: {mpi_job.library}")
+    cores = os.cpu_count() or 1
+    pattern = args.pattern + (f" (spread {args.spread:g})" if args.pattern == "skewed" else "")
+    rounds = (f"best of {args.rounds} rounds (libraries alternate size by size); " if args.rounds > 1 else "")
+    title = [
+        f"atb_ops bench: AllToAllVV2Operation execute_out (reused buffers), {args.world_size} rank(s), "
+        f"backend {args.backend}, {args.dtype}, pattern {pattern}, seed {args.seed}, binding {cfg.bind}",
+        f"host: {cores} core(s) {_cpu_model()}, {platform.system()} {platform.release()}, "
+        f"torch {torch.__version__}",
+        f"size: bytes of the busiest rank; time: {rounds}mean per call, max over ranks; algbw = size/time"
+        " (GB/s = 1e9 B/s); busbw = algbw*(n-1)/n; speedup = their time / atb_ops time; vs MPI = Open MPI's time /"
+        " this column's time",
+    ]
+    rows: list[dict[str, Any]] = []
+    try:
+        print(report.header([*title, *notes], labels["atb"], columns), flush=True)
+        for index, size in enumerate(cfg.sizes):
+            raw: list[dict[str, Any]] = []
+            mpi_raw: list[dict[str, Any] | None] = []
+            for round_no in range(args.rounds):
+                if mpi_job is not None:
+                    progress(f"{workload.format_bytes(size)}: Open MPI MPI_Alltoallv (round {round_no + 1})")
+                    try:
+                        mpi_raw.append(mpi_job.run(index))
+                    except RuntimeError as e:
+                        print(f"# Open MPI failed; its column stays empty from here: {e}", file=sys.stderr)
+                        mpi_job.close()
+                        mpi_job = None
+                ranks.run(index, round_no, raw.append)
+            row = _make_row(raw, mpi_raw, args, [k for k in others])
+            rows.append(row)
+            print(report.row_line(row, args.dtype, columns), flush=True)
+    finally:
+        ranks.close()
+        if mpi_job is not None:
+            mpi_job.close()
+    print(report.footer(rows, labels, args.world_size, cores), flush=True)
+    doc = {"config": {**json.loads(cfg.to_json()), "rounds": args.rounds}, "labels": labels,
+           "host": {"cores": cores, "cpu": _cpu_model()}, "notes": notes, "rows": rows}
+    doc["avg_busbw"] = {key: report.avg_busbw(rows, key) for key in labels}
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(doc, f, indent=1)
+    if args.plot:
+        report.plot(args.plot, rows, labels, f"alltoallv, {args.world_size} ranks, {args.dtype}, {pattern}",
+                    args.world_size, cores)
+    return doc
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    doc = run(args)
+    wrong = sum(f["wrong"] for r in doc["rows"] for f in r["figures"].values() if f is not None)
+    return 1 if wrong else 0

@@ -1,0 +1,135 @@
+"""The benchmark's output: the nccl-tests style table, its JSON form and the bandwidth plot."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from atb_ops.bench import workload
+
+COLUMNS = ("time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong")
+
+
+def figures(entry: dict[str, Any] | None, nbytes: int, world_size: int) -> dict[str, float] | None:
+    """time (us), algbw and busbw (GB/s) from a {"time_s", "wrong"} entry; None when not measured."""
+    if entry is None or entry.get("time_s") is None or math.isnan(entry["time_s"]):
+        return None
+    t = entry["time_s"]
+    algbw = nbytes / t / 1e9 if t > 0 else 0.0
+    return {
+        "time_us": t * 1e6,
+        "algbw": algbw,
+        "busbw": algbw * (world_size - 1) / world_size,
+        "wrong": int(entry["wrong"]),
+    }
+
+
+CELL = 35  # time(us) algbw busbw #wrong
+RATIO = 8
+
+
+def _cell(f: dict[str, float] | None, width: int = CELL) -> str:
+    if f is None:
+        return f"{'--':>{width}}"
+    return f"{f['time_us']:10.1f} {f['algbw']:8.2f} {f['busbw']:8.2f} {f['wrong']:6d}"
+
+
+def _ratio(faster: dict[str, float] | None, slower: dict[str, float] | None) -> str:
+    """slower's time over faster's time: how many times faster `faster` is."""
+    if faster is None or slower is None or faster["time_us"] <= 0:
+        return f"{'--':>{RATIO}}"
+    return f"{slower['time_us'] / faster['time_us']:7.2f}x"
+
+
+@dataclass(frozen=True)
+class Column:
+    """A comparison column: its figures (row["figures"][key]) and a ratio of times.
+
+    ratio = time of `slower` / time of `faster`, where each is a figures key; "self" names this column.
+    """
+
+    key: str
+    label: str
+    ratio_label: str
+    faster: str
+    slower: str
+
+
+def header(title_lines: list[str], main_label: str, columns: list[Column]) -> str:
+    lines = [f"# {t}" for t in title_lines]
+    group = f"{main_label:^{CELL}}"
+    units = f"{'time(us)':>10} {'algbw':>8} {'busbw':>8} {'#wrong':>6}"
+    for col in columns:
+        group += f"  {col.label:^{CELL + 1 + RATIO}}"
+        units += f"  {'time(us)':>10} {'algbw':>8} {'busbw':>8} {'#wrong':>6} {col.ratio_label:>{RATIO}}"
+    lines.append("#")
+    lines.append(f"# {'':>12} {'':>12} {'':>8}  {group.rstrip()}")
+    lines.append(f"# {'size':>12} {'count':>12} {'type':>8}  {units}")
+    return "\n".join(lines)
+
+
+def row_line(row: dict[str, Any], dtype: str, columns: list[Column]) -> str:
+    """One table row: the atb_ops figures, then each comparison column with its ratio."""
+    figs = row["figures"]
+    text = f"  {row['bytes']:>12d} {row['count']:>12d} {dtype:>8}  {_cell(figs['atb'])}"
+    for col in columns:
+
+        def pick(key: str, col: Column = col) -> dict[str, float] | None:
+            return figs.get(col.key if key == "self" else key)
+
+        text += f"  {_cell(figs.get(col.key))} {_ratio(pick(col.faster), pick(col.slower))}"
+    return text
+
+
+def avg_busbw(rows: list[dict[str, Any]], key: str) -> float | None:
+    values = [r["figures"][key]["busbw"] for r in rows if r["figures"].get(key) is not None]
+    return sum(values) / len(values) if values else None
+
+
+def footer(rows: list[dict[str, Any]], labels: dict[str, str], world_size: int, cores: int) -> str:
+    lines = ["#", "# Out of bounds values : 0 OK" if all(
+        (r["figures"][k] is None or r["figures"][k]["wrong"] == 0) for r in rows for k in r["figures"]
+    ) else "# Out of bounds values : WRONG ELEMENTS FOUND (see #wrong)"]
+    for key, label in labels.items():
+        avg = avg_busbw(rows, key)
+        if avg is not None:
+            lines.append(f"# Avg bus bandwidth    : {avg:.3f} GB/s  ({label})")
+    big = [r for r in rows if r.get("memcpy_gbps")]
+    if big:
+        last = big[-1]
+        share = min(1.0, cores / world_size)
+        lines.append(
+            f"# memcpy limit         : {last['memcpy_gbps']:.2f} GB/s for {workload.format_bytes(last['bytes'])}"
+            f" (one thread, measured in this run; {world_size} rank(s) on {cores} core(s): "
+            f"per-rank ceiling ~{last['memcpy_gbps'] * share:.2f} GB/s algbw)"
+        )
+    return "\n".join(lines)
+
+
+def plot(path: str, rows: list[dict[str, Any]], labels: dict[str, str], title: str, world_size: int,
+         cores: int) -> None:
+    """algbw vs size per backend (log x), with the memcpy limit measured in the run."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for key, label in labels.items():
+        pts = [(r["bytes"], r["figures"][key]["algbw"]) for r in rows if r["figures"].get(key) is not None]
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+    mem = [(r["bytes"], r["memcpy_gbps"] * min(1.0, cores / world_size)) for r in rows if r.get("memcpy_gbps")]
+    if mem:
+        ax.plot([p[0] for p in mem], [p[1] for p in mem], linestyle="--", color="gray",
+                label=f"memcpy limit per rank ({world_size} ranks, {cores} cores)")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("size per rank (bytes, busiest rank)")
+    ax.set_ylabel("algbw (GB/s)")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,130 @@
+"""`python -m atb_ops bench`: size parsing, traffic patterns, the self-checking payload, the table and its
+JSON. No timing is asserted; the runs use a few iterations of small sizes."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from atb_ops.bench import report, workload
+
+
+def test_parse_sizes():
+    assert workload.parse_size("4096") == 4096
+    assert workload.parse_size("1K") == workload.parse_size("1KiB") == workload.parse_size("1k") == 1024
+    assert workload.parse_size("64M") == 64 << 20 and workload.parse_size("1G") == 1 << 30
+    assert workload.parse_sizes("1K:256M") == [1024 << (2 * i) for i in range(10)]
+    assert workload.parse_sizes("1M:8M:2,3") == [1 << 20, 2 << 20, 4 << 20, 8 << 20, 3]
+    for bad in ("", "1X", "-1", "0", "4M:1M", "1K:4K:1"):
+        with pytest.raises(ValueError):
+            workload.parse_sizes(bad)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_patterns(n):
+    uniform = workload.count_matrix(n, 1000, "uniform")
+    assert all(c == 1000 // n for row in uniform for c in row)
+    skewed = workload.count_matrix(n, 1000, "skewed", spread=8)
+    received = [sum(skewed[i][j] for i in range(n)) for j in range(n)]
+    assert received == sorted(received, reverse=True)  # rank 0 is the hot one
+    if n > 1:
+        assert 900 <= received[0] <= 1000 and received[0] >= 7 * received[-1]
+    assert workload.busiest_bytes(skewed, 4) == 4 * max(max(received), max(sum(r) for r in skewed))
+    lay = workload.rank_layout(skewed, n - 1)
+    assert lay.sdispls == [sum(lay.send_counts[:j]) for j in range(n)]
+    assert lay.recv_counts == [skewed[i][n - 1] for i in range(n)]
+
+
+@pytest.mark.parametrize("dtype_name", list(workload.DTYPES))
+def test_payload_checks_itself(dtype_name):
+    """A faithful exchange has 0 wrong; a wrong sender, a shifted region or a sentinel left are caught."""
+    dtype = workload.DTYPES[dtype_name]
+    matrix = workload.count_matrix(3, 3000, "skewed")
+    seq = workload.sequence_for(matrix, dtype)
+    lays = [workload.rank_layout(matrix, r) for r in range(3)]
+    sends = []
+    for r, lay in enumerate(lays):
+        x = torch.empty(lay.send_numel, dtype=dtype)
+        workload.fill_send(x, lay, r, 5, seq)
+        sends.append(x)
+    lay = lays[1]
+    out = torch.empty(lay.recv_numel, dtype=dtype)
+    workload.poison(out)
+    assert workload.count_wrong(out, lay, 1, 5, seq) == lay.recv_numel
+    for src in range(3):
+        c, d = lay.recv_counts[src], lay.rdispls[src]
+        out[d : d + c] = sends[src][lays[src].sdispls[1] : lays[src].sdispls[1] + c]
+    assert workload.count_wrong(out, lay, 1, 5, seq) == 0
+    assert workload.count_wrong(out, lay, 1, 6, seq) > 0  # another seed's data
+    shifted = out.clone()
+    shifted[1:] = out[:-1].clone()
+    assert workload.count_wrong(shifted, lay, 1, 5, seq) > lay.recv_numel // 3
+
+
+def test_report_figures_and_row():
+    f = report.figures({"time_s": 1e-3, "wrong": 0}, 4 << 20, 4)
+    assert f["time_us"] == pytest.approx(1000.0) and f["algbw"] == pytest.approx(4.194304)
+    assert f["busbw"] == pytest.approx(4.194304 * 3 / 4)
+    assert report.figures(None, 1, 2) is None and report.figures({"time_s": float("nan"), "wrong": 0}, 1, 2) is None
+    gloo = report.figures({"time_s": 2e-3, "wrong": 3}, 4 << 20, 4)
+    shared = report.figures({"time_s": 0.5e-3, "wrong": 0}, 4 << 20, 4)
+    row = {"bytes": 4 << 20, "count": 1 << 20, "figures": {"atb": f, "gloo": gloo, "shared": shared}}
+    columns = [report.Column("shared", "shared", "vs gloo", "self", "gloo"),
+               report.Column("gloo", "gloo", "speedup", "atb", "self")]
+    line = report.row_line(row, "float32", columns)
+    assert line.split()[:3] == [str(4 << 20), str(1 << 20), "float32"]
+    assert line.split()[-1] == "2.00x" and line.split()[11] == "4.00x"
+    assert "vs gloo" in report.header(["t"], "atb", columns)
+
+
+def _run_bench(args: list[str], tmp_path) -> tuple[str, dict]:
+    out_json = tmp_path / "bench.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "atb_ops", "bench", *args, "--json", str(out_json)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout, json.loads(out_json.read_text())
+
+
+def test_bench_table_json_and_comparisons(tmp_path):
+    """2 ranks, shm beside gloo (and Open MPI and the plot where installed): nccl-tests columns, 0 wrong."""
+    have_mpi = shutil.which("mpirun") is not None and importlib.util.find_spec("mpi4py") is not None
+    have_plot = importlib.util.find_spec("matplotlib") is not None
+    args = ["--world-size", "2", "--sizes", "1K,200000", "--iters", "3", "--warmup", "1"]
+    args += [] if have_mpi else ["--no-mpi"]
+    args += ["--plot", str(tmp_path / "bench.png")] if have_plot else []
+    stdout, doc = _run_bench(args, tmp_path)
+    header = next(line for line in stdout.splitlines() if "size" in line and "count" in line)
+    for column in ("size", "count", "type", "time(us)", "algbw", "busbw", "#wrong", "speedup"):
+        assert column in header
+    assert "# Avg bus bandwidth" in stdout and "memcpy limit" in stdout
+    rows = [line.split() for line in stdout.splitlines() if line and not line.startswith("#")]
+    assert [r[0] for r in rows] == ["1024", "200000"] and all(r[2] == "float32" for r in rows)
+    assert [r["bytes"] for r in doc["rows"]] == [1024, 200000]
+    for row in doc["rows"]:
+        assert row["figures"]["atb"]["wrong"] == 0 and row["figures"]["gloo"]["wrong"] == 0
+        assert row["figures"]["shared"]["wrong"] == 0
+        assert row["figures"]["atb"]["busbw"] == pytest.approx(row["figures"]["atb"]["algbw"] / 2)
+        if have_mpi:
+            assert row["figures"]["mpi"]["wrong"] == 0
+    if have_plot:
+        assert (tmp_path / "bench.png").stat().st_size > 1000
+
+
+def test_bench_skewed_three_ranks_rounds(tmp_path):
+    stdout, doc = _run_bench(
+        ["-n", "3", "-s", "4K,300K", "-p", "skewed", "--spread", "8", "-d", "bfloat16", "-i", "2", "-w", "0",
+         "--rounds", "2", "--no-mpi", "--no-gloo"],
+        tmp_path,
+    )
+    assert "pattern skewed (spread 8)" in stdout and "best of 2 rounds" in stdout
+    assert [r["figures"]["atb"]["wrong"] for r in doc["rows"]] == [0, 0]
+    assert [r["figures"]["shared"]["wrong"] for r in doc["rows"]] == [0, 0]
+    assert set(doc["rows"][0]["figures"]) == {"atb", "shared"}
