@@ -11,11 +11,19 @@ import atexit
 
 import torch
 
-from atb_ops import _C, _ops, distributed
+from atb_ops import _C, _ops, distributed, quant
 from atb_ops._gloo_groups import resolve_group as _resolve_gloo_group
 from atb_ops.errors import AtbError
 
-__all__ = ["AtbError", "OperationTorch", "backends", "clear_communicators", "distributed", "validate_layout"]
+__all__ = [
+    "AtbError",
+    "OperationTorch",
+    "backends",
+    "clear_communicators",
+    "distributed",
+    "quant",
+    "validate_layout",
+]
 __version__ = "0.1.0"
 
 _C.set_group_resolver(_resolve_gloo_group)
