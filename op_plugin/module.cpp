@@ -9,6 +9,7 @@
 #include "comm/c10d/c10d_communicator.h"
 #include "comm/communicator.h"
 #include "core/layout.h"
+#include "quant/quant.h"
 
 namespace py = pybind11;
 
@@ -39,6 +40,18 @@ PYBIND11_MODULE(_C, m) {
         atb_ops::clearCommunicatorCache();
       },
       "Drops every cached communicator (at exit, and in tests).");
+
+  m.def(
+      "_quant_cpu_isa",
+      [](const std::string& request) {
+        try {
+          return atb_ops::quant::cpuIsa(request);
+        } catch (const c10::Error& e) {
+          throw std::invalid_argument(e.what_without_backtrace());  // ValueError
+        }
+      },
+      py::arg("request") = "",
+        "Which atb_ops.quant CPU kernels run: '' (query), 'auto', 'scalar' or 'avx2'; returns the active one.");
 
   m.def("validate_layout", &validateLayout, py::arg("send_counts"), py::arg("sdispls"), py::arg("recv_counts"),
         py::arg("rdispls"), py::arg("rank_size"), py::arg("send_numel"), py::arg("recv_capacity") = -1,

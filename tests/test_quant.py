@@ -23,8 +23,7 @@ import numpy as np
 import pytest
 import torch
 
-import atb_ops  # noqa: F401  (loads the kernels)
-from atb_ops import quant
+from atb_ops import _C, quant
 from tests.quant_reference import dequantize_ref, int8_golden, quantize_ref
 from tests.quant_tasks import POISON_INDEX, Case, bad_arguments, case_input, run_cases
 
@@ -34,6 +33,17 @@ UNIT_ROUNDOFF = {torch.float16: 2.0**-11, torch.bfloat16: 2.0**-8, torch.float32
 
 # --- Kernels against the reference -----------------------------------------------------------------
 
+# Every kernel test runs on each CPU implementation this machine has (portable scalar C++; AVX2 + F16C).
+ISAS = ["scalar"] + (["avx2"] if _C._quant_cpu_isa("auto") == "avx2" else [])
+
+
+@pytest.fixture(params=ISAS)
+def isa(request):
+    """The CPU kernels under test (only this process: the ranks below use their own auto choice)."""
+    _C._quant_cpu_isa(request.param)
+    yield request.param
+    _C._quant_cpu_isa("auto")
+
 
 def _data(n: int, dtype: torch.dtype, seed: int) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
@@ -41,6 +51,7 @@ def _data(n: int, dtype: torch.dtype, seed: int) -> torch.Tensor:
     return x.to(dtype)
 
 
+@pytest.mark.usefixtures("isa")
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_quantize_matches_reference_bit_exact(dtype):
     for block_size in (1, 3, 32, 128, 1000):
@@ -57,6 +68,7 @@ def test_quantize_matches_reference_bit_exact(dtype):
                 assert torch.equal(y, dequantize_ref(q, scale, out_dtype, block_size)), (dtype, block_size, n)
 
 
+@pytest.mark.usefixtures("isa")
 def test_quantize_shapes_and_non_contiguous_input():
     x = torch.randn(6, 50, 7).transpose(0, 2)  # [7, 50, 6], not contiguous
     q, scale = quant.quantize_int8(x, 64)
@@ -67,6 +79,7 @@ def test_quantize_shapes_and_non_contiguous_input():
     assert bool(((y - x).abs() <= scale.repeat_interleave(64)[: x.numel()].view(x.shape) / 2 + 1e-7).all())
 
 
+@pytest.mark.usefixtures("isa")
 def test_rounding_is_half_to_even_and_symmetric():
     # absmax 127 gives scale exactly 1.0, so x / scale is x: ties land on even codes.
     x = torch.tensor([127.0, 0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 126.5, -127.0, 3.49])
@@ -75,6 +88,7 @@ def test_rounding_is_half_to_even_and_symmetric():
     assert q.tolist() == [127, 0, 2, 2, 0, -2, -2, 126, -127, 3]
 
 
+@pytest.mark.usefixtures("isa")
 def test_zero_and_underflowing_blocks_give_zero_scale_and_codes():
     x = torch.zeros(300)
     x[200] = 1.0
@@ -90,12 +104,14 @@ def test_zero_and_underflowing_blocks_give_zero_scale_and_codes():
     assert torch.equal(q, q_ref) and torch.equal(scale, scale_ref)
 
 
+@pytest.mark.usefixtures("isa")
 def test_empty_tensor():
     q, scale = quant.quantize_int8(torch.empty(0, 3), 128)
     assert q.shape == (0, 3) and scale.shape == (0,)
     assert quant.dequantize_int8(q, scale).shape == (0, 3)
 
 
+@pytest.mark.usefixtures("isa")
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
 def test_non_finite_input_raises_value_error_naming_it(dtype, bad):
@@ -105,6 +121,7 @@ def test_non_finite_input_raises_value_error_naming_it(dtype, bad):
         quant.quantize_int8(x, 128)
 
 
+@pytest.mark.usefixtures("isa")
 def test_bad_kernel_arguments():
     with pytest.raises(TypeError, match="x must be one of"):
         quant.quantize_int8(torch.ones(3, dtype=torch.int32))
@@ -125,6 +142,43 @@ def test_bad_kernel_arguments():
         )
 
 
+def _packed_ref(x: torch.Tensor, block_size: int, shard_blocks: int) -> torch.Tensor:
+    """The wire format from the reference: per shard of shard_blocks blocks, its codes then its scales."""
+    q, scale = quantize_ref(x, block_size)
+    q = q.reshape(-1)
+    pieces = []
+    shard = shard_blocks * block_size
+    for j in range(math.ceil(scale.numel() / shard_blocks)):
+        pieces.append(q[j * shard : (j + 1) * shard])
+        pieces.append(scale[j * shard_blocks : (j + 1) * shard_blocks].contiguous().view(torch.int8))
+    return torch.cat(pieces) if pieces else torch.empty(0, dtype=torch.int8)
+
+
+@pytest.mark.usefixtures("isa")
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_packed_wire_format_matches_reference(dtype):
+    for n, block_size, shard_blocks in ((1, 128, 1), (1000, 128, 4), (1000, 100, 3), (4096, 128, 16), (777, 5, 7)):
+        x = _data(n, dtype, seed=n)
+        packed = torch.ops.atb_ops.quantize_int8_packed(x, block_size, shard_blocks, False)
+        assert torch.equal(packed, _packed_ref(x, block_size, shard_blocks)), (n, block_size, shard_blocks)
+        q, scale = quantize_ref(x, block_size)
+        for out_dtype in (torch.float16, torch.bfloat16, torch.float32):
+            y = torch.ops.atb_ops.dequantize_int8_packed(packed, n, block_size, shard_blocks, out_dtype)
+            assert torch.equal(y, dequantize_ref(q, scale, out_dtype, block_size)), (n, block_size, out_dtype)
+
+
+@pytest.mark.usefixtures("isa")
+def test_packed_marks_non_finite_blocks_nan_instead_of_raising():
+    x = torch.ones(300)
+    x[130] = float("inf")
+    packed = torch.ops.atb_ops.quantize_int8_packed(x, 128, 2, False)
+    y = torch.ops.atb_ops.dequantize_int8_packed(packed, 300, 128, 2, torch.float32)
+    assert bool(torch.isnan(y[128:256]).all()) and bool((y[:128] == 1).all()) and bool((y[256:] == 1).all())
+    with pytest.raises(ValueError, match="non-finite value"):
+        torch.ops.atb_ops.quantize_int8_packed(x, 128, 2, True)
+
+
+@pytest.mark.usefixtures("isa")
 def test_dequantize_sum_modes_match_reference():
     g = torch.Generator().manual_seed(7)
     rows, length = 3, 1000
@@ -148,6 +202,7 @@ def test_dequantize_sum_modes_match_reference():
             assert torch.equal(got, want.to(out_dtype)), (group, period, out_dtype)
 
 
+@pytest.mark.usefixtures("isa")
 def test_opcheck_registered_ops():
     x = torch.randn(5, 70)
     q, scale = quant.quantize_int8(x, 32)
@@ -155,6 +210,9 @@ def test_opcheck_registered_ops():
     torch.library.opcheck(torch.ops.atb_ops.dequantize_int8, (q, scale, torch.bfloat16, 32))
     rows = torch.randint(-128, 128, (2, 64), dtype=torch.int8)
     torch.library.opcheck(torch.ops.atb_ops.dequantize_sum_int8, (rows, torch.rand(2, 4), 16, 4, torch.float16))
+    packed = torch.ops.atb_ops.quantize_int8_packed(x, 32, 3, False)
+    torch.library.opcheck(torch.ops.atb_ops.quantize_int8_packed, (x, 32, 3, False))
+    torch.library.opcheck(torch.ops.atb_ops.dequantize_int8_packed, (packed, x.numel(), 32, 3, torch.float32))
 
 
 def test_plan_shards_cover_the_tensor_in_whole_blocks():

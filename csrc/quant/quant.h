@@ -15,6 +15,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <string>
 #include <tuple>
 
 namespace atb_ops {
@@ -23,6 +24,21 @@ namespace quant {
 // x: any shape, float16 / bfloat16 / float32 (float64 accepted); made contiguous.
 // returns: q int8 shaped like x, scale float32 [ceil(numel / blockSize)].
 std::tuple<at::Tensor, at::Tensor> quantizeInt8Cpu(const at::Tensor& x, int64_t blockSize, bool raiseOnNonFinite);
+
+// q: any shape int8; scale: [ceil(q.numel() / blockSize)] float32. returns: q's shape, `dtype`.
+at::Tensor dequantizeInt8Cpu(const at::Tensor& q, const at::Tensor& scale, c10::ScalarType dtype, int64_t blockSize);
+
+// The wire format of quantized_all_reduce: x flattened, in shards of shardBlocks blocks; shard j starts at
+// byte j * (shardBlocks * blockSize + 4 * shardBlocks) and holds its int8 codes, then its float32 scales
+// (native byte order, possibly unaligned). Only the last non-empty shard may be short.
+// returns: int8 [numel + 4 * ceil(numel / blockSize)].
+at::Tensor quantizeInt8PackedCpu(const at::Tensor& x, int64_t blockSize, int64_t shardBlocks, bool raiseOnNonFinite);
+// packed: int8 [numel + 4 * ceil(numel / blockSize)] in that format. returns: [numel] of `dtype`.
+at::Tensor dequantizeInt8PackedCpu(const at::Tensor& packed, int64_t numel, int64_t blockSize, int64_t shardBlocks,
+                                   c10::ScalarType dtype);
+
+// Which CPU kernels run: request "" (query), "auto", "scalar" or "avx2"; returns the active one.
+std::string cpuIsa(const std::string& request);
 
 // q: [rows, len] int8 with stride(1) == 1 (rows may be strided, e.g. views into a receive buffer);
 // scale: [rows, nScales] float32, contiguous.
@@ -43,6 +59,11 @@ inline int64_t numBlocks(int64_t numel, int64_t blockSize) { return (numel + blo
 
 #ifdef ATB_OPS_QUANT_CUDA
 std::tuple<at::Tensor, at::Tensor> quantizeInt8Cuda(const at::Tensor& x, int64_t blockSize, bool raiseOnNonFinite);
+at::Tensor dequantizeInt8Cuda(const at::Tensor& q, const at::Tensor& scale, c10::ScalarType dtype, int64_t blockSize);
+at::Tensor quantizeInt8PackedCuda(const at::Tensor& x, int64_t blockSize, int64_t shardBlocks,
+                                  bool raiseOnNonFinite);
+at::Tensor dequantizeInt8PackedCuda(const at::Tensor& packed, int64_t numel, int64_t blockSize, int64_t shardBlocks,
+                                    c10::ScalarType dtype);
 at::Tensor dequantizeSumInt8Cuda(const at::Tensor& q, const at::Tensor& scale, int64_t group, int64_t period,
                                  c10::ScalarType outDtype);
 #endif

@@ -1,10 +1,14 @@
 // CPU kernels of the int8 block quantisation (definitions in quant.h).
 //
-// The inner loops are written over kLanes independent lanes (absmax) or plain element-wise runs, so the
-// compiler vectorises them at -O2 without -ffast-math: no floating-point reduction is reordered, and
-// every result is bit-identical to the scalar definition (and to the torch reference in the tests).
-#include "quant/quant.h"
-
+// Two implementations of every inner loop, bit-identical to each other and to the definition:
+//   scalar: portable C++ (any CPU, float64 data, and the tails of the vector loops);
+//   avx2:   x86-64 AVX2 + F16C intrinsics in functions compiled for that target only, chosen at run time
+//           when the CPU has both (the rest of the library stays baseline x86-64).
+// Every AVX2 function clears the upper register halves (vzeroupper) before its scalar tail, which may be
+// an out-of-line call into baseline SSE code (mixing the two without it costs a transition penalty).
+// Both use the same IEEE float32 operations in the same order (division, min/max clamp, round half to
+// even, one multiply and one add per term: no FMA, see -ffp-contract=off in setup.py), so the choice
+// never changes a result; tests run both (atb_ops._C._quant_cpu_isa).
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 #include <ATen/ops/empty.h>
@@ -18,17 +22,25 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
+#include <type_traits>
+
+#include "quant/quant.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define ATB_QUANT_X86 1
+#include <immintrin.h>
+#endif
 
 namespace atb_ops {
 namespace quant {
 namespace {
 
-constexpr int kLanes = 16;
-// (v + kRoundMagic) - kRoundMagic rounds any |v| < 2^22 to the nearest integer, ties to even, in the
-// default rounding mode (1.5 * 2^23 leaves no fraction bits); it vectorises where nearbyint may not.
-constexpr float kRoundMagic = 12582912.0f;
 constexpr int64_t kGrainElements = 32768;
 constexpr int64_t kTile = 1024;  // float32 accumulators kept on the stack by dequantizeSum
+// (v + kRoundMagic) - kRoundMagic rounds any |v| < 2^22 to the nearest integer, ties to even, in the
+// default rounding mode (1.5 * 2^23 leaves no fraction bits).
+constexpr float kRoundMagic = 12582912.0f;
 
 inline float toFloat(float v) { return v; }
 inline float toFloat(double v) { return static_cast<float>(v); }
@@ -39,53 +51,263 @@ inline bool isFloatingInput(c10::ScalarType t) {
   return t == at::kHalf || t == at::kBFloat16 || t == at::kFloat || t == at::kDouble;
 }
 
-// One block: writes q[0, len) and *scale. Returns false when the block holds a NaN or an infinity.
+// Where one block's codes and scale go (plain arrays, or a packed [codes | scales] buffer).
+struct BlockOut {
+  int8_t* q;
+  void* scale;  // may be unaligned in a packed buffer: written with memcpy
+};
+
+inline void putScale(void* dst, float s) { std::memcpy(dst, &s, sizeof(float)); }
+inline float getScale(const void* src) {
+  float s;
+  std::memcpy(&s, src, sizeof(float));
+  return s;
+}
+
+// ---- scalar ----------------------------------------------------------------------------------------
+namespace scalar {
+
+// x / s clamped to [-127, 127], rounded half to even.
+inline int8_t code(float v, float s) {
+  v = v / s;
+  v = v < -127.0f ? -127.0f : v;
+  v = v > 127.0f ? 127.0f : v;
+  v = (v + kRoundMagic) - kRoundMagic;
+  return static_cast<int8_t>(static_cast<int32_t>(v));
+}
+
+// absmax of x[begin, len) (0 for an empty range); *bad set when a NaN or an infinity is seen.
 template <typename T>
-bool quantizeBlock(const T* x, int64_t len, int8_t* q, float* scale, bool markNonFinite) {
-  // Shape checks are the caller's; here len >= 1.
-  float lanesMax[kLanes] = {};
-  int32_t lanesBad[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= len; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) {
-      const float a = std::fabs(toFloat(x[i + l]));
-      lanesMax[l] = a > lanesMax[l] ? a : lanesMax[l];
-      lanesBad[l] |= !(a <= FLT_MAX);  // NaN compares false, inf is above FLT_MAX
-    }
-  }
-  float absmax = 0.0f;
-  int32_t bad = 0;
-  for (; i < len; ++i) {
+float absmax(const T* x, int64_t begin, int64_t len, float start, bool* bad) {
+  float m = start;
+  for (int64_t i = begin; i < len; ++i) {
     const float a = std::fabs(toFloat(x[i]));
-    absmax = a > absmax ? a : absmax;
-    bad |= !(a <= FLT_MAX);
+    m = a > m ? a : m;
+    *bad |= !(a <= FLT_MAX);  // NaN compares false, inf is above FLT_MAX
   }
-  for (int l = 0; l < kLanes; ++l) {
-    absmax = lanesMax[l] > absmax ? lanesMax[l] : absmax;
-    bad |= lanesBad[l];
+  return m;
+}
+
+template <typename T>
+void codes(const T* x, int64_t begin, int64_t len, float s, int8_t* q) {
+  for (int64_t i = begin; i < len; ++i) q[i] = code(toFloat(x[i]), s);
+}
+
+// acc[i] (= or +=) float(q[i]) * s[0], or * s[i] when kPerElement.
+template <bool kFirst, bool kPerElement>
+void accumulate(float* acc, const int8_t* q, const float* s, int64_t begin, int64_t n) {
+  for (int64_t i = begin; i < n; ++i) {
+    const float term = static_cast<float>(q[i]) * (kPerElement ? s[i] : s[0]);
+    acc[i] = kFirst ? term : acc[i] + term;
   }
+}
+
+template <typename OutT>
+void store(const float* acc, OutT* out, int64_t begin, int64_t n) {
+  for (int64_t i = begin; i < n; ++i) out[i] = static_cast<OutT>(acc[i]);
+}
+
+template <typename OutT>
+void dequantize(const int8_t* q, float s, OutT* out, int64_t begin, int64_t n) {
+  for (int64_t i = begin; i < n; ++i) out[i] = static_cast<OutT>(static_cast<float>(q[i]) * s);
+}
+
+}  // namespace scalar
+
+// ---- avx2 + f16c ----------------------------------------------------------------------------------
+#ifdef ATB_QUANT_X86
+#define ATB_AVX2 __attribute__((target("avx2,f16c")))
+namespace avx2 {
+
+// Eight elements as float32 (exact conversions).
+ATB_AVX2 inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+ATB_AVX2 inline __m256 load8(const c10::Half* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+ATB_AVX2 inline __m256 load8(const c10::BFloat16* p) {
+  const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+}
+ATB_AVX2 inline __m256 load8(const int8_t* q) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q))));
+}
+
+// Eight float32 to OutT, round to nearest even (as c10's conversions).
+ATB_AVX2 inline void store8(float* p, __m256 v) { _mm256_storeu_ps(p, v); }
+ATB_AVX2 inline void store8(c10::Half* p, __m256 v) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+}
+ATB_AVX2 inline void store8(c10::BFloat16* p, __m256 v) {
+  const __m256i u = _mm256_castps_si256(v);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+  __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7FFF)), lsb), 16);
+  const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  r = _mm256_blendv_epi8(r, _mm256_set1_epi32(0x7FC0), nan);
+  const __m128i packed = _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), packed);
+}
+
+template <typename T>
+ATB_AVX2 float absmax(const T* x, int64_t len, bool* bad) {
+  const __m256 signMask = _mm256_set1_ps(-0.0f);
+  const __m256 fltMax = _mm256_set1_ps(FLT_MAX);
+  __m256 m = _mm256_setzero_ps();
+  __m256 nonFinite = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= len; i += 8) {
+    const __m256 a = _mm256_andnot_ps(signMask, load8(x + i));
+    m = _mm256_max_ps(m, a);
+    nonFinite = _mm256_or_ps(nonFinite, _mm256_cmp_ps(a, fltMax, _CMP_NLE_UQ));
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, m);
+  float result = 0.0f;
+  for (float lane : lanes) result = lane > result ? lane : result;
+  *bad |= _mm256_movemask_ps(nonFinite) != 0;
+  _mm256_zeroupper();  // before any non-VEX code: the scalar tail may be an out-of-line call
+  return scalar::absmax(x, i, len, result, bad);
+}
+
+template <typename T>
+ATB_AVX2 void codes(const T* x, int64_t len, float s, int8_t* q) {
+  const __m256 sv = _mm256_set1_ps(s);
+  const __m256 lo = _mm256_set1_ps(-127.0f);
+  const __m256 hi = _mm256_set1_ps(127.0f);
+  int64_t i = 0;
+  for (; i + 8 <= len; i += 8) {
+    __m256 v = _mm256_div_ps(load8(x + i), sv);
+    v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
+    v = _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256i w = _mm256_cvtps_epi32(v);
+    const __m128i p16 = _mm_packs_epi32(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(q + i), _mm_packs_epi16(p16, p16));
+  }
+  _mm256_zeroupper();
+  scalar::codes(x, i, len, s, q);
+}
+
+template <bool kFirst, bool kPerElement>
+ATB_AVX2 void accumulate(float* acc, const int8_t* q, const float* s, int64_t n) {
+  const __m256 s0 = _mm256_set1_ps(s[0]);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 term = _mm256_mul_ps(load8(q + i), kPerElement ? _mm256_loadu_ps(s + i) : s0);
+    _mm256_storeu_ps(acc + i, kFirst ? term : _mm256_add_ps(_mm256_loadu_ps(acc + i), term));
+  }
+  _mm256_zeroupper();
+  scalar::accumulate<kFirst, kPerElement>(acc, q, s, i, n);
+}
+
+template <typename OutT>
+ATB_AVX2 void store(const float* acc, OutT* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) store8(out + i, _mm256_loadu_ps(acc + i));
+  _mm256_zeroupper();
+  scalar::store(acc, out, i, n);
+}
+
+template <typename OutT>
+ATB_AVX2 void dequantize(const int8_t* q, float s, OutT* out, int64_t n) {
+  const __m256 sv = _mm256_set1_ps(s);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) store8(out + i, _mm256_mul_ps(load8(q + i), sv));
+  _mm256_zeroupper();
+  scalar::dequantize(q, s, out, i, n);
+}
+
+}  // namespace avx2
+#endif  // ATB_QUANT_X86
+
+// ---- dispatch -------------------------------------------------------------------------------------
+
+enum class Isa { kScalar, kAvx2 };
+
+Isa detectIsa() {
+#ifdef ATB_QUANT_X86
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) return Isa::kAvx2;
+#endif
+  return Isa::kScalar;
+}
+
+std::atomic<Isa>& activeIsa() {
+  static std::atomic<Isa> isa{detectIsa()};
+  return isa;
+}
+
+template <typename T>
+constexpr bool kVectorType = !std::is_same_v<T, double>;
+
+template <typename T>
+float blockAbsmax(Isa isa, const T* x, int64_t len, bool* bad) {
+#ifdef ATB_QUANT_X86
+  if constexpr (kVectorType<T>) {
+    if (isa == Isa::kAvx2) return avx2::absmax(x, len, bad);
+  }
+#endif
+  return scalar::absmax(x, 0, len, 0.0f, bad);
+}
+
+template <typename T>
+void blockCodes(Isa isa, const T* x, int64_t len, float s, int8_t* q) {
+#ifdef ATB_QUANT_X86
+  if constexpr (kVectorType<T>) {
+    if (isa == Isa::kAvx2) return avx2::codes(x, len, s, q);
+  }
+#endif
+  scalar::codes(x, 0, len, s, q);
+}
+
+template <bool kFirst, bool kPerElement>
+void accumulateRun(Isa isa, float* acc, const int8_t* q, const float* s, int64_t n) {
+#ifdef ATB_QUANT_X86
+  if (isa == Isa::kAvx2) return avx2::accumulate<kFirst, kPerElement>(acc, q, s, n);
+#endif
+  scalar::accumulate<kFirst, kPerElement>(acc, q, s, 0, n);
+}
+
+template <typename OutT>
+void storeRun(Isa isa, const float* acc, OutT* out, int64_t n) {
+#ifdef ATB_QUANT_X86
+  if constexpr (kVectorType<OutT>) {
+    if (isa == Isa::kAvx2) return avx2::store(acc, out, n);
+  }
+#endif
+  scalar::store(acc, out, 0, n);
+}
+
+template <typename OutT>
+void dequantizeRun(Isa isa, const int8_t* q, float s, OutT* out, int64_t n) {
+#ifdef ATB_QUANT_X86
+  if constexpr (kVectorType<OutT>) {
+    if (isa == Isa::kAvx2) return avx2::dequantize(q, s, out, n);
+  }
+#endif
+  scalar::dequantize(q, s, out, 0, n);
+}
+
+// ---- drivers --------------------------------------------------------------------------------------
+
+// One block: codes and scale. Returns false when the block holds a NaN or an infinity.
+template <typename T>
+bool quantizeBlock(Isa isa, const T* x, int64_t len, BlockOut out, bool markNonFinite) {
+  bool bad = false;
+  const float m = blockAbsmax(isa, x, len, &bad);
   if (bad) {
-    *scale = markNonFinite ? std::numeric_limits<float>::quiet_NaN() : 0.0f;
-    std::memset(q, 0, static_cast<size_t>(len));
+    putScale(out.scale, markNonFinite ? std::numeric_limits<float>::quiet_NaN() : 0.0f);
+    std::memset(out.q, 0, static_cast<size_t>(len));
     return false;
   }
-  const float s = absmax / 127.0f;
-  *scale = s;
+  const float s = m / 127.0f;
+  putScale(out.scale, s);
   if (s == 0.0f) {
-    std::memset(q, 0, static_cast<size_t>(len));
-    return true;
-  }
-  for (i = 0; i < len; ++i) {
-    float v = toFloat(x[i]) / s;
-    v = v < -127.0f ? -127.0f : v;
-    v = v > 127.0f ? 127.0f : v;
-    v = (v + kRoundMagic) - kRoundMagic;
-    q[i] = static_cast<int8_t>(static_cast<int32_t>(v));
+    std::memset(out.q, 0, static_cast<size_t>(len));
+  } else {
+    blockCodes(isa, x, len, s, out.q);
   }
   return true;
 }
 
-// The first non-finite element of block `b`, for the error message.
+// The first non-finite element of x[begin, end), for the error message.
 template <typename T>
 std::pair<int64_t, double> firstNonFinite(const T* x, int64_t begin, int64_t end) {
   for (int64_t i = begin; i < end; ++i) {
@@ -95,8 +317,10 @@ std::pair<int64_t, double> firstNonFinite(const T* x, int64_t begin, int64_t end
   return {-1, 0.0};
 }
 
-template <typename T>
-void quantizeAll(const T* x, int64_t numel, int64_t blockSize, int8_t* q, float* scale, bool raiseOnNonFinite) {
+// Quantises every block b of x into where(b); raises ValueError on non-finite input when asked.
+template <typename T, typename Where>
+void quantizeAll(const T* x, int64_t numel, int64_t blockSize, bool raiseOnNonFinite, Where where) {
+  const Isa isa = activeIsa().load();
   const int64_t blocks = numBlocks(numel, blockSize);
   std::atomic<int64_t> firstBad{std::numeric_limits<int64_t>::max()};
   const int64_t grain = std::max<int64_t>(1, kGrainElements / blockSize);
@@ -104,7 +328,7 @@ void quantizeAll(const T* x, int64_t numel, int64_t blockSize, int8_t* q, float*
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t start = b * blockSize;
       const int64_t len = std::min(blockSize, numel - start);
-      if (!quantizeBlock(x + start, len, q + start, scale + b, /*markNonFinite=*/!raiseOnNonFinite)) {
+      if (!quantizeBlock(isa, x + start, len, where(b), /*markNonFinite=*/!raiseOnNonFinite)) {
         int64_t seen = firstBad.load();
         while (b < seen && !firstBad.compare_exchange_weak(seen, b)) {
         }
@@ -121,25 +345,25 @@ void quantizeAll(const T* x, int64_t numel, int64_t blockSize, int8_t* q, float*
   }
 }
 
-inline void accumulateScaled(float* acc, const int8_t* q, float s, int64_t n, bool first) {
-  if (first) {
-    for (int64_t i = 0; i < n; ++i) acc[i] = static_cast<float>(q[i]) * s;
-  } else {
-    for (int64_t i = 0; i < n; ++i) acc[i] += static_cast<float>(q[i]) * s;
-  }
-}
-
-inline void accumulateScaledVector(float* acc, const int8_t* q, const float* s, int64_t n, bool first) {
-  if (first) {
-    for (int64_t i = 0; i < n; ++i) acc[i] = static_cast<float>(q[i]) * s[i];
-  } else {
-    for (int64_t i = 0; i < n; ++i) acc[i] += static_cast<float>(q[i]) * s[i];
-  }
+// out[b * blockSize + i] = float(codes of block b)[i] * scale of block b, for every block.
+template <typename OutT, typename Where>
+void dequantizeAll(int64_t numel, int64_t blockSize, OutT* out, Where where) {
+  const Isa isa = activeIsa().load();
+  const int64_t blocks = numBlocks(numel, blockSize);
+  const int64_t grain = std::max<int64_t>(1, kGrainElements / blockSize);
+  at::parallel_for(0, blocks, grain, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t start = b * blockSize;
+      const BlockOut in = where(b);
+      dequantizeRun(isa, in.q, getScale(in.scale), out + start, std::min(blockSize, numel - start));
+    }
+  });
 }
 
 template <typename OutT>
 void dequantizeSumAll(const int8_t* q, int64_t qRowStride, const float* scale, int64_t nScales, int64_t rows,
                       int64_t len, int64_t group, int64_t period, OutT* out) {
+  const Isa isa = activeIsa().load();
   at::parallel_for(0, len, kGrainElements, [&](int64_t begin, int64_t end) {
     float acc[kTile];
     for (int64_t t0 = begin; t0 < end; t0 += kTile) {
@@ -147,25 +371,50 @@ void dequantizeSumAll(const int8_t* q, int64_t qRowStride, const float* scale, i
       for (int64_t r = 0; r < rows; ++r) {
         const int8_t* qr = q + r * qRowStride;
         const float* sr = scale + r * nScales;
-        const bool first = r == 0;
         for (int64_t i = t0; i < t1;) {
-          int64_t run;
-          if (group == 1) {  // one scale per element, repeating with `period`
-            const int64_t k = i % period;
-            run = std::min(t1 - i, period - k);
-            accumulateScaledVector(acc + (i - t0), qr + i, sr + k, run, first);
-          } else {  // one scale per run of `group` elements
-            const int64_t g = i / group;
-            run = std::min(t1 - i, (g + 1) * group - i);
-            accumulateScaled(acc + (i - t0), qr + i, sr[g % period], run, first);
+          const bool perElement = group == 1;  // one scale per element, repeating with `period`
+          const int64_t k = perElement ? i % period : (i / group) % period;
+          const int64_t run = perElement ? std::min(t1 - i, period - k) : std::min(t1 - i, (i / group + 1) * group - i);
+          float* a = acc + (i - t0);
+          if (r == 0) {
+            perElement ? accumulateRun<true, true>(isa, a, qr + i, sr + k, run)
+                       : accumulateRun<true, false>(isa, a, qr + i, sr + k, run);
+          } else {
+            perElement ? accumulateRun<false, true>(isa, a, qr + i, sr + k, run)
+                       : accumulateRun<false, false>(isa, a, qr + i, sr + k, run);
           }
           i += run;
         }
       }
       if (rows == 0) std::fill(acc, acc + (t1 - t0), 0.0f);
-      for (int64_t i = t0; i < t1; ++i) out[i] = static_cast<OutT>(acc[i - t0]);
+      storeRun(isa, acc, out + t0, t1 - t0);
     }
   });
+}
+
+// The packed layout of quantizeInt8PackedCpu: shard j (blocks [j * shardBlocks, (j + 1) * shardBlocks))
+// starts at byte j * (shardBlocks * blockSize + 4 * shardBlocks) and holds its codes, then its scales.
+struct PackedLayout {
+  int64_t numel, blockSize, shardBlocks;
+
+  int64_t shardElements() const { return shardBlocks * blockSize; }
+  int64_t shardBytes() const { return shardElements() + 4 * shardBlocks; }
+  int64_t totalBytes() const { return numel + 4 * numBlocks(numel, blockSize); }
+  // Codes and scale of block b inside `base`.
+  template <typename Byte>
+  BlockOut at(Byte* base, int64_t b) const {
+    const int64_t j = b / shardBlocks;
+    const int64_t k = b - j * shardBlocks;
+    const int64_t shardStart = j * shardElements();
+    const int64_t shardLen = std::min(numel, shardStart + shardElements()) - shardStart;
+    auto* shard = const_cast<int8_t*>(reinterpret_cast<const int8_t*>(base)) + j * shardBytes();
+    return BlockOut{shard + k * blockSize, shard + shardLen + 4 * k};
+  }
+};
+
+void checkPackedArgs(int64_t blockSize, int64_t shardBlocks) {
+  TORCH_CHECK_VALUE(blockSize > 0, "quantize_int8_packed: block_size must be > 0, got ", blockSize);
+  TORCH_CHECK_VALUE(shardBlocks > 0, "quantize_int8_packed: shard_blocks must be > 0, got ", shardBlocks);
 }
 
 }  // namespace
@@ -210,11 +459,79 @@ std::tuple<at::Tensor, at::Tensor> quantizeInt8Cpu(const at::Tensor& x, int64_t 
   at::Tensor q = at::empty(xc.sizes(), xc.options().dtype(at::kChar));
   at::Tensor scale = at::empty({numBlocks(numel, blockSize)}, xc.options().dtype(at::kFloat));
   if (numel == 0) return {q, scale};
+  int8_t* qp = q.mutable_data_ptr<int8_t>();
+  float* sp = scale.mutable_data_ptr<float>();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, xc.scalar_type(), "quantize_int8", [&] {
-    quantizeAll(xc.const_data_ptr<scalar_t>(), numel, blockSize, q.mutable_data_ptr<int8_t>(),
-                scale.mutable_data_ptr<float>(), raiseOnNonFinite);
+    quantizeAll(xc.const_data_ptr<scalar_t>(), numel, blockSize, raiseOnNonFinite,
+                [&](int64_t b) { return BlockOut{qp + b * blockSize, sp + b}; });
   });
   return {q, scale};
+}
+
+at::Tensor quantizeInt8PackedCpu(const at::Tensor& x, int64_t blockSize, int64_t shardBlocks,
+                                 bool raiseOnNonFinite) {
+  checkQuantizeArgs(x, blockSize);
+  checkPackedArgs(blockSize, shardBlocks);
+  const at::Tensor xc = x.contiguous();
+  const PackedLayout layout{xc.numel(), blockSize, shardBlocks};
+  at::Tensor packed = at::empty({layout.totalBytes()}, xc.options().dtype(at::kChar));
+  if (layout.numel == 0) return packed;
+  int8_t* base = packed.mutable_data_ptr<int8_t>();
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, xc.scalar_type(), "quantize_int8_packed", [&] {
+    quantizeAll(xc.const_data_ptr<scalar_t>(), layout.numel, blockSize, raiseOnNonFinite,
+                [&](int64_t b) { return layout.at(base, b); });
+  });
+  return packed;
+}
+
+at::Tensor dequantizeInt8PackedCpu(const at::Tensor& packed, int64_t numel, int64_t blockSize, int64_t shardBlocks,
+                                   c10::ScalarType dtype) {
+  // Dtype, layout and size checks
+  TORCH_CHECK_TYPE(packed.scalar_type() == at::kChar, "dequantize_int8_packed: packed must be int8, got ",
+                   packed.scalar_type());
+  TORCH_CHECK_TYPE(isFloatingInput(dtype), "dequantize_int8_packed: dtype must be floating, got ", dtype);
+  checkPackedArgs(blockSize, shardBlocks);
+  TORCH_CHECK_VALUE(numel >= 0, "dequantize_int8_packed: numel must be >= 0, got ", numel);
+  const PackedLayout layout{numel, blockSize, shardBlocks};
+  TORCH_CHECK_VALUE(packed.dim() == 1 && packed.numel() == layout.totalBytes(), "dequantize_int8_packed: ", numel,
+                    " elements in blocks of ", blockSize, " pack into ", layout.totalBytes(), " bytes, got shape ",
+                    packed.sizes());
+  const at::Tensor pc = packed.contiguous();
+  at::Tensor out = at::empty({numel}, pc.options().dtype(dtype));
+  if (numel == 0) return out;
+  const int8_t* base = pc.const_data_ptr<int8_t>();
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, dtype, "dequantize_int8_packed", [&] {
+    dequantizeAll(numel, blockSize, out.mutable_data_ptr<scalar_t>(),
+                  [&](int64_t b) { return layout.at(base, b); });
+  });
+  return out;
+}
+
+at::Tensor dequantizeInt8Cpu(const at::Tensor& q, const at::Tensor& scale, c10::ScalarType dtype,
+                             int64_t blockSize) {
+  // Dtype and shape checks
+  TORCH_CHECK_TYPE(q.scalar_type() == at::kChar, "dequantize_int8: q must be int8, got ", q.scalar_type());
+  TORCH_CHECK_TYPE(scale.scalar_type() == at::kFloat, "dequantize_int8: scale must be float32, got ",
+                   scale.scalar_type());
+  TORCH_CHECK_TYPE(isFloatingInput(dtype), "dequantize_int8: dtype must be floating, got ", dtype);
+  TORCH_CHECK_VALUE(blockSize > 0, "dequantize_int8: block_size must be > 0, got ", blockSize);
+  const int64_t numel = q.numel();
+  const int64_t blocks = numBlocks(numel, blockSize);
+  TORCH_CHECK_VALUE(scale.dim() == 1 && scale.numel() == blocks, "dequantize_int8: q has ", numel,
+                    " elements, so block_size ", blockSize, " needs scale of shape [", blocks, "], got ",
+                    scale.sizes());
+  const at::Tensor qc = q.contiguous();
+  const at::Tensor sc = scale.contiguous();
+  at::Tensor out = at::empty(qc.sizes(), qc.options().dtype(dtype));
+  if (numel == 0) return out;
+  const int8_t* qp = qc.const_data_ptr<int8_t>();
+  const float* sp = sc.const_data_ptr<float>();
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, dtype, "dequantize_int8", [&] {
+    dequantizeAll(numel, blockSize, out.mutable_data_ptr<scalar_t>(), [&](int64_t b) {
+      return BlockOut{const_cast<int8_t*>(qp) + b * blockSize, const_cast<float*>(sp) + b};
+    });
+  });
+  return out;
 }
 
 at::Tensor dequantizeSumInt8Cpu(const at::Tensor& q, const at::Tensor& scale, int64_t group, int64_t period,
@@ -223,11 +540,26 @@ at::Tensor dequantizeSumInt8Cpu(const at::Tensor& q, const at::Tensor& scale, in
   const int64_t len = q.size(1);
   at::Tensor out = at::empty({len}, q.options().dtype(outDtype));
   if (len == 0) return out;
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, outDtype, "dequantize_int8", [&] {
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, outDtype, "dequantize_sum_int8", [&] {
     dequantizeSumAll(q.const_data_ptr<int8_t>(), q.size(0) > 1 ? q.stride(0) : 0, scale.const_data_ptr<float>(),
                      scale.size(1), q.size(0), len, group, period, out.mutable_data_ptr<scalar_t>());
   });
   return out;
+}
+
+std::string cpuIsa(const std::string& request) {
+  // "" keeps the current choice; "scalar" or "avx2" (when the CPU has it) selects one; "auto" re-detects.
+  if (request == "scalar") {
+    activeIsa().store(Isa::kScalar);
+  } else if (request == "avx2") {
+    TORCH_CHECK_VALUE(detectIsa() == Isa::kAvx2, "quant cpu isa: this CPU (or build) has no AVX2 + F16C");
+    activeIsa().store(Isa::kAvx2);
+  } else if (request == "auto") {
+    activeIsa().store(detectIsa());
+  } else {
+    TORCH_CHECK_VALUE(request.empty(), "quant cpu isa must be '', 'auto', 'scalar' or 'avx2', got '", request, "'");
+  }
+  return activeIsa().load() == Isa::kAvx2 ? "avx2" : "scalar";
 }
 
 }  // namespace quant

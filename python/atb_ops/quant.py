@@ -147,6 +147,16 @@ def _dequantize_int8_fake(q, scale, dtype, block_size=128):
     return q.new_empty(q.shape, dtype=dtype)
 
 
+@torch.library.register_fake("atb_ops::quantize_int8_packed")
+def _quantize_int8_packed_fake(x, block_size, shard_blocks, raise_on_nonfinite):
+    return x.new_empty((x.numel() + 4 * ((x.numel() + block_size - 1) // block_size),), dtype=torch.int8)
+
+
+@torch.library.register_fake("atb_ops::dequantize_int8_packed")
+def _dequantize_int8_packed_fake(packed, numel, block_size, shard_blocks, dtype):
+    return packed.new_empty((numel,), dtype=dtype)
+
+
 @torch.library.register_fake("atb_ops::dequantize_sum_int8")
 def _dequantize_sum_int8_fake(q, scale, group, period, out_dtype):
     return q.new_empty((q.shape[1],), dtype=out_dtype)
@@ -350,20 +360,13 @@ def quantized_all_reduce(
 
     # 1. Codes and scales of every shard, packed per destination as [int8 codes | float32 scales as bytes].
     if mode == "block":
-        codes, block_scales = torch.ops.atb_ops.quantize_int8(flat, block_size, False)
-        blocks_per_shard = plan.shard // block_size
+        send = torch.ops.atb_ops.quantize_int8_packed(flat, block_size, plan.shard // block_size, False)
     else:
-        codes = flat
-    pieces = []
-    for j in range(world_size):
-        start, end = plan.bounds(j)
-        if mode == "block":
-            first = j * blocks_per_shard
-            shard_scales = block_scales[first : first + plan.scales(j)]
-        else:
-            shard_scales = _channel_slice(scale_f32, start, plan.scales(j))
-        pieces += [codes[start:end], _bytes(shard_scales)]
-    send = torch.cat(pieces)
+        pieces = []
+        for j in range(world_size):
+            start, end = plan.bounds(j)
+            pieces += [flat[start:end], _bytes(_channel_slice(scale_f32, start, plan.scales(j)))]
+        send = torch.cat(pieces)
     send_counts = [plan.a2a_bytes(j) for j in range(world_size)]
     recv_counts = [plan.a2a_bytes(rank)] * world_size
 
@@ -386,9 +389,10 @@ def quantized_all_reduce(
     if not quantize_allgather:
         gathered = _all_gather(_pad(reduced, plan.shard), group)
         return gathered[:numel].view(x.shape)
-    codes2, scales2 = torch.ops.atb_ops.quantize_int8(_pad(reduced, plan.shard), block_size, False)
-    gathered = _all_gather(torch.cat([codes2, _bytes(scales2)]), group).view(world_size, -1)
-    all_codes = gathered[:, : plan.shard].reshape(-1)[:numel]
-    all_scales = _float32_rows(gathered[:, plan.shard :]).view(-1)
-    all_scales = all_scales[: math.ceil(numel / block_size)]
-    return torch.ops.atb_ops.dequantize_int8(all_codes, all_scales, out_dtype, block_size).view(x.shape)
+    shard_blocks = plan.shard // block_size
+    packed = torch.ops.atb_ops.quantize_int8_packed(_pad(reduced, plan.shard), block_size, shard_blocks, False)
+    gathered = _all_gather(packed, group)  # every rank's [codes | scales]: the packed form of W full shards
+    out = torch.ops.atb_ops.dequantize_int8_packed(
+        gathered, world_size * plan.shard, block_size, shard_blocks, out_dtype
+    )
+    return out[:numel].view(x.shape)
