@@ -51,7 +51,7 @@ PYBIND11_MODULE(_C, m) {
         }
       },
       py::arg("request") = "",
-        "Which atb_ops.quant CPU kernels run: '' (query), 'auto', 'scalar' or 'avx2'; returns the active one.");
+      "Which atb_ops.quant CPU kernels run: '' (query), 'auto', 'scalar' or 'avx2'; returns the active one.");
 
   m.def("validate_layout", &validateLayout, py::arg("send_counts"), py::arg("sdispls"), py::arg("recv_counts"),
         py::arg("rdispls"), py::arg("rank_size"), py::arg("send_numel"), py::arg("recv_capacity") = -1,

@@ -14,6 +14,9 @@ TORCH_LIBRARY_FRAGMENT(atb_ops, m) {
       "dequantize_int8_packed(Tensor packed, int numel, int block_size, int shard_blocks, ScalarType dtype) "
       "-> Tensor");
   m.def("dequantize_sum_int8(Tensor q, Tensor scale, int group, int period, ScalarType out_dtype) -> Tensor");
+  m.def(
+      "dequantize_sum_requantize_int8(Tensor q, Tensor scale, int group, int period, int block_size, "
+      "int padded_len) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(atb_ops, CPU, m) {
@@ -23,6 +26,7 @@ TORCH_LIBRARY_IMPL(atb_ops, CPU, m) {
   m.impl("quantize_int8_packed", &quantizeInt8PackedCpu);
   m.impl("dequantize_int8_packed", &dequantizeInt8PackedCpu);
   m.impl("dequantize_sum_int8", &dequantizeSumInt8Cpu);
+  m.impl("dequantize_sum_requantize_int8", &dequantizeSumRequantizeInt8Cpu);
 }
 
 #ifdef ATB_OPS_QUANT_CUDA
@@ -33,5 +37,6 @@ TORCH_LIBRARY_IMPL(atb_ops, CUDA, m) {
   m.impl("quantize_int8_packed", &quantizeInt8PackedCuda);
   m.impl("dequantize_int8_packed", &dequantizeInt8PackedCuda);
   m.impl("dequantize_sum_int8", &dequantizeSumInt8Cuda);
+  m.impl("dequantize_sum_requantize_int8", &dequantizeSumRequantizeInt8Cuda);
 }
 #endif

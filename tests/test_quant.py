@@ -203,6 +203,20 @@ def test_dequantize_sum_modes_match_reference():
 
 
 @pytest.mark.usefixtures("isa")
+def test_dequantize_sum_requantize_matches_sum_then_quantize():
+    """The quantised all-gather's fused step equals: row-sum in float32, zero-pad, quantize, pack."""
+    g = torch.Generator().manual_seed(8)
+    for rows, length, padded, block_size in ((2, 1000, 1024, 128), (3, 0, 256, 128), (4, 700, 700, 100)):
+        q = torch.randint(-128, 128, (rows, length), generator=g, dtype=torch.int8)
+        scale = torch.rand(rows, max(math.ceil(length / block_size), 1), generator=g)
+        summed = torch.ops.atb_ops.dequantize_sum_int8(q, scale, block_size, scale.shape[1], torch.float32)
+        one_shard = math.ceil(padded / block_size)
+        want = _packed_ref(torch.cat([summed, torch.zeros(padded - length)]), block_size, one_shard)
+        got = torch.ops.atb_ops.dequantize_sum_requantize_int8(q, scale, block_size, scale.shape[1], block_size, padded)
+        assert torch.equal(got, want), (rows, length, padded)
+
+
+@pytest.mark.usefixtures("isa")
 def test_opcheck_registered_ops():
     x = torch.randn(5, 70)
     q, scale = quant.quantize_int8(x, 32)
@@ -213,6 +227,7 @@ def test_opcheck_registered_ops():
     packed = torch.ops.atb_ops.quantize_int8_packed(x, 32, 3, False)
     torch.library.opcheck(torch.ops.atb_ops.quantize_int8_packed, (x, 32, 3, False))
     torch.library.opcheck(torch.ops.atb_ops.dequantize_int8_packed, (packed, x.numel(), 32, 3, torch.float32))
+    torch.library.opcheck(torch.ops.atb_ops.dequantize_sum_requantize_int8, (rows, torch.rand(2, 4), 16, 4, 32, 96))
 
 
 def test_plan_shards_cover_the_tensor_in_whole_blocks():

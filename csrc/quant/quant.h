@@ -37,6 +37,12 @@ at::Tensor quantizeInt8PackedCpu(const at::Tensor& x, int64_t blockSize, int64_t
 at::Tensor dequantizeInt8PackedCpu(const at::Tensor& packed, int64_t numel, int64_t blockSize, int64_t shardBlocks,
                                    c10::ScalarType dtype);
 
+// The quantised all-gather's input in one pass: the row-sum of dequantizeSumInt8Cpu (float32, rows of
+// length len), zero-padded to paddedLen, quantised per block into the packed format as one shard.
+// returns: int8 [paddedLen + 4 * ceil(paddedLen / blockSize)]; a block with NaN / inf gets scale NaN.
+at::Tensor dequantizeSumRequantizeInt8Cpu(const at::Tensor& q, const at::Tensor& scale, int64_t group, int64_t period,
+                                          int64_t blockSize, int64_t paddedLen);
+
 // Which CPU kernels run: request "" (query), "auto", "scalar" or "avx2"; returns the active one.
 std::string cpuIsa(const std::string& request);
 
@@ -55,17 +61,20 @@ void checkDequantizeSumArgs(const at::Tensor& q, const at::Tensor& scale, int64_
                             c10::ScalarType outDtype);
 
 // Number of blocks of blockSize covering numel elements.
-inline int64_t numBlocks(int64_t numel, int64_t blockSize) { return (numel + blockSize - 1) / blockSize; }
+inline int64_t numBlocks(int64_t numel, int64_t blockSize) {
+  return (numel + blockSize - 1) / blockSize;
+}
 
 #ifdef ATB_OPS_QUANT_CUDA
 std::tuple<at::Tensor, at::Tensor> quantizeInt8Cuda(const at::Tensor& x, int64_t blockSize, bool raiseOnNonFinite);
 at::Tensor dequantizeInt8Cuda(const at::Tensor& q, const at::Tensor& scale, c10::ScalarType dtype, int64_t blockSize);
-at::Tensor quantizeInt8PackedCuda(const at::Tensor& x, int64_t blockSize, int64_t shardBlocks,
-                                  bool raiseOnNonFinite);
+at::Tensor quantizeInt8PackedCuda(const at::Tensor& x, int64_t blockSize, int64_t shardBlocks, bool raiseOnNonFinite);
 at::Tensor dequantizeInt8PackedCuda(const at::Tensor& packed, int64_t numel, int64_t blockSize, int64_t shardBlocks,
                                     c10::ScalarType dtype);
 at::Tensor dequantizeSumInt8Cuda(const at::Tensor& q, const at::Tensor& scale, int64_t group, int64_t period,
                                  c10::ScalarType outDtype);
+at::Tensor dequantizeSumRequantizeInt8Cuda(const at::Tensor& q, const at::Tensor& scale, int64_t group, int64_t period,
+                                           int64_t blockSize, int64_t paddedLen);
 #endif
 
 }  // namespace quant

@@ -24,6 +24,7 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "quant/quant.h"
 
@@ -42,10 +43,18 @@ constexpr int64_t kTile = 1024;  // float32 accumulators kept on the stack by de
 // default rounding mode (1.5 * 2^23 leaves no fraction bits).
 constexpr float kRoundMagic = 12582912.0f;
 
-inline float toFloat(float v) { return v; }
-inline float toFloat(double v) { return static_cast<float>(v); }
-inline float toFloat(c10::Half v) { return static_cast<float>(v); }
-inline float toFloat(c10::BFloat16 v) { return static_cast<float>(v); }
+inline float toFloat(float v) {
+  return v;
+}
+inline float toFloat(double v) {
+  return static_cast<float>(v);
+}
+inline float toFloat(c10::Half v) {
+  return static_cast<float>(v);
+}
+inline float toFloat(c10::BFloat16 v) {
+  return static_cast<float>(v);
+}
 
 inline bool isFloatingInput(c10::ScalarType t) {
   return t == at::kHalf || t == at::kBFloat16 || t == at::kFloat || t == at::kDouble;
@@ -57,7 +66,9 @@ struct BlockOut {
   void* scale;  // may be unaligned in a packed buffer: written with memcpy
 };
 
-inline void putScale(void* dst, float s) { std::memcpy(dst, &s, sizeof(float)); }
+inline void putScale(void* dst, float s) {
+  std::memcpy(dst, &s, sizeof(float));
+}
 inline float getScale(const void* src) {
   float s;
   std::memcpy(&s, src, sizeof(float));
@@ -120,7 +131,9 @@ void dequantize(const int8_t* q, float s, OutT* out, int64_t begin, int64_t n) {
 namespace avx2 {
 
 // Eight elements as float32 (exact conversions).
-ATB_AVX2 inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+ATB_AVX2 inline __m256 load8(const float* p) {
+  return _mm256_loadu_ps(p);
+}
 ATB_AVX2 inline __m256 load8(const c10::Half* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
@@ -133,7 +146,9 @@ ATB_AVX2 inline __m256 load8(const int8_t* q) {
 }
 
 // Eight float32 to OutT, round to nearest even (as c10's conversions).
-ATB_AVX2 inline void store8(float* p, __m256 v) { _mm256_storeu_ps(p, v); }
+ATB_AVX2 inline void store8(float* p, __m256 v) {
+  _mm256_storeu_ps(p, v);
+}
 ATB_AVX2 inline void store8(c10::Half* p, __m256 v) {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
 }
@@ -339,8 +354,8 @@ void quantizeAll(const T* x, int64_t numel, int64_t blockSize, bool raiseOnNonFi
   if (raiseOnNonFinite && bad != std::numeric_limits<int64_t>::max()) {
     const int64_t start = bad * blockSize;
     const auto [index, value] = firstNonFinite(x, start, std::min(numel, start + blockSize));
-    TORCH_CHECK_VALUE(false, "quantize_int8: x holds a non-finite value (", value, " at flat index ", index,
-                      ", block ", bad, " of ", blocks, " with block_size ", blockSize,
+    TORCH_CHECK_VALUE(false, "quantize_int8: x holds a non-finite value (", value, " at flat index ", index, ", block ",
+                      bad, " of ", blocks, " with block_size ", blockSize,
                       "); int8 cannot represent NaN or infinity. Clean the input (torch.nan_to_num) first.");
   }
 }
@@ -360,33 +375,55 @@ void dequantizeAll(int64_t numel, int64_t blockSize, OutT* out, Where where) {
   });
 }
 
+// The row-sum behind every reduce: acc[i - t0] = sum over rows r (in order) of
+// float(q[r][i]) * scale[r][(i / group) % period], for i in [t0, t1).
+struct RowSum {
+  const int8_t* q;
+  int64_t qRowStride;
+  const float* scale;
+  int64_t nScales, rows, group, period;
+
+  void into(Isa isa, int64_t t0, int64_t t1, float* acc) const {
+    if (rows == 0) std::fill(acc, acc + (t1 - t0), 0.0f);
+    const bool perElement = group == 1;  // one scale per element, repeating with `period`
+    for (int64_t r = 0; r < rows; ++r) {
+      const int8_t* qr = q + r * qRowStride;
+      const float* sr = scale + r * nScales;
+      for (int64_t i = t0; i < t1;) {
+        const int64_t k = perElement ? i % period : (i / group) % period;
+        const int64_t run = perElement ? std::min(t1 - i, period - k) : std::min(t1 - i, (i / group + 1) * group - i);
+        float* a = acc + (i - t0);
+        if (r == 0) {
+          perElement ? accumulateRun<true, true>(isa, a, qr + i, sr + k, run)
+                     : accumulateRun<true, false>(isa, a, qr + i, sr + k, run);
+        } else {
+          perElement ? accumulateRun<false, true>(isa, a, qr + i, sr + k, run)
+                     : accumulateRun<false, false>(isa, a, qr + i, sr + k, run);
+        }
+        i += run;
+      }
+    }
+  }
+};
+
+RowSum rowSumOf(const at::Tensor& q, const at::Tensor& scale, int64_t group, int64_t period) {
+  return RowSum{q.const_data_ptr<int8_t>(),
+                q.size(0) > 1 ? q.stride(0) : 0,
+                scale.const_data_ptr<float>(),
+                scale.size(1),
+                q.size(0),
+                group,
+                period};
+}
+
 template <typename OutT>
-void dequantizeSumAll(const int8_t* q, int64_t qRowStride, const float* scale, int64_t nScales, int64_t rows,
-                      int64_t len, int64_t group, int64_t period, OutT* out) {
+void dequantizeSumAll(const RowSum& sum, int64_t len, OutT* out) {
   const Isa isa = activeIsa().load();
   at::parallel_for(0, len, kGrainElements, [&](int64_t begin, int64_t end) {
     float acc[kTile];
     for (int64_t t0 = begin; t0 < end; t0 += kTile) {
       const int64_t t1 = std::min(end, t0 + kTile);
-      for (int64_t r = 0; r < rows; ++r) {
-        const int8_t* qr = q + r * qRowStride;
-        const float* sr = scale + r * nScales;
-        for (int64_t i = t0; i < t1;) {
-          const bool perElement = group == 1;  // one scale per element, repeating with `period`
-          const int64_t k = perElement ? i % period : (i / group) % period;
-          const int64_t run = perElement ? std::min(t1 - i, period - k) : std::min(t1 - i, (i / group + 1) * group - i);
-          float* a = acc + (i - t0);
-          if (r == 0) {
-            perElement ? accumulateRun<true, true>(isa, a, qr + i, sr + k, run)
-                       : accumulateRun<true, false>(isa, a, qr + i, sr + k, run);
-          } else {
-            perElement ? accumulateRun<false, true>(isa, a, qr + i, sr + k, run)
-                       : accumulateRun<false, false>(isa, a, qr + i, sr + k, run);
-          }
-          i += run;
-        }
-      }
-      if (rows == 0) std::fill(acc, acc + (t1 - t0), 0.0f);
+      sum.into(isa, t0, t1, acc);
       storeRun(isa, acc, out + t0, t1 - t0);
     }
   });
@@ -430,10 +467,9 @@ void checkDequantizeSumArgs(const at::Tensor& q, const at::Tensor& scale, int64_
                             c10::ScalarType outDtype) {
   // Dtype checks
   TORCH_CHECK_TYPE(q.scalar_type() == at::kChar, "dequantize: q must be int8, got ", q.scalar_type());
-  TORCH_CHECK_TYPE(scale.scalar_type() == at::kFloat, "dequantize: scale must be float32, got ",
-                   scale.scalar_type());
-  TORCH_CHECK_TYPE(isFloatingInput(outDtype),
-                   "dequantize: dtype must be float16, bfloat16, float32 or float64, got ", outDtype);
+  TORCH_CHECK_TYPE(scale.scalar_type() == at::kFloat, "dequantize: scale must be float32, got ", scale.scalar_type());
+  TORCH_CHECK_TYPE(isFloatingInput(outDtype), "dequantize: dtype must be float16, bfloat16, float32 or float64, got ",
+                   outDtype);
   // Shape and layout checks: q [rows, len] with unit inner stride, scale [rows, nScales] contiguous
   TORCH_CHECK_VALUE(q.dim() == 2 && scale.dim() == 2, "dequantize_sum: q and scale must be 2-D, got q ", q.sizes(),
                     " and scale ", scale.sizes());
@@ -442,8 +478,7 @@ void checkDequantizeSumArgs(const at::Tensor& q, const at::Tensor& scale, int64_
   TORCH_CHECK_VALUE(q.size(1) <= 1 || q.stride(1) == 1, "dequantize_sum: q rows must be contiguous, strides ",
                     q.strides());
   TORCH_CHECK_VALUE(scale.is_contiguous(), "dequantize_sum: scale must be contiguous, strides ", scale.strides());
-  TORCH_CHECK_VALUE(q.device() == scale.device(), "dequantize: q is on ", q.device(), " but scale on ",
-                    scale.device());
+  TORCH_CHECK_VALUE(q.device() == scale.device(), "dequantize: q is on ", q.device(), " but scale on ", scale.device());
   TORCH_CHECK_VALUE(group >= 1 && period >= 1, "dequantize_sum: group and period must be >= 1, got group ", group,
                     " period ", period);
   const int64_t len = q.size(1);
@@ -468,8 +503,7 @@ std::tuple<at::Tensor, at::Tensor> quantizeInt8Cpu(const at::Tensor& x, int64_t 
   return {q, scale};
 }
 
-at::Tensor quantizeInt8PackedCpu(const at::Tensor& x, int64_t blockSize, int64_t shardBlocks,
-                                 bool raiseOnNonFinite) {
+at::Tensor quantizeInt8PackedCpu(const at::Tensor& x, int64_t blockSize, int64_t shardBlocks, bool raiseOnNonFinite) {
   checkQuantizeArgs(x, blockSize);
   checkPackedArgs(blockSize, shardBlocks);
   const at::Tensor xc = x.contiguous();
@@ -501,14 +535,12 @@ at::Tensor dequantizeInt8PackedCpu(const at::Tensor& packed, int64_t numel, int6
   if (numel == 0) return out;
   const int8_t* base = pc.const_data_ptr<int8_t>();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, dtype, "dequantize_int8_packed", [&] {
-    dequantizeAll(numel, blockSize, out.mutable_data_ptr<scalar_t>(),
-                  [&](int64_t b) { return layout.at(base, b); });
+    dequantizeAll(numel, blockSize, out.mutable_data_ptr<scalar_t>(), [&](int64_t b) { return layout.at(base, b); });
   });
   return out;
 }
 
-at::Tensor dequantizeInt8Cpu(const at::Tensor& q, const at::Tensor& scale, c10::ScalarType dtype,
-                             int64_t blockSize) {
+at::Tensor dequantizeInt8Cpu(const at::Tensor& q, const at::Tensor& scale, c10::ScalarType dtype, int64_t blockSize) {
   // Dtype and shape checks
   TORCH_CHECK_TYPE(q.scalar_type() == at::kChar, "dequantize_int8: q must be int8, got ", q.scalar_type());
   TORCH_CHECK_TYPE(scale.scalar_type() == at::kFloat, "dequantize_int8: scale must be float32, got ",
@@ -540,11 +572,39 @@ at::Tensor dequantizeSumInt8Cpu(const at::Tensor& q, const at::Tensor& scale, in
   const int64_t len = q.size(1);
   at::Tensor out = at::empty({len}, q.options().dtype(outDtype));
   if (len == 0) return out;
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, outDtype, "dequantize_sum_int8", [&] {
-    dequantizeSumAll(q.const_data_ptr<int8_t>(), q.size(0) > 1 ? q.stride(0) : 0, scale.const_data_ptr<float>(),
-                     scale.size(1), q.size(0), len, group, period, out.mutable_data_ptr<scalar_t>());
-  });
+  const RowSum sum = rowSumOf(q, scale, group, period);
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, outDtype, "dequantize_sum_int8",
+                                  [&] { dequantizeSumAll(sum, len, out.mutable_data_ptr<scalar_t>()); });
   return out;
+}
+
+at::Tensor dequantizeSumRequantizeInt8Cpu(const at::Tensor& q, const at::Tensor& scale, int64_t group, int64_t period,
+                                          int64_t blockSize, int64_t paddedLen) {
+  checkDequantizeSumArgs(q, scale, group, period, at::kFloat);
+  TORCH_CHECK_VALUE(blockSize > 0, "dequantize_sum_requantize_int8: block_size must be > 0, got ", blockSize);
+  const int64_t len = q.size(1);
+  TORCH_CHECK_VALUE(paddedLen >= len, "dequantize_sum_requantize_int8: padded_len ", paddedLen,
+                    " is shorter than the rows (", len, " elements)");
+  const int64_t blocks = numBlocks(paddedLen, blockSize);
+  const PackedLayout layout{paddedLen, blockSize, std::max<int64_t>(blocks, 1)};
+  at::Tensor packed = at::empty({layout.totalBytes()}, q.options());
+  if (paddedLen == 0) return packed;
+  int8_t* base = packed.mutable_data_ptr<int8_t>();
+  const RowSum sum = rowSumOf(q, scale, group, period);
+  const Isa isa = activeIsa().load();
+  const int64_t grain = std::max<int64_t>(1, kGrainElements / blockSize);
+  at::parallel_for(0, blocks, grain, [&](int64_t b0, int64_t b1) {
+    std::vector<float> acc(static_cast<size_t>(blockSize));
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t start = b * blockSize;
+      const int64_t n = std::min(blockSize, paddedLen - start);
+      const int64_t real = std::max<int64_t>(0, std::min(n, len - start));  // the rest is padding: zeros
+      sum.into(isa, start, start + real, acc.data());
+      std::fill(acc.begin() + real, acc.begin() + n, 0.0f);
+      quantizeBlock(isa, static_cast<const float*>(acc.data()), n, layout.at(base, b), /*markNonFinite=*/true);
+    }
+  });
+  return packed;
 }
 
 std::string cpuIsa(const std::string& request) {

@@ -5,6 +5,7 @@
 #include <ATen/Dispatch.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/full.h>
+#include <ATen/ops/zeros.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -46,7 +47,9 @@ struct Layout {
   }
 };
 
-__device__ void putScale(char* dst, float s) { memcpy(dst, &s, sizeof(float)); }
+__device__ void putScale(char* dst, float s) {
+  memcpy(dst, &s, sizeof(float));
+}
 __device__ float getScale(const char* src) {
   float s;
   memcpy(&s, src, sizeof(float));
@@ -60,8 +63,7 @@ __global__ void quantizeKernel(const T* __restrict__ x, Layout out, int64_t bloc
                                unsigned long long* firstBad) {
   const int lane = threadIdx.x % kWarp;
   const int64_t warpsTotal = static_cast<int64_t>(gridDim.x) * kWarpsPerCta;
-  for (int64_t b = static_cast<int64_t>(blockIdx.x) * kWarpsPerCta + threadIdx.x / kWarp; b < blocks;
-       b += warpsTotal) {
+  for (int64_t b = static_cast<int64_t>(blockIdx.x) * kWarpsPerCta + threadIdx.x / kWarp; b < blocks; b += warpsTotal) {
     const int64_t start = b * out.blockSize;
     const int64_t len = min(out.blockSize, out.numel - start);
     int8_t* q = out.code(b);
@@ -161,8 +163,8 @@ at::Tensor dequantizeFrom(const Layout& in, const at::Tensor& like, c10::ScalarT
   if (in.numel == 0) return out;
   auto stream = c10::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, dtype, "dequantize_int8_cuda", [&] {
-    dequantizeKernel<scalar_t><<<gridFor(in.numel, kThreads), kThreads, 0, stream>>>(
-        in, out.mutable_data_ptr<scalar_t>());
+    dequantizeKernel<scalar_t>
+        <<<gridFor(in.numel, kThreads), kThreads, 0, stream>>>(in, out.mutable_data_ptr<scalar_t>());
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
   return out;
@@ -186,8 +188,7 @@ std::tuple<at::Tensor, at::Tensor> quantizeInt8Cuda(const at::Tensor& x, int64_t
   return {q, scale};
 }
 
-at::Tensor quantizeInt8PackedCuda(const at::Tensor& x, int64_t blockSize, int64_t shardBlocks,
-                                  bool raiseOnNonFinite) {
+at::Tensor quantizeInt8PackedCuda(const at::Tensor& x, int64_t blockSize, int64_t shardBlocks, bool raiseOnNonFinite) {
   checkQuantizeArgs(x, blockSize);
   TORCH_CHECK_VALUE(shardBlocks > 0, "quantize_int8_packed: shard_blocks must be > 0, got ", shardBlocks);
   const c10::cuda::CUDAGuard guard(x.device());
@@ -195,13 +196,11 @@ at::Tensor quantizeInt8PackedCuda(const at::Tensor& x, int64_t blockSize, int64_
   const int64_t numel = xc.numel();
   at::Tensor packed = at::empty({numel + 4 * numBlocks(numel, blockSize)}, xc.options().dtype(at::kChar));
   if (numel == 0) return packed;
-  quantizeInto(xc, Layout{packed.mutable_data_ptr<int8_t>(), nullptr, numel, blockSize, shardBlocks},
-               raiseOnNonFinite);
+  quantizeInto(xc, Layout{packed.mutable_data_ptr<int8_t>(), nullptr, numel, blockSize, shardBlocks}, raiseOnNonFinite);
   return packed;
 }
 
-at::Tensor dequantizeInt8Cuda(const at::Tensor& q, const at::Tensor& scale, c10::ScalarType dtype,
-                              int64_t blockSize) {
+at::Tensor dequantizeInt8Cuda(const at::Tensor& q, const at::Tensor& scale, c10::ScalarType dtype, int64_t blockSize) {
   // Dtype and shape checks
   TORCH_CHECK_TYPE(q.scalar_type() == at::kChar, "dequantize_int8: q must be int8, got ", q.scalar_type());
   TORCH_CHECK_TYPE(scale.scalar_type() == at::kFloat, "dequantize_int8: scale must be float32, got ",
@@ -253,6 +252,21 @@ at::Tensor dequantizeSumInt8Cuda(const at::Tensor& q, const at::Tensor& scale, i
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
   return out;
+}
+
+at::Tensor dequantizeSumRequantizeInt8Cuda(const at::Tensor& q, const at::Tensor& scale, int64_t group, int64_t period,
+                                           int64_t blockSize, int64_t paddedLen) {
+  TORCH_CHECK_VALUE(blockSize > 0, "dequantize_sum_requantize_int8: block_size must be > 0, got ", blockSize);
+  TORCH_CHECK_VALUE(paddedLen >= q.size(1), "dequantize_sum_requantize_int8: padded_len ", paddedLen,
+                    " is shorter than the rows (", q.size(1), " elements)");
+  // Two kernels with a float32 shard between them (the GPU's caching allocator makes that cheap).
+  at::Tensor reduced = dequantizeSumInt8Cuda(q, scale, group, period, at::kFloat);
+  if (paddedLen > reduced.numel()) {
+    at::Tensor padded = at::zeros({paddedLen}, reduced.options());
+    padded.narrow(0, 0, reduced.numel()).copy_(reduced);
+    reduced = padded;
+  }
+  return quantizeInt8PackedCuda(reduced, blockSize, std::max<int64_t>(numBlocks(paddedLen, blockSize), 1), false);
 }
 
 }  // namespace quant

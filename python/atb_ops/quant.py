@@ -157,6 +157,11 @@ def _dequantize_int8_packed_fake(packed, numel, block_size, shard_blocks, dtype)
     return packed.new_empty((numel,), dtype=dtype)
 
 
+@torch.library.register_fake("atb_ops::dequantize_sum_requantize_int8")
+def _dequantize_sum_requantize_int8_fake(q, scale, group, period, block_size, padded_len):
+    return q.new_empty((padded_len + 4 * ((padded_len + block_size - 1) // block_size),), dtype=torch.int8)
+
+
 @torch.library.register_fake("atb_ops::dequantize_sum_int8")
 def _dequantize_sum_int8_fake(q, scale, group, period, out_dtype):
     return q.new_empty((q.shape[1],), dtype=out_dtype)
@@ -382,17 +387,18 @@ def quantized_all_reduce(
         group_size, period = 1, plan.channels
     else:
         group_size, period = max(mine, 1), 1
-    reduce_dtype = torch.float32 if quantize_allgather else out_dtype
-    reduced = torch.ops.atb_ops.dequantize_sum_int8(row_codes, row_scales, group_size, period, reduce_dtype)
 
-    # 3. All-gather of the reduced shards (padded to a full shard; only the last ranks' are short).
+    # 3. Dequantise and sum this shard in float32, then all-gather it, padded to a full shard (only the last
+    #    ranks' are short): in out_dtype, or re-quantised per block ([codes | scales], so the gathered
+    #    buffer is the packed form of W full shards).
     if not quantize_allgather:
-        gathered = _all_gather(_pad(reduced, plan.shard), group)
-        return gathered[:numel].view(x.shape)
-    shard_blocks = plan.shard // block_size
-    packed = torch.ops.atb_ops.quantize_int8_packed(_pad(reduced, plan.shard), block_size, shard_blocks, False)
-    gathered = _all_gather(packed, group)  # every rank's [codes | scales]: the packed form of W full shards
+        reduced = torch.ops.atb_ops.dequantize_sum_int8(row_codes, row_scales, group_size, period, out_dtype)
+        return _all_gather(_pad(reduced, plan.shard), group)[:numel].view(x.shape)
+    packed = torch.ops.atb_ops.dequantize_sum_requantize_int8(
+        row_codes, row_scales, group_size, period, block_size, plan.shard
+    )
+    gathered = _all_gather(packed, group)
     out = torch.ops.atb_ops.dequantize_int8_packed(
-        gathered, world_size * plan.shard, block_size, shard_blocks, out_dtype
+        gathered, world_size * plan.shard, block_size, plan.shard // block_size, out_dtype
     )
     return out[:numel].view(x.shape)
