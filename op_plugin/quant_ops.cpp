@@ -9,14 +9,18 @@ TORCH_LIBRARY_FRAGMENT(atb_ops, m) {
   m.def("quantize_int8(Tensor x, int block_size=128, bool raise_on_nonfinite=True) -> (Tensor q, Tensor scale)");
   m.def("dequantize_int8(Tensor q, Tensor scale, ScalarType dtype, int block_size=128) -> Tensor");
   // The pipeline's steps: the packed wire format ([codes | scales] per shard) and the reduce.
-  m.def("quantize_int8_packed(Tensor x, int block_size, int shard_blocks, bool raise_on_nonfinite) -> Tensor");
+  m.def(
+      "quantize_int8_packed(Tensor x, int block_size, int shard_blocks, bool raise_on_nonfinite, int skip_shard=-1) "
+      "-> Tensor");
   m.def(
       "dequantize_int8_packed(Tensor packed, int numel, int block_size, int shard_blocks, ScalarType dtype) "
       "-> Tensor");
-  m.def("dequantize_sum_int8(Tensor q, Tensor scale, int group, int period, ScalarType out_dtype) -> Tensor");
+  m.def(
+      "dequantize_sum_int8(Tensor q, Tensor scale, int group, int period, ScalarType out_dtype, Tensor? exact=None, "
+      "int exact_row=0) -> Tensor");
   m.def(
       "dequantize_sum_requantize_int8(Tensor q, Tensor scale, int group, int period, int block_size, "
-      "int padded_len) -> Tensor");
+      "int padded_len, Tensor? exact=None, int exact_row=0) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(atb_ops, CPU, m) {

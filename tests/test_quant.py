@@ -4,15 +4,18 @@ on CPU ranks (world sizes 1-4, both CPU paths: shm and the group's gloo) against
 Error bounds used below (documented in csrc/quant/quant.h and docs/quant.md):
 
 - Quantising one block with scale s = absmax / 127 and round-to-nearest moves each element by at most
-  s / 2 = absmax / 254. The all-reduce adds W ranks' codes, so element i of block b is off the exact
-  sum by at most  sum_r s_r[b] / 2  (the float32 products and the W-term float32 sum add a relative
-  2^-24 each, and the cast to out_dtype half an ulp: u = 2^-11 fp16, 2^-8 bf16, 2^-24 fp32).
+  s / 2 = absmax / 254. The all-reduce adds W ranks' terms; the rank that reduces a shard adds its own
+  values exactly (they never travel), so element i of block b is off the exact sum by at most
+  sum_{r != owner(i)} s_r[b] / 2  (the float32 products and the W-term float32 sum add a relative
+  2^-24 each, and the cast to out_dtype half an ulp: u = 2^-11 fp16, 2^-8 bf16, 2^-24 fp32, plus half
+  the subnormal spacing near zero, 2^-25 for fp16).
 - quantize_allgather re-quantises the reduced block (float32, absmax A) with s2 = A / 127: another
   A / 254 at most, A <= max|exact| + the first error.
 - For Gaussian data the rounding errors are uniform on [-s/2, s/2], RMS s / sqrt(12). A block of 128
-  N(0, 1) samples has absmax ~ 2.7, so each rank contributes RMS ~ 2.7 / (127 * sqrt(12)) = 0.61% of
-  sigma, and the sum of W ranks keeps that ratio: relative L2 ~ 0.6% (< 1% asserted); re-quantising the
-  sum adds another ~0.6% in quadrature: ~0.9% (< 2% asserted).
+  N(0, 1) samples has absmax ~ 2.7, so each quantised term contributes RMS ~ 2.7 / (127 * sqrt(12)) =
+  0.61% of sigma; W - 1 of the W terms are quantised, so the relative L2 error of the sum is
+  ~0.61% * sqrt((W - 1) / W): 0.43% for W = 2, 0.53% for W = 4 (< 1% asserted). Re-quantising the sum
+  adds another ~0.6% in quadrature: ~0.75-0.8% (< 2% asserted).
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ from tests.quant_tasks import POISON_INDEX, Case, bad_arguments, case_input, run
 
 FLOATS = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
 UNIT_ROUNDOFF = {torch.float16: 2.0**-11, torch.bfloat16: 2.0**-8, torch.float32: 2.0**-24, torch.float64: 2.0**-53}
+# Half the spacing of subnormals: the absolute part of rounding to out_dtype near zero.
+SUBNORMAL_ROUNDOFF = {torch.float16: 2.0**-25, torch.bfloat16: 2.0**-134, torch.float32: 2.0**-150, torch.float64: 0.0}
 
 
 # --- Kernels against the reference -----------------------------------------------------------------
@@ -217,6 +222,40 @@ def test_dequantize_sum_requantize_matches_sum_then_quantize():
 
 
 @pytest.mark.usefixtures("isa")
+def test_dequantize_sum_with_an_exact_term_in_its_rank_position():
+    g = torch.Generator().manual_seed(9)
+    rows, length = 3, 777
+    q = torch.randint(-128, 128, (rows, length), generator=g, dtype=torch.int8)
+    scale = torch.rand(rows, 7, generator=g)
+    per_element = scale[:, torch.arange(length) // 128]
+    terms = [q[r].to(torch.float32) * per_element[r] for r in range(rows)]
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        exact = torch.randn(length, generator=g).to(dtype)
+        for position in range(rows + 1):
+            ordered = terms[:position] + [exact.to(torch.float32)] + terms[position:]
+            want = ordered[0]
+            for t in ordered[1:]:
+                want = want + t
+            got = torch.ops.atb_ops.dequantize_sum_int8(q, scale, 128, 7, torch.float32, exact, position)
+            assert torch.equal(got, want), (dtype, position)
+    alone = torch.randn(10, generator=g)
+    got = torch.ops.atb_ops.dequantize_sum_int8(
+        torch.zeros(0, 10, dtype=torch.int8), torch.zeros(0, 1), 128, 1, torch.float16, alone, 0
+    )
+    assert torch.equal(got, alone.to(torch.float16))  # world size 1: the rank's own values, cast
+
+
+@pytest.mark.usefixtures("isa")
+def test_packed_skip_shard_leaves_the_other_shards_as_before():
+    x = _data(1000, torch.float32, seed=3)
+    full = torch.ops.atb_ops.quantize_int8_packed(x, 128, 3, False)
+    skipped = torch.ops.atb_ops.quantize_int8_packed(x, 128, 3, False, 1)
+    shard_bytes = 3 * 128 + 4 * 3
+    assert torch.equal(full[:shard_bytes], skipped[:shard_bytes])
+    assert torch.equal(full[2 * shard_bytes :], skipped[2 * shard_bytes :])
+
+
+@pytest.mark.usefixtures("isa")
 def test_opcheck_registered_ops():
     x = torch.randn(5, 70)
     q, scale = quant.quantize_int8(x, 32)
@@ -228,6 +267,10 @@ def test_opcheck_registered_ops():
     torch.library.opcheck(torch.ops.atb_ops.quantize_int8_packed, (x, 32, 3, False))
     torch.library.opcheck(torch.ops.atb_ops.dequantize_int8_packed, (packed, x.numel(), 32, 3, torch.float32))
     torch.library.opcheck(torch.ops.atb_ops.dequantize_sum_requantize_int8, (rows, torch.rand(2, 4), 16, 4, 32, 96))
+    exact = torch.randn(64)
+    torch.library.opcheck(
+        torch.ops.atb_ops.dequantize_sum_int8, (rows, torch.rand(2, 4), 16, 4, torch.float32, exact, 1)
+    )
 
 
 def test_plan_shards_cover_the_tensor_in_whole_blocks():
@@ -303,6 +346,7 @@ FLOAT_CASES = [
 EMPTY_CASE = Case("empty", "float", (0, 4), torch.float16, seed=18)
 NAN_CASES = [
     Case("nan-[1000]", "float", (1000,), torch.float32, poison=float("nan"), seed=19),
+    Case("inf-[1000]", "float", (1000,), torch.float32, poison=float("inf"), seed=21),
     Case("inf-[1000]-qag", "float", (1000,), torch.float16, poison=float("inf"), quantize_allgather=True, seed=20),
 ]
 ALL_CASES = INT8_CASES + FLOAT_CASES + [EMPTY_CASE] + NAN_CASES
@@ -321,7 +365,8 @@ def _bound(case: Case, first: torch.Tensor, exact: torch.Tensor) -> torch.Tensor
         padded = torch.zeros(blocks * b, dtype=torch.float64)
         padded[:n] = exact.abs().reshape(-1) + first
         total = total + (padded.view(blocks, b).amax(1) / 254).repeat_interleave(b)[:n] * (1 + 2.0**-20)
-    return total + (exact.abs().reshape(-1) + total) * UNIT_ROUNDOFF[case.out_dtype]
+    rounding = (exact.abs().reshape(-1) + total) * UNIT_ROUNDOFF[case.out_dtype] + SUBNORMAL_ROUNDOFF[case.out_dtype]
+    return total + rounding
 
 
 def _check(case: Case, world_size: int, outs: list[torch.Tensor]) -> dict:
@@ -344,18 +389,32 @@ def _check(case: Case, world_size: int, outs: list[torch.Tensor]) -> dict:
     else:
         exact = sum(x.double() for x in xs)
         n, b = exact.numel(), case.block_size
+        # Element i is reduced by the rank owning its shard; that rank's own term never is quantised.
+        owner = torch.arange(n) // quant.plan_all_reduce(n, world_size, b).shard if n else torch.zeros(0)
         first = sum(x.double().abs() for x in xs).reshape(-1) * 2.0**-22  # float32 products and sum
-        for x in xs:
+        for r, x in enumerate(xs):
             _, scale = quantize_ref(x, b)
-            first = first + scale.double().repeat_interleave(b)[:n] / 2  # rounding: s_r / 2 per rank
+            rounding = scale.double().repeat_interleave(b)[:n] / 2  # s_r / 2 for the terms that travelled
+            first = first + torch.where(owner == r, torch.zeros_like(rounding), rounding)
     bound = _bound(case, first, exact)
     flat_out, flat_exact = out.double().reshape(-1), exact.reshape(-1)
     if case.poison is not None:
-        block = POISON_INDEX // case.block_size
-        poisoned = torch.zeros(flat_out.numel(), dtype=torch.bool)
-        poisoned[block * case.block_size : (block + 1) * case.block_size] = True
-        assert bool(torch.isnan(flat_out[poisoned]).all()), f"{case.name}: poisoned block is not NaN"
-        assert bool(torch.isfinite(flat_out[~poisoned]).all()), f"{case.name}: NaN leaked out of its block"
+        # A non-finite value that travels as int8 makes its whole block NaN; on the rank that reduces it
+        # (its shard's owner) it stays one element, NaN or inf as IEEE arithmetic has it, unless the
+        # quantised all-gather re-quantises that block.
+        n, b = flat_out.numel(), case.block_size
+        poisoner = world_size - 1
+        travelled = POISON_INDEX // quant.plan_all_reduce(n, world_size, b).shard != poisoner
+        poisoned = torch.zeros(n, dtype=torch.bool)
+        if travelled or case.quantize_allgather:
+            block = POISON_INDEX // b
+            poisoned[block * b : (block + 1) * b] = True
+            assert bool(torch.isnan(flat_out[poisoned]).all()), f"{case.name}: poisoned block is not NaN"
+        else:
+            poisoned[POISON_INDEX] = True
+            got = float(flat_out[POISON_INDEX])
+            assert math.isnan(got) if math.isnan(case.poison) else got == case.poison, (case.name, got)
+        assert bool(torch.isfinite(flat_out[~poisoned]).all()), f"{case.name}: non-finite value leaked"
         flat_out, flat_exact, bound = flat_out[~poisoned], flat_exact[~poisoned], bound[~poisoned]
     err = (flat_out - flat_exact).abs()
     worst = int(torch.argmax(err - bound)) if err.numel() else 0

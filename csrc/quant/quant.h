@@ -15,6 +15,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <tuple>
 
@@ -31,8 +32,9 @@ at::Tensor dequantizeInt8Cpu(const at::Tensor& q, const at::Tensor& scale, c10::
 // The wire format of quantized_all_reduce: x flattened, in shards of shardBlocks blocks; shard j starts at
 // byte j * (shardBlocks * blockSize + 4 * shardBlocks) and holds its int8 codes, then its float32 scales
 // (native byte order, possibly unaligned). Only the last non-empty shard may be short.
-// returns: int8 [numel + 4 * ceil(numel / blockSize)].
-at::Tensor quantizeInt8PackedCpu(const at::Tensor& x, int64_t blockSize, int64_t shardBlocks, bool raiseOnNonFinite);
+// returns: int8 [numel + 4 * ceil(numel / blockSize)]. Shard skipShard (-1: none) is left unwritten.
+at::Tensor quantizeInt8PackedCpu(const at::Tensor& x, int64_t blockSize, int64_t shardBlocks, bool raiseOnNonFinite,
+                                 int64_t skipShard);
 // packed: int8 [numel + 4 * ceil(numel / blockSize)] in that format. returns: [numel] of `dtype`.
 at::Tensor dequantizeInt8PackedCpu(const at::Tensor& packed, int64_t numel, int64_t blockSize, int64_t shardBlocks,
                                    c10::ScalarType dtype);
@@ -41,19 +43,21 @@ at::Tensor dequantizeInt8PackedCpu(const at::Tensor& packed, int64_t numel, int6
 // length len), zero-padded to paddedLen, quantised per block into the packed format as one shard.
 // returns: int8 [paddedLen + 4 * ceil(paddedLen / blockSize)]; a block with NaN / inf gets scale NaN.
 at::Tensor dequantizeSumRequantizeInt8Cpu(const at::Tensor& q, const at::Tensor& scale, int64_t group, int64_t period,
-                                          int64_t blockSize, int64_t paddedLen);
+                                          int64_t blockSize, int64_t paddedLen, const std::optional<at::Tensor>& exact,
+                                          int64_t exactRow);
 
 // Which CPU kernels run: request "" (query), "auto", "scalar" or "avx2"; returns the active one.
 std::string cpuIsa(const std::string& request);
 
 // q: [rows, len] int8 with stride(1) == 1 (rows may be strided, e.g. views into a receive buffer);
 // scale: [rows, nScales] float32, contiguous.
-// returns out [len] of outDtype: out[i] = sum over rows r (in order, float32) of
-//   float(q[r][i]) * scale[r][(i / group) % period].
+// exact: optional [len] floating, a rank's own values (never quantised), summed as term number exactRow.
+// returns out [len] of outDtype: out[i] = sum over the terms (in order, float32) of
+//   float(q[r][i]) * scale[r][(i / group) % period] for each row r, and float(exact[i]).
 // group = blockSize, period = nScales: per-block scales; group = 1, period = channels: per-channel
 // scales whose slice starts at this row's first element; group >= len, period = 1: one scale per row.
 at::Tensor dequantizeSumInt8Cpu(const at::Tensor& q, const at::Tensor& scale, int64_t group, int64_t period,
-                                c10::ScalarType outDtype);
+                                c10::ScalarType outDtype, const std::optional<at::Tensor>& exact, int64_t exactRow);
 
 // The argument checks every device shares (they raise ValueError / TypeError naming the values).
 void checkQuantizeArgs(const at::Tensor& x, int64_t blockSize);
@@ -68,13 +72,15 @@ inline int64_t numBlocks(int64_t numel, int64_t blockSize) {
 #ifdef ATB_OPS_QUANT_CUDA
 std::tuple<at::Tensor, at::Tensor> quantizeInt8Cuda(const at::Tensor& x, int64_t blockSize, bool raiseOnNonFinite);
 at::Tensor dequantizeInt8Cuda(const at::Tensor& q, const at::Tensor& scale, c10::ScalarType dtype, int64_t blockSize);
-at::Tensor quantizeInt8PackedCuda(const at::Tensor& x, int64_t blockSize, int64_t shardBlocks, bool raiseOnNonFinite);
+at::Tensor quantizeInt8PackedCuda(const at::Tensor& x, int64_t blockSize, int64_t shardBlocks, bool raiseOnNonFinite,
+                                  int64_t skipShard);
 at::Tensor dequantizeInt8PackedCuda(const at::Tensor& packed, int64_t numel, int64_t blockSize, int64_t shardBlocks,
                                     c10::ScalarType dtype);
 at::Tensor dequantizeSumInt8Cuda(const at::Tensor& q, const at::Tensor& scale, int64_t group, int64_t period,
-                                 c10::ScalarType outDtype);
+                                 c10::ScalarType outDtype, const std::optional<at::Tensor>& exact, int64_t exactRow);
 at::Tensor dequantizeSumRequantizeInt8Cuda(const at::Tensor& q, const at::Tensor& scale, int64_t group, int64_t period,
-                                           int64_t blockSize, int64_t paddedLen);
+                                           int64_t blockSize, int64_t paddedLen, const std::optional<at::Tensor>& exact,
+                                           int64_t exactRow);
 #endif
 
 }  // namespace quant

@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -111,6 +112,12 @@ void accumulate(float* acc, const int8_t* q, const float* s, int64_t begin, int6
     const float term = static_cast<float>(q[i]) * (kPerElement ? s[i] : s[0]);
     acc[i] = kFirst ? term : acc[i] + term;
   }
+}
+
+// acc[i] (= or +=) x[i]: a term that never crossed the wire (float32, exact).
+template <bool kFirst>
+void addExact(float* acc, const float* x, int64_t begin, int64_t n) {
+  for (int64_t i = begin; i < n; ++i) acc[i] = kFirst ? x[i] : acc[i] + x[i];
 }
 
 template <typename OutT>
@@ -213,6 +220,17 @@ ATB_AVX2 void accumulate(float* acc, const int8_t* q, const float* s, int64_t n)
   scalar::accumulate<kFirst, kPerElement>(acc, q, s, i, n);
 }
 
+template <bool kFirst>
+ATB_AVX2 void addExact(float* acc, const float* x, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    _mm256_storeu_ps(acc + i, kFirst ? v : _mm256_add_ps(_mm256_loadu_ps(acc + i), v));
+  }
+  _mm256_zeroupper();
+  scalar::addExact<kFirst>(acc, x, i, n);
+}
+
 template <typename OutT>
 ATB_AVX2 void store(const float* acc, OutT* out, int64_t n) {
   int64_t i = 0;
@@ -280,6 +298,14 @@ void accumulateRun(Isa isa, float* acc, const int8_t* q, const float* s, int64_t
   scalar::accumulate<kFirst, kPerElement>(acc, q, s, 0, n);
 }
 
+template <bool kFirst>
+void addExactRun(Isa isa, float* acc, const float* x, int64_t n) {
+#ifdef ATB_QUANT_X86
+  if (isa == Isa::kAvx2) return avx2::addExact<kFirst>(acc, x, n);
+#endif
+  scalar::addExact<kFirst>(acc, x, 0, n);
+}
+
 template <typename OutT>
 void storeRun(Isa isa, const float* acc, OutT* out, int64_t n) {
 #ifdef ATB_QUANT_X86
@@ -333,14 +359,17 @@ std::pair<int64_t, double> firstNonFinite(const T* x, int64_t begin, int64_t end
 }
 
 // Quantises every block b of x into where(b); raises ValueError on non-finite input when asked.
+// Blocks in [skipBegin, skipEnd) are left untouched (a shard that never leaves its rank).
 template <typename T, typename Where>
-void quantizeAll(const T* x, int64_t numel, int64_t blockSize, bool raiseOnNonFinite, Where where) {
+void quantizeAll(const T* x, int64_t numel, int64_t blockSize, bool raiseOnNonFinite, Where where,
+                 int64_t skipBegin = 0, int64_t skipEnd = 0) {
   const Isa isa = activeIsa().load();
   const int64_t blocks = numBlocks(numel, blockSize);
   std::atomic<int64_t> firstBad{std::numeric_limits<int64_t>::max()};
   const int64_t grain = std::max<int64_t>(1, kGrainElements / blockSize);
   at::parallel_for(0, blocks, grain, [&](int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; ++b) {
+      if (b >= skipBegin && b < skipEnd) continue;
       const int64_t start = b * blockSize;
       const int64_t len = std::min(blockSize, numel - start);
       if (!quantizeBlock(isa, x + start, len, where(b), /*markNonFinite=*/!raiseOnNonFinite)) {
@@ -375,25 +404,34 @@ void dequantizeAll(int64_t numel, int64_t blockSize, OutT* out, Where where) {
   });
 }
 
-// The row-sum behind every reduce: acc[i - t0] = sum over rows r (in order) of
-// float(q[r][i]) * scale[r][(i / group) % period], for i in [t0, t1).
+// The row-sum behind every reduce: acc[i - t0] = sum, in term order, of float(q[r][i]) *
+// scale[r][(i / group) % period] over the rows r, with `exact[i]` (a rank's own float32 values, which
+// never crossed the wire) as term number exactRow when given; for i in [t0, t1).
 struct RowSum {
   const int8_t* q;
   int64_t qRowStride;
   const float* scale;
   int64_t nScales, rows, group, period;
+  const float* exact;  // may be null
+  int64_t exactRow;
 
   void into(Isa isa, int64_t t0, int64_t t1, float* acc) const {
-    if (rows == 0) std::fill(acc, acc + (t1 - t0), 0.0f);
+    const int64_t terms = rows + (exact != nullptr ? 1 : 0);
+    if (terms == 0) std::fill(acc, acc + (t1 - t0), 0.0f);
     const bool perElement = group == 1;  // one scale per element, repeating with `period`
-    for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t t = 0; t < terms; ++t) {
+      if (exact != nullptr && t == exactRow) {
+        t == 0 ? addExactRun<true>(isa, acc, exact + t0, t1 - t0) : addExactRun<false>(isa, acc, exact + t0, t1 - t0);
+        continue;
+      }
+      const int64_t r = exact != nullptr && t > exactRow ? t - 1 : t;
       const int8_t* qr = q + r * qRowStride;
       const float* sr = scale + r * nScales;
       for (int64_t i = t0; i < t1;) {
         const int64_t k = perElement ? i % period : (i / group) % period;
         const int64_t run = perElement ? std::min(t1 - i, period - k) : std::min(t1 - i, (i / group + 1) * group - i);
         float* a = acc + (i - t0);
-        if (r == 0) {
+        if (t == 0) {
           perElement ? accumulateRun<true, true>(isa, a, qr + i, sr + k, run)
                      : accumulateRun<true, false>(isa, a, qr + i, sr + k, run);
         } else {
@@ -406,14 +444,33 @@ struct RowSum {
   }
 };
 
-RowSum rowSumOf(const at::Tensor& q, const at::Tensor& scale, int64_t group, int64_t period) {
+// exact: the optional own-values term as float32 (converted when it is another floating dtype).
+RowSum rowSumOf(const at::Tensor& q, const at::Tensor& scale, int64_t group, int64_t period, const at::Tensor& exact32,
+                int64_t exactRow) {
   return RowSum{q.const_data_ptr<int8_t>(),
                 q.size(0) > 1 ? q.stride(0) : 0,
                 scale.const_data_ptr<float>(),
                 scale.size(1),
                 q.size(0),
                 group,
-                period};
+                period,
+                exact32.defined() ? exact32.const_data_ptr<float>() : nullptr,
+                exactRow};
+}
+
+// Checks the optional exact term and returns it as contiguous float32 (undefined when absent).
+at::Tensor exactAsFloat(const std::optional<at::Tensor>& exact, int64_t exactRow, const at::Tensor& q) {
+  if (!exact.has_value() || !exact->defined()) return at::Tensor();
+  // Dtype, shape and device checks
+  TORCH_CHECK_TYPE(isFloatingInput(exact->scalar_type()), "dequantize_sum: exact must be floating, got ",
+                   exact->scalar_type());
+  TORCH_CHECK_VALUE(exact->dim() == 1 && exact->numel() == q.size(1), "dequantize_sum: exact must be [", q.size(1),
+                    "] like the rows, got ", exact->sizes());
+  TORCH_CHECK_VALUE(exact->device() == q.device(), "dequantize_sum: exact is on ", exact->device(), " but q on ",
+                    q.device());
+  TORCH_CHECK_VALUE(exactRow >= 0 && exactRow <= q.size(0), "dequantize_sum: exact_row must be in [0, ", q.size(0),
+                    "], got ", exactRow);
+  return exact->to(at::kFloat).contiguous();
 }
 
 template <typename OutT>
@@ -503,7 +560,8 @@ std::tuple<at::Tensor, at::Tensor> quantizeInt8Cpu(const at::Tensor& x, int64_t 
   return {q, scale};
 }
 
-at::Tensor quantizeInt8PackedCpu(const at::Tensor& x, int64_t blockSize, int64_t shardBlocks, bool raiseOnNonFinite) {
+at::Tensor quantizeInt8PackedCpu(const at::Tensor& x, int64_t blockSize, int64_t shardBlocks, bool raiseOnNonFinite,
+                                 int64_t skipShard) {
   checkQuantizeArgs(x, blockSize);
   checkPackedArgs(blockSize, shardBlocks);
   const at::Tensor xc = x.contiguous();
@@ -512,8 +570,9 @@ at::Tensor quantizeInt8PackedCpu(const at::Tensor& x, int64_t blockSize, int64_t
   if (layout.numel == 0) return packed;
   int8_t* base = packed.mutable_data_ptr<int8_t>();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, xc.scalar_type(), "quantize_int8_packed", [&] {
-    quantizeAll(xc.const_data_ptr<scalar_t>(), layout.numel, blockSize, raiseOnNonFinite,
-                [&](int64_t b) { return layout.at(base, b); });
+    quantizeAll(
+        xc.const_data_ptr<scalar_t>(), layout.numel, blockSize, raiseOnNonFinite,
+        [&](int64_t b) { return layout.at(base, b); }, skipShard * shardBlocks, (skipShard + 1) * shardBlocks);
   });
   return packed;
 }
@@ -567,20 +626,23 @@ at::Tensor dequantizeInt8Cpu(const at::Tensor& q, const at::Tensor& scale, c10::
 }
 
 at::Tensor dequantizeSumInt8Cpu(const at::Tensor& q, const at::Tensor& scale, int64_t group, int64_t period,
-                                c10::ScalarType outDtype) {
+                                c10::ScalarType outDtype, const std::optional<at::Tensor>& exact, int64_t exactRow) {
   checkDequantizeSumArgs(q, scale, group, period, outDtype);
+  const at::Tensor exact32 = exactAsFloat(exact, exactRow, q);
   const int64_t len = q.size(1);
   at::Tensor out = at::empty({len}, q.options().dtype(outDtype));
   if (len == 0) return out;
-  const RowSum sum = rowSumOf(q, scale, group, period);
+  const RowSum sum = rowSumOf(q, scale, group, period, exact32, exactRow);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, outDtype, "dequantize_sum_int8",
                                   [&] { dequantizeSumAll(sum, len, out.mutable_data_ptr<scalar_t>()); });
   return out;
 }
 
 at::Tensor dequantizeSumRequantizeInt8Cpu(const at::Tensor& q, const at::Tensor& scale, int64_t group, int64_t period,
-                                          int64_t blockSize, int64_t paddedLen) {
+                                          int64_t blockSize, int64_t paddedLen, const std::optional<at::Tensor>& exact,
+                                          int64_t exactRow) {
   checkDequantizeSumArgs(q, scale, group, period, at::kFloat);
+  const at::Tensor exact32 = exactAsFloat(exact, exactRow, q);
   TORCH_CHECK_VALUE(blockSize > 0, "dequantize_sum_requantize_int8: block_size must be > 0, got ", blockSize);
   const int64_t len = q.size(1);
   TORCH_CHECK_VALUE(paddedLen >= len, "dequantize_sum_requantize_int8: padded_len ", paddedLen,
@@ -590,7 +652,7 @@ at::Tensor dequantizeSumRequantizeInt8Cpu(const at::Tensor& q, const at::Tensor&
   at::Tensor packed = at::empty({layout.totalBytes()}, q.options());
   if (paddedLen == 0) return packed;
   int8_t* base = packed.mutable_data_ptr<int8_t>();
-  const RowSum sum = rowSumOf(q, scale, group, period);
+  const RowSum sum = rowSumOf(q, scale, group, period, exact32, exactRow);
   const Isa isa = activeIsa().load();
   const int64_t grain = std::max<int64_t>(1, kGrainElements / blockSize);
   at::parallel_for(0, blocks, grain, [&](int64_t b0, int64_t b1) {

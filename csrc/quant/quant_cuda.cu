@@ -15,6 +15,7 @@
 #include <cfloat>
 #include <cstdint>
 #include <limits>
+#include <optional>
 
 #include "quant/quant.h"
 
@@ -60,7 +61,7 @@ __device__ float getScale(const char* src) {
 // x: [numel]; firstBad: lowest block index holding NaN / inf.
 template <typename T>
 __global__ void quantizeKernel(const T* __restrict__ x, Layout out, int64_t blocks, bool markNonFinite,
-                               unsigned long long* firstBad) {
+                               unsigned long long* firstBad, int64_t skipBegin, int64_t skipEnd) {
   const int lane = threadIdx.x % kWarp;
   const int64_t warpsTotal = static_cast<int64_t>(gridDim.x) * kWarpsPerCta;
   for (int64_t b = static_cast<int64_t>(blockIdx.x) * kWarpsPerCta + threadIdx.x / kWarp; b < blocks; b += warpsTotal) {
@@ -113,18 +114,26 @@ __global__ void dequantizeKernel(Layout in, OutT* __restrict__ out) {
   }
 }
 
-// out[i] = sum over rows r of float(q[r][i]) * scale[r][(i / group) % period], rows in order.
+// out[i] = sum over the terms, in order, of float(q[r][i]) * scale[r][(i / group) % period] for each row r
+// and, when given, exact[i] as term number exactRow.
 template <typename OutT>
 __global__ void dequantizeSumKernel(const int8_t* __restrict__ q, int64_t qRowStride, const float* __restrict__ scale,
                                     int64_t nScales, int64_t rows, int64_t len, int64_t group, int64_t period,
-                                    OutT* __restrict__ out) {
+                                    const float* __restrict__ exact, int64_t exactRow, OutT* __restrict__ out) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t terms = rows + (exact != nullptr ? 1 : 0);
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < len; i += stride) {
     const int64_t k = (i / group) % period;
     float acc = 0.0f;
-    for (int64_t r = 0; r < rows; ++r) {
-      const float term = __fmul_rn(static_cast<float>(q[r * qRowStride + i]), scale[r * nScales + k]);
-      acc = r == 0 ? term : __fadd_rn(acc, term);
+    for (int64_t t = 0; t < terms; ++t) {
+      float term;
+      if (exact != nullptr && t == exactRow) {
+        term = exact[i];
+      } else {
+        const int64_t r = exact != nullptr && t > exactRow ? t - 1 : t;
+        term = __fmul_rn(static_cast<float>(q[r * qRowStride + i]), scale[r * nScales + k]);
+      }
+      acc = t == 0 ? term : __fadd_rn(acc, term);
     }
     out[i] = static_cast<OutT>(acc);
   }
@@ -140,14 +149,15 @@ int gridFor(int64_t work, int perCta) {
   return static_cast<int>(std::max<int64_t>(1, std::min(ctas, cap)));
 }
 
-void quantizeInto(const at::Tensor& xc, const Layout& out, bool raiseOnNonFinite) {
+void quantizeInto(const at::Tensor& xc, const Layout& out, bool raiseOnNonFinite, int64_t skipBegin = 0,
+                  int64_t skipEnd = 0) {
   const int64_t blocks = numBlocks(out.numel, out.blockSize);
   at::Tensor firstBad = at::full({1}, -1, xc.options().dtype(at::kLong));  // all bits set: kNoBadBlock
   auto stream = c10::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, xc.scalar_type(), "quantize_int8_cuda", [&] {
     quantizeKernel<scalar_t><<<gridFor(blocks, kWarpsPerCta), kThreads, 0, stream>>>(
         xc.const_data_ptr<scalar_t>(), out, blocks, !raiseOnNonFinite,
-        reinterpret_cast<unsigned long long*>(firstBad.mutable_data_ptr<int64_t>()));
+        reinterpret_cast<unsigned long long*>(firstBad.mutable_data_ptr<int64_t>()), skipBegin, skipEnd);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
   if (raiseOnNonFinite) {
@@ -188,7 +198,8 @@ std::tuple<at::Tensor, at::Tensor> quantizeInt8Cuda(const at::Tensor& x, int64_t
   return {q, scale};
 }
 
-at::Tensor quantizeInt8PackedCuda(const at::Tensor& x, int64_t blockSize, int64_t shardBlocks, bool raiseOnNonFinite) {
+at::Tensor quantizeInt8PackedCuda(const at::Tensor& x, int64_t blockSize, int64_t shardBlocks, bool raiseOnNonFinite,
+                                  int64_t skipShard) {
   checkQuantizeArgs(x, blockSize);
   TORCH_CHECK_VALUE(shardBlocks > 0, "quantize_int8_packed: shard_blocks must be > 0, got ", shardBlocks);
   const c10::cuda::CUDAGuard guard(x.device());
@@ -196,7 +207,8 @@ at::Tensor quantizeInt8PackedCuda(const at::Tensor& x, int64_t blockSize, int64_
   const int64_t numel = xc.numel();
   at::Tensor packed = at::empty({numel + 4 * numBlocks(numel, blockSize)}, xc.options().dtype(at::kChar));
   if (numel == 0) return packed;
-  quantizeInto(xc, Layout{packed.mutable_data_ptr<int8_t>(), nullptr, numel, blockSize, shardBlocks}, raiseOnNonFinite);
+  quantizeInto(xc, Layout{packed.mutable_data_ptr<int8_t>(), nullptr, numel, blockSize, shardBlocks}, raiseOnNonFinite,
+               skipShard * shardBlocks, (skipShard + 1) * shardBlocks);
   return packed;
 }
 
@@ -238,9 +250,22 @@ at::Tensor dequantizeInt8PackedCuda(const at::Tensor& packed, int64_t numel, int
 }
 
 at::Tensor dequantizeSumInt8Cuda(const at::Tensor& q, const at::Tensor& scale, int64_t group, int64_t period,
-                                 c10::ScalarType outDtype) {
+                                 c10::ScalarType outDtype, const std::optional<at::Tensor>& exact, int64_t exactRow) {
   checkDequantizeSumArgs(q, scale, group, period, outDtype);
   const c10::cuda::CUDAGuard guard(q.device());
+  at::Tensor exact32;
+  if (exact.has_value() && exact->defined()) {
+    // Dtype, shape and device checks
+    TORCH_CHECK_TYPE(isFloating(exact->scalar_type()), "dequantize_sum: exact must be floating, got ",
+                     exact->scalar_type());
+    TORCH_CHECK_VALUE(exact->dim() == 1 && exact->numel() == q.size(1), "dequantize_sum: exact must be [", q.size(1),
+                      "] like the rows, got ", exact->sizes());
+    TORCH_CHECK_VALUE(exact->device() == q.device(), "dequantize_sum: exact is on ", exact->device(), " but q on ",
+                      q.device());
+    TORCH_CHECK_VALUE(exactRow >= 0 && exactRow <= q.size(0), "dequantize_sum: exact_row must be in [0, ", q.size(0),
+                      "], got ", exactRow);
+    exact32 = exact->to(at::kFloat).contiguous();
+  }
   const int64_t len = q.size(1);
   at::Tensor out = at::empty({len}, q.options().dtype(outDtype));
   if (len == 0) return out;
@@ -248,25 +273,27 @@ at::Tensor dequantizeSumInt8Cuda(const at::Tensor& q, const at::Tensor& scale, i
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, outDtype, "dequantize_sum_int8_cuda", [&] {
     dequantizeSumKernel<scalar_t><<<gridFor(len, kThreads), kThreads, 0, stream>>>(
         q.const_data_ptr<int8_t>(), q.size(0) > 1 ? q.stride(0) : 0, scale.const_data_ptr<float>(), scale.size(1),
-        q.size(0), len, group, period, out.mutable_data_ptr<scalar_t>());
+        q.size(0), len, group, period, exact32.defined() ? exact32.const_data_ptr<float>() : nullptr, exactRow,
+        out.mutable_data_ptr<scalar_t>());
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
   return out;
 }
 
 at::Tensor dequantizeSumRequantizeInt8Cuda(const at::Tensor& q, const at::Tensor& scale, int64_t group, int64_t period,
-                                           int64_t blockSize, int64_t paddedLen) {
+                                           int64_t blockSize, int64_t paddedLen, const std::optional<at::Tensor>& exact,
+                                           int64_t exactRow) {
   TORCH_CHECK_VALUE(blockSize > 0, "dequantize_sum_requantize_int8: block_size must be > 0, got ", blockSize);
   TORCH_CHECK_VALUE(paddedLen >= q.size(1), "dequantize_sum_requantize_int8: padded_len ", paddedLen,
                     " is shorter than the rows (", q.size(1), " elements)");
   // Two kernels with a float32 shard between them (the GPU's caching allocator makes that cheap).
-  at::Tensor reduced = dequantizeSumInt8Cuda(q, scale, group, period, at::kFloat);
+  at::Tensor reduced = dequantizeSumInt8Cuda(q, scale, group, period, at::kFloat, exact, exactRow);
   if (paddedLen > reduced.numel()) {
     at::Tensor padded = at::zeros({paddedLen}, reduced.options());
     padded.narrow(0, 0, reduced.numel()).copy_(reduced);
     reduced = padded;
   }
-  return quantizeInt8PackedCuda(reduced, blockSize, std::max<int64_t>(numBlocks(paddedLen, blockSize), 1), false);
+  return quantizeInt8PackedCuda(reduced, blockSize, std::max<int64_t>(numBlocks(paddedLen, blockSize), 1), false, -1);
 }
 
 }  // namespace quant

@@ -15,7 +15,8 @@ Columns: ``bytes`` each rank sends per call (the busiest rank; for all_reduce th
 row's (> 1: faster than fp32), ``rel_err`` the relative L2 error against the exact float64 sum.
 
 The ranks are CPU processes on this host (spawned, loopback only). Timings on a shared machine are noisy:
-each row is the mean of --iters calls after --warmup calls.
+each variant runs --rounds rounds of --iters calls, interleaved with the other variants, and the table shows
+the best round (the least disturbed by other processes) and the median one.
 """
 
 from __future__ import annotations
@@ -112,26 +113,40 @@ def _rank_main(rank: int, world_size: int, env: dict[str, str], args: dict[str, 
                     None,
                 ),
             ]
-            for name, fn, nbytes, reduce_input in variants:
+            errors = []
+            for _, fn, _, reduce_input in variants:
                 # all_reduce works in place: its result (for the error) comes from one call on a fresh copy.
                 out = fn() if reduce_input is None else _all_reduce(reduce_input)
-                seconds = _time_calls(fn, args["warmup"], args["iters"])
-                slowest = torch.tensor([seconds], dtype=torch.float64)
-                dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
-                rel = None
-                if rank == 0:
-                    diff = out.double() - exact
-                    rel = float(torch.linalg.vector_norm(diff) / torch.linalg.vector_norm(exact))
+                errors.append(
+                    float(torch.linalg.vector_norm(out.double() - exact) / torch.linalg.vector_norm(exact))
+                    if rank == 0
+                    else None
+                )
+                del out
+                for _ in range(args["warmup"]):
+                    fn()
+            # Rounds interleave the variants so each sees the same machine; a round's time is the slowest
+            # rank's mean over --iters calls.
+            rounds: list[list[float]] = [[] for _ in variants]
+            for _ in range(args["rounds"]):
+                for i, (_, fn, _, _) in enumerate(variants):
+                    seconds = torch.tensor([_time_calls(fn, 0, args["iters"])], dtype=torch.float64)
+                    dist.all_reduce(seconds, op=dist.ReduceOp.MAX)
+                    rounds[i].append(float(seconds))
+            for (name, _, nbytes, _), times, rel in zip(variants, rounds, errors, strict=True):
                 rows.append(
                     {
                         "size": size,
                         "count": count,
                         "variant": name,
                         "bytes": int(nbytes),
-                        "time_s": float(slowest),
+                        "time_s": min(times),
+                        "time_median_s": sorted(times)[len(times) // 2],
+                        "times_s": times,
                         "rel_err": rel,
                     }
                 )
+            del x, x32, x16, buf32, buf16, exact
         dist.destroy_process_group()
         results.put((rank, None, rows))
     except Exception as e:  # noqa: BLE001 - reported by the parent, with the rank
@@ -155,8 +170,11 @@ def run(
     dtype: str = "float32",
     out_dtype: str = "float16",
     block_size: int = 128,
-    warmup: int = 2,
+    warmup: int = 1,
     iters: int = 5,
+    rounds: int = 3,
+    path: str = "auto",
+    thp: bool = False,
     timeout_s: float = 600.0,
 ) -> list[dict[str, Any]]:
     """Spawn the ranks, run every variant at every size, return rank 0's rows with ratios added.
@@ -172,7 +190,10 @@ def run(
         "MASTER_PORT": str(_free_port()),
         "ATB_OPS_JOB_ID": f"bench-quant-{uuid.uuid4().hex}",
         "ATB_OPS_TIMEOUT": str(int(timeout_s)),
+        "ATB_OPS_CPU_PATH": path,
     }
+    if thp:
+        env["THP_MEM_ALLOC_ENABLE"] = "1"  # torch's CPU allocator asks for transparent huge pages
     args = {
         "sizes": sizes,
         "dtype": dtype,
@@ -180,6 +201,7 @@ def run(
         "block_size": block_size,
         "warmup": warmup,
         "iters": iters,
+        "rounds": rounds,
     }
     procs = [ctx.Process(target=_rank_main, args=(r, world_size, env, args, results)) for r in range(world_size)]
     for p in procs:
@@ -210,18 +232,29 @@ def run(
     return rows
 
 
-def format_table(rows: list[dict[str, Any]], world_size: int, dtype: str, out_dtype: str, block_size: int) -> str:
+def format_table(
+    rows: list[dict[str, Any]],
+    world_size: int,
+    dtype: str,
+    out_dtype: str,
+    block_size: int,
+    path: str = "auto",
+    thp: bool = False,
+) -> str:
     lines = [
-        f"# quant_allreduce: {world_size} CPU ranks, input {dtype}, block_size {block_size}, out_dtype {out_dtype}",
+        f"# quant_allreduce: {world_size} CPU ranks, input {dtype}, block_size {block_size}, out_dtype {out_dtype}, "
+        f"quant path {path}{', THP' if thp else ''}",
         "# bytes: sent per rank per call (busiest rank); xfp16: bytes / fp16 all_reduce bytes;",
-        "# xfp32: fp32 all_reduce time / this time (> 1 is faster); rel_err: L2 vs the exact float64 sum",
-        f"{'size':>10} {'count':>10}  {'variant':<28} {'bytes':>11} {'xfp16':>6} {'time(ms)':>9} "
+        "# time: best round (median in brackets); xfp32: fp32 all_reduce time / this time (> 1 is faster);",
+        "# rel_err: L2 error against the exact float64 sum",
+        f"{'size':>10} {'count':>10}  {'variant':<28} {'bytes':>11} {'xfp16':>6} {'time(ms)':>9} {'(median)':>9} "
         f"{'xfp32':>6} {'rel_err':>9}",
     ]
     for r in rows:
         lines.append(
             f"{r['size']:>10} {r['count']:>10}  {r['variant']:<28} {r['bytes']:>11} {r['bytes_vs_fp16']:>6.3f} "
-            f"{r['time_s'] * 1e3:>9.2f} {r['speedup_vs_fp32']:>6.2f} {r['rel_err']:>9.2e}"
+            f"{r['time_s'] * 1e3:>9.2f} {'(' + format(r['time_median_s'] * 1e3, '.2f') + ')':>9} "
+            f"{r['speedup_vs_fp32']:>6.2f} {r['rel_err']:>9.2e}"
         )
     return "\n".join(lines)
 
@@ -239,15 +272,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dtype", default="float32", choices=DTYPES, help="input dtype (default float32)")
     parser.add_argument("--out-dtype", default="float16", choices=DTYPES)
     parser.add_argument("--block-size", type=int, default=128)
-    parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--iters", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=1, help="untimed calls per variant and size")
+    parser.add_argument("--iters", type=int, default=5, help="timed calls per round")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds over all variants; the best one is reported")
+    parser.add_argument(
+        "--path",
+        default="auto",
+        choices=["auto", "shm", "group"],
+        help="ATB_OPS_CPU_PATH for the quantised variants (group: the gloo group itself)",
+    )
+    parser.add_argument(
+        "--thp", action="store_true", help="THP_MEM_ALLOC_ENABLE=1 in the ranks: torch's CPU allocator uses huge pages"
+    )
     parser.add_argument("--json", help="also write the rows to this file")
     args = parser.parse_args(argv)
     if args.world_size < 1:
         parser.error(f"--world-size must be >= 1, got {args.world_size}")
     sizes = [parse_size(s) for s in args.sizes]
-    rows = run(args.world_size, sizes, args.dtype, args.out_dtype, args.block_size, args.warmup, args.iters)
-    print(format_table(rows, args.world_size, args.dtype, args.out_dtype, args.block_size))
+    rows = run(
+        args.world_size,
+        sizes,
+        args.dtype,
+        args.out_dtype,
+        args.block_size,
+        args.warmup,
+        args.iters,
+        args.rounds,
+        args.path,
+        args.thp,
+    )
+    print(format_table(rows, args.world_size, args.dtype, args.out_dtype, args.block_size, args.path, args.thp))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(

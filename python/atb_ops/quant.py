@@ -148,7 +148,7 @@ def _dequantize_int8_fake(q, scale, dtype, block_size=128):
 
 
 @torch.library.register_fake("atb_ops::quantize_int8_packed")
-def _quantize_int8_packed_fake(x, block_size, shard_blocks, raise_on_nonfinite):
+def _quantize_int8_packed_fake(x, block_size, shard_blocks, raise_on_nonfinite, skip_shard=-1):
     return x.new_empty((x.numel() + 4 * ((x.numel() + block_size - 1) // block_size),), dtype=torch.int8)
 
 
@@ -158,12 +158,12 @@ def _dequantize_int8_packed_fake(packed, numel, block_size, shard_blocks, dtype)
 
 
 @torch.library.register_fake("atb_ops::dequantize_sum_requantize_int8")
-def _dequantize_sum_requantize_int8_fake(q, scale, group, period, block_size, padded_len):
+def _dequantize_sum_requantize_int8_fake(q, scale, group, period, block_size, padded_len, exact=None, exact_row=0):
     return q.new_empty((padded_len + 4 * ((padded_len + block_size - 1) // block_size),), dtype=torch.int8)
 
 
 @torch.library.register_fake("atb_ops::dequantize_sum_int8")
-def _dequantize_sum_int8_fake(q, scale, group, period, out_dtype):
+def _dequantize_sum_int8_fake(q, scale, group, period, out_dtype, exact=None, exact_row=0):
     return q.new_empty((q.shape[1],), dtype=out_dtype)
 
 
@@ -364,23 +364,30 @@ def quantized_all_reduce(
     plan = plan_all_reduce(numel, world_size, block_size, mode, x.shape[-1] if x.dim() else 1)
 
     # 1. Codes and scales of every shard, packed per destination as [int8 codes | float32 scales as bytes].
+    #    A floating x's own shard never leaves this rank, so it is neither quantised nor sent: it joins the
+    #    sum exactly (as term number `rank`, keeping the order every rank uses).
+    send_counts = [plan.a2a_bytes(j) for j in range(world_size)]
+    sdispls = _packed(send_counts)  # where each shard sits in the packed buffer (the own one too)
+    recv_counts = [plan.a2a_bytes(rank)] * world_size
+    mine = plan.length(rank)
+    start, end = plan.bounds(rank)
+    exact = None
     if mode == "block":
-        send = torch.ops.atb_ops.quantize_int8_packed(flat, block_size, plan.shard // block_size, False)
+        send = torch.ops.atb_ops.quantize_int8_packed(flat, block_size, plan.shard // block_size, False, rank)
+        send_counts[rank] = recv_counts[rank] = 0
+        exact = flat[start:end]
     else:
         pieces = []
         for j in range(world_size):
-            start, end = plan.bounds(j)
-            pieces += [flat[start:end], _bytes(_channel_slice(scale_f32, start, plan.scales(j)))]
+            lo, hi = plan.bounds(j)
+            pieces += [flat[lo:hi], _bytes(_channel_slice(scale_f32, lo, plan.scales(j)))]
         send = torch.cat(pieces)
-    send_counts = [plan.a2a_bytes(j) for j in range(world_size)]
-    recv_counts = [plan.a2a_bytes(rank)] * world_size
 
-    # 2. Reduce-scatter: the all-to-all brings this rank's shard from every rank.
-    received = _all_to_all_v(send, send_counts, _packed(send_counts), recv_counts, _packed(recv_counts), group)
-    mine = plan.length(rank)
-    rows = received.view(world_size, recv_counts[0])
+    # 2. Reduce-scatter: the all-to-all brings this rank's shard from every (other) rank.
+    received = _all_to_all_v(send, send_counts, sdispls, recv_counts, _packed(recv_counts), group)
+    rows = received.view(world_size if exact is None else world_size - 1, plan.a2a_bytes(rank))
     row_codes = rows[:, :mine]
-    row_scales = _float32_rows(rows[:, mine:])  # [world_size, plan.scales(rank)]
+    row_scales = _float32_rows(rows[:, mine:])  # [rows, plan.scales(rank)]
     if mode == "block":
         group_size, period = block_size, max(plan.scales(rank), 1)
     elif mode == "channel":
@@ -392,10 +399,12 @@ def quantized_all_reduce(
     #    ranks' are short): in out_dtype, or re-quantised per block ([codes | scales], so the gathered
     #    buffer is the packed form of W full shards).
     if not quantize_allgather:
-        reduced = torch.ops.atb_ops.dequantize_sum_int8(row_codes, row_scales, group_size, period, out_dtype)
+        reduced = torch.ops.atb_ops.dequantize_sum_int8(
+            row_codes, row_scales, group_size, period, out_dtype, exact, rank
+        )
         return _all_gather(_pad(reduced, plan.shard), group)[:numel].view(x.shape)
     packed = torch.ops.atb_ops.dequantize_sum_requantize_int8(
-        row_codes, row_scales, group_size, period, block_size, plan.shard
+        row_codes, row_scales, group_size, period, block_size, plan.shard, exact, rank
     )
     gathered = _all_gather(packed, group)
     out = torch.ops.atb_ops.dequantize_int8_packed(
