@@ -39,6 +39,8 @@ def bits_view(raw: bytes, dtype_name: str) -> np.ndarray:
 
 def random_payload(rng: np.random.Generator, numel: int, dtype_name: str) -> bytes:
     """numel valid elements of dtype as raw bytes (bools are 0/1; floats are finite)."""
+    if numel == 0:
+        return b""
     if dtype_name == "bool":
         return rng.integers(0, 2, numel, dtype=np.uint8).tobytes()
     if dtype_name.startswith("float") or dtype_name == "bfloat16":
