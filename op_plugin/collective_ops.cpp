@@ -6,6 +6,7 @@
 #include "comm/communicator.h"
 #include "core/dtype.h"
 #include "core/layout.h"
+#include "core/memory.h"
 #include "core/status.h"
 #include "op_plugin/gil_release.h"
 
@@ -39,6 +40,7 @@ at::Tensor allToAllV(const at::Tensor& x, c10::IntArrayRef sendCounts, c10::IntA
   const AllToAllVLayout layout{sendCounts.vec(), sdispls.vec(), recvCounts.vec(), rdispls.vec()};
   const int64_t total = validateLayout(layout, worldSize, x.numel());
   at::Tensor out = at::empty({total}, x.options());
+  adviseHugePages(out);  // large outputs: fewer first-write page faults
   const CommConfig config = configFor(x, std::string(backend), std::string(commDomain), std::string(jobKey),
                                       std::string(groupName), rank, worldSize);
   GilRelease unlocked;
@@ -57,6 +59,7 @@ at::Tensor allGather(const at::Tensor& x, c10::string_view backend, c10::string_
   std::vector<int64_t> shape = x.sizes().vec();
   shape[0] *= worldSize;
   at::Tensor out = at::empty(shape, x.options());
+  adviseHugePages(out);
   const CommConfig config = configFor(x, std::string(backend), std::string(commDomain), std::string(jobKey),
                                       std::string(groupName), rank, worldSize);
   GilRelease unlocked;

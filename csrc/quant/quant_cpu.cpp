@@ -27,6 +27,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/memory.h"
 #include "quant/quant.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -55,6 +56,13 @@ inline float toFloat(c10::Half v) {
 }
 inline float toFloat(c10::BFloat16 v) {
   return static_cast<float>(v);
+}
+
+// A fresh output, its pages advised huge before the kernel first writes them (see core/memory.h).
+at::Tensor emptyOutput(c10::IntArrayRef sizes, const at::TensorOptions& options) {
+  at::Tensor t = at::empty(sizes, options);
+  adviseHugePages(t);
+  return t;
 }
 
 inline bool isFloatingInput(c10::ScalarType t) {
@@ -548,7 +556,7 @@ std::tuple<at::Tensor, at::Tensor> quantizeInt8Cpu(const at::Tensor& x, int64_t 
   checkQuantizeArgs(x, blockSize);
   const at::Tensor xc = x.contiguous();
   const int64_t numel = xc.numel();
-  at::Tensor q = at::empty(xc.sizes(), xc.options().dtype(at::kChar));
+  at::Tensor q = emptyOutput(xc.sizes(), xc.options().dtype(at::kChar));
   at::Tensor scale = at::empty({numBlocks(numel, blockSize)}, xc.options().dtype(at::kFloat));
   if (numel == 0) return {q, scale};
   int8_t* qp = q.mutable_data_ptr<int8_t>();
@@ -566,7 +574,7 @@ at::Tensor quantizeInt8PackedCpu(const at::Tensor& x, int64_t blockSize, int64_t
   checkPackedArgs(blockSize, shardBlocks);
   const at::Tensor xc = x.contiguous();
   const PackedLayout layout{xc.numel(), blockSize, shardBlocks};
-  at::Tensor packed = at::empty({layout.totalBytes()}, xc.options().dtype(at::kChar));
+  at::Tensor packed = emptyOutput({layout.totalBytes()}, xc.options().dtype(at::kChar));
   if (layout.numel == 0) return packed;
   int8_t* base = packed.mutable_data_ptr<int8_t>();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, xc.scalar_type(), "quantize_int8_packed", [&] {
@@ -590,7 +598,7 @@ at::Tensor dequantizeInt8PackedCpu(const at::Tensor& packed, int64_t numel, int6
                     " elements in blocks of ", blockSize, " pack into ", layout.totalBytes(), " bytes, got shape ",
                     packed.sizes());
   const at::Tensor pc = packed.contiguous();
-  at::Tensor out = at::empty({numel}, pc.options().dtype(dtype));
+  at::Tensor out = emptyOutput({numel}, pc.options().dtype(dtype));
   if (numel == 0) return out;
   const int8_t* base = pc.const_data_ptr<int8_t>();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, dtype, "dequantize_int8_packed", [&] {
@@ -613,7 +621,7 @@ at::Tensor dequantizeInt8Cpu(const at::Tensor& q, const at::Tensor& scale, c10::
                     scale.sizes());
   const at::Tensor qc = q.contiguous();
   const at::Tensor sc = scale.contiguous();
-  at::Tensor out = at::empty(qc.sizes(), qc.options().dtype(dtype));
+  at::Tensor out = emptyOutput(qc.sizes(), qc.options().dtype(dtype));
   if (numel == 0) return out;
   const int8_t* qp = qc.const_data_ptr<int8_t>();
   const float* sp = sc.const_data_ptr<float>();
@@ -630,7 +638,7 @@ at::Tensor dequantizeSumInt8Cpu(const at::Tensor& q, const at::Tensor& scale, in
   checkDequantizeSumArgs(q, scale, group, period, outDtype);
   const at::Tensor exact32 = exactAsFloat(exact, exactRow, q);
   const int64_t len = q.size(1);
-  at::Tensor out = at::empty({len}, q.options().dtype(outDtype));
+  at::Tensor out = emptyOutput({len}, q.options().dtype(outDtype));
   if (len == 0) return out;
   const RowSum sum = rowSumOf(q, scale, group, period, exact32, exactRow);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, outDtype, "dequantize_sum_int8",
@@ -649,7 +657,7 @@ at::Tensor dequantizeSumRequantizeInt8Cpu(const at::Tensor& q, const at::Tensor&
                     " is shorter than the rows (", len, " elements)");
   const int64_t blocks = numBlocks(paddedLen, blockSize);
   const PackedLayout layout{paddedLen, blockSize, std::max<int64_t>(blocks, 1)};
-  at::Tensor packed = at::empty({layout.totalBytes()}, q.options());
+  at::Tensor packed = emptyOutput({layout.totalBytes()}, q.options());
   if (paddedLen == 0) return packed;
   int8_t* base = packed.mutable_data_ptr<int8_t>();
   const RowSum sum = rowSumOf(q, scale, group, period, exact32, exactRow);
