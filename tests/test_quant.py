@@ -20,6 +20,7 @@ Error bounds used below (documented in csrc/quant/quant.h and docs/quant.md):
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -465,3 +466,22 @@ def test_int8_golden_helper_matches_hand_computation():
     assert per_tensor.tolist() == [[1.75, 0.5], [-0.25, 4.0]]
     per_channel = int8_golden(xs, [torch.tensor([1.0, 2.0]), torch.tensor([0.5, 0.25])], torch.float32)
     assert np.allclose(per_channel.numpy(), [[3.5, -2.5], [-0.5, 10.0]])
+
+
+def test_bench_quant_allreduce_runs_and_meets_the_byte_target(tmp_path, capsys):
+    """`python -m atb_ops bench --op quant_allreduce` end to end on 2 CPU ranks, tiny sizes (no timing
+    assertions: only that it runs, reports every variant, and its bytes and errors are as documented)."""
+    from atb_ops.__main__ import main
+
+    out = tmp_path / "bench.json"
+    argv = ["bench", "--op", "quant_allreduce", "--sizes", "256K", "--warmup", "0", "--iters", "1", "--rounds", "1"]
+    assert main([*argv, "--json", str(out)]) == 0
+    table = capsys.readouterr().out
+    assert "quant int8, gather int8" in table and "all_reduce fp32 (gloo)" in table
+    rows = {r["variant"]: r for r in json.loads(out.read_text())["rows"]}
+    assert len(rows) == 4
+    assert rows["quant int8, gather int8"]["bytes_vs_fp16"] <= 0.53
+    assert rows["quant int8, gather float16"]["bytes_vs_fp16"] < 0.77
+    assert rows["quant int8, gather float16"]["rel_err"] < 0.01
+    assert rows["quant int8, gather int8"]["rel_err"] < 0.02
+    assert rows["all_reduce fp32 (gloo)"]["rel_err"] < 1e-6
