@@ -12,7 +12,10 @@
 namespace atb_ops {
 namespace {
 
-constexpr size_t kMinBytes = size_t{4} << 20;
+// glibc serves every allocation of 32 MiB or more with a fresh mmap (its dynamic mmap threshold stops
+// there), so such a buffer is always untouched memory whose every page would fault; smaller ones are
+// usually recycled heap memory, already mapped, where the advice would only cost a system call.
+constexpr size_t kMinBytes = size_t{32} << 20;
 
 bool enabled() {
   static const bool on = [] {
