@@ -247,13 +247,15 @@ def test_dequantize_sum_with_an_exact_term_in_its_rank_position():
 
 
 @pytest.mark.usefixtures("isa")
-def test_packed_skip_shard_leaves_the_other_shards_as_before():
+def test_packed_skip_shard_leaves_it_out():
     x = _data(1000, torch.float32, seed=3)
     full = torch.ops.atb_ops.quantize_int8_packed(x, 128, 3, False)
-    skipped = torch.ops.atb_ops.quantize_int8_packed(x, 128, 3, False, 1)
-    shard_bytes = 3 * 128 + 4 * 3
-    assert torch.equal(full[:shard_bytes], skipped[:shard_bytes])
-    assert torch.equal(full[2 * shard_bytes :], skipped[2 * shard_bytes :])
+    shard_bytes = 3 * 128 + 4 * 3  # shards 0 and 1 are full; shard 2 holds the last 232 elements
+    for skip in range(3):
+        skipped = torch.ops.atb_ops.quantize_int8_packed(x, 128, 3, False, skip)
+        kept = [full[j * shard_bytes : (j + 1) * shard_bytes] for j in range(3) if j != skip]
+        assert torch.equal(skipped, torch.cat(kept)), skip  # the others, back to back in rank order
+    assert torch.ops.atb_ops.quantize_int8_packed(x, 128, 3, False, 5).shape == full.shape  # an empty shard
 
 
 @pytest.mark.usefixtures("isa")
@@ -266,6 +268,7 @@ def test_opcheck_registered_ops():
     torch.library.opcheck(torch.ops.atb_ops.dequantize_sum_int8, (rows, torch.rand(2, 4), 16, 4, torch.float16))
     packed = torch.ops.atb_ops.quantize_int8_packed(x, 32, 3, False)
     torch.library.opcheck(torch.ops.atb_ops.quantize_int8_packed, (x, 32, 3, False))
+    torch.library.opcheck(torch.ops.atb_ops.quantize_int8_packed, (x, 32, 3, False, 1))
     torch.library.opcheck(torch.ops.atb_ops.dequantize_int8_packed, (packed, x.numel(), 32, 3, torch.float32))
     torch.library.opcheck(torch.ops.atb_ops.dequantize_sum_requantize_int8, (rows, torch.rand(2, 4), 16, 4, 32, 96))
     exact = torch.randn(64)

@@ -31,8 +31,9 @@ at::Tensor dequantizeInt8Cpu(const at::Tensor& q, const at::Tensor& scale, c10::
 
 // The wire format of quantized_all_reduce: x flattened, in shards of shardBlocks blocks; shard j starts at
 // byte j * (shardBlocks * blockSize + 4 * shardBlocks) and holds its int8 codes, then its float32 scales
-// (native byte order, possibly unaligned). Only the last non-empty shard may be short.
-// returns: int8 [numel + 4 * ceil(numel / blockSize)]. Shard skipShard (-1: none) is left unwritten.
+// (native byte order, possibly unaligned). Only the last non-empty shard may be short. Shard skipShard
+// (-1: none; a rank's own shard, which is never sent) is left out: the shards after it move down by its size.
+// returns: int8 [numel + 4 * ceil(numel / blockSize) - bytes of the skipped shard].
 at::Tensor quantizeInt8PackedCpu(const at::Tensor& x, int64_t blockSize, int64_t shardBlocks, bool raiseOnNonFinite,
                                  int64_t skipShard);
 // packed: int8 [numel + 4 * ceil(numel / blockSize)] in that format. returns: [numel] of `dtype`.

@@ -494,23 +494,32 @@ void dequantizeSumAll(const RowSum& sum, int64_t len, OutT* out) {
   });
 }
 
-// The packed layout of quantizeInt8PackedCpu: shard j (blocks [j * shardBlocks, (j + 1) * shardBlocks))
-// starts at byte j * (shardBlocks * blockSize + 4 * shardBlocks) and holds its codes, then its scales.
+// The packed layout of quantizeInt8PackedCpu: shards of shardBlocks blocks back to back, each its codes then
+// its scales; shard skipShard (-1: none) takes no room, so the shards after it move down.
 struct PackedLayout {
   int64_t numel, blockSize, shardBlocks;
+  int64_t skipShard = -1;
 
   int64_t shardElements() const { return shardBlocks * blockSize; }
-  int64_t shardBytes() const { return shardElements() + 4 * shardBlocks; }
-  int64_t totalBytes() const { return numel + 4 * numBlocks(numel, blockSize); }
-  // Codes and scale of block b inside `base`.
+  int64_t shardLength(int64_t j) const {
+    return std::max<int64_t>(0, std::min(numel, (j + 1) * shardElements()) - j * shardElements());
+  }
+  int64_t shardBytesOf(int64_t j) const { return shardLength(j) + 4 * numBlocks(shardLength(j), blockSize); }
+  int64_t shardOffset(int64_t j) const {
+    // Every shard before j is full (only the last non-empty one may be short).
+    const int64_t full = shardElements() + 4 * shardBlocks;
+    return j * full - (skipShard >= 0 && j > skipShard ? shardBytesOf(skipShard) : 0);
+  }
+  int64_t totalBytes() const {
+    return numel + 4 * numBlocks(numel, blockSize) - (skipShard >= 0 ? shardBytesOf(skipShard) : 0);
+  }
+  // Codes and scale of block b inside `base` (b not in the skipped shard).
   template <typename Byte>
   BlockOut at(Byte* base, int64_t b) const {
     const int64_t j = b / shardBlocks;
     const int64_t k = b - j * shardBlocks;
-    const int64_t shardStart = j * shardElements();
-    const int64_t shardLen = std::min(numel, shardStart + shardElements()) - shardStart;
-    auto* shard = const_cast<int8_t*>(reinterpret_cast<const int8_t*>(base)) + j * shardBytes();
-    return BlockOut{shard + k * blockSize, shard + shardLen + 4 * k};
+    auto* shard = const_cast<int8_t*>(reinterpret_cast<const int8_t*>(base)) + shardOffset(j);
+    return BlockOut{shard + k * blockSize, shard + shardLength(j) + 4 * k};
   }
 };
 
@@ -573,7 +582,7 @@ at::Tensor quantizeInt8PackedCpu(const at::Tensor& x, int64_t blockSize, int64_t
   checkQuantizeArgs(x, blockSize);
   checkPackedArgs(blockSize, shardBlocks);
   const at::Tensor xc = x.contiguous();
-  const PackedLayout layout{xc.numel(), blockSize, shardBlocks};
+  const PackedLayout layout{xc.numel(), blockSize, shardBlocks, skipShard};
   at::Tensor packed = emptyOutput({layout.totalBytes()}, xc.options().dtype(at::kChar));
   if (layout.numel == 0) return packed;
   int8_t* base = packed.mutable_data_ptr<int8_t>();

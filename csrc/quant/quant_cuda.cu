@@ -28,23 +28,36 @@ constexpr int kWarp = 32;
 constexpr int kWarpsPerCta = kThreads / kWarp;
 constexpr unsigned long long kNoBadBlock = std::numeric_limits<unsigned long long>::max();
 
-// Where block b's codes and scale live: separate arrays (shardBlocks == 0) or the packed wire format.
+// Where block b's codes and scale live: separate arrays (shardBlocks == 0) or the packed wire format,
+// whose shard skipShard (-1: none) takes no room (see quant.h).
 struct Layout {
   int8_t* codes;  // packed: the buffer; else the codes array
   float* scales;  // unused when packed
   int64_t numel, blockSize, shardBlocks;
+  int64_t skipShard = -1;
 
+  __host__ __device__ int64_t shardLength(int64_t j) const {
+    const int64_t elements = shardBlocks * blockSize;
+    const int64_t end = numel < (j + 1) * elements ? numel : (j + 1) * elements;
+    return end - j * elements > 0 ? end - j * elements : 0;
+  }
+  __host__ __device__ int64_t shardBytesOf(int64_t j) const {
+    const int64_t len = shardLength(j);
+    return len + 4 * ((len + blockSize - 1) / blockSize);
+  }
+  __device__ int8_t* shard(int64_t j) const {
+    const int64_t full = shardBlocks * (blockSize + 4);
+    return codes + j * full - (skipShard >= 0 && j > skipShard ? shardBytesOf(skipShard) : 0);
+  }
   __device__ int8_t* code(int64_t b) const {
     if (shardBlocks == 0) return codes + b * blockSize;
     const int64_t j = b / shardBlocks;
-    return codes + j * shardBlocks * (blockSize + 4) + (b - j * shardBlocks) * blockSize;
+    return shard(j) + (b - j * shardBlocks) * blockSize;
   }
   __device__ char* scale(int64_t b) const {  // may be unaligned when packed: accessed bytewise
     if (shardBlocks == 0) return reinterpret_cast<char*>(scales + b);
     const int64_t j = b / shardBlocks;
-    const int64_t shardStart = j * shardBlocks * blockSize;
-    const int64_t shardLen = min(numel, shardStart + shardBlocks * blockSize) - shardStart;
-    return reinterpret_cast<char*>(codes + j * shardBlocks * (blockSize + 4) + shardLen) + 4 * (b - j * shardBlocks);
+    return reinterpret_cast<char*>(shard(j) + shardLength(j)) + 4 * (b - j * shardBlocks);
   }
 };
 
@@ -205,10 +218,12 @@ at::Tensor quantizeInt8PackedCuda(const at::Tensor& x, int64_t blockSize, int64_
   const c10::cuda::CUDAGuard guard(x.device());
   const at::Tensor xc = x.contiguous();
   const int64_t numel = xc.numel();
-  at::Tensor packed = at::empty({numel + 4 * numBlocks(numel, blockSize)}, xc.options().dtype(at::kChar));
+  Layout layout{nullptr, nullptr, numel, blockSize, shardBlocks, skipShard};
+  const int64_t skipped = skipShard >= 0 ? layout.shardBytesOf(skipShard) : 0;
+  at::Tensor packed = at::empty({numel + 4 * numBlocks(numel, blockSize) - skipped}, xc.options().dtype(at::kChar));
   if (numel == 0) return packed;
-  quantizeInto(xc, Layout{packed.mutable_data_ptr<int8_t>(), nullptr, numel, blockSize, shardBlocks}, raiseOnNonFinite,
-               skipShard * shardBlocks, (skipShard + 1) * shardBlocks);
+  layout.codes = packed.mutable_data_ptr<int8_t>();
+  quantizeInto(xc, layout, raiseOnNonFinite, skipShard * shardBlocks, (skipShard + 1) * shardBlocks);
   return packed;
 }
 

@@ -8,8 +8,10 @@ Quantisation (kernels in csrc/quant/, CPU and CUDA; the same definition on both)
 - A block of zeros gets scale 0 and codes 0 (never NaN); so does a block whose absmax / 127 underflows.
 - ``dequantize: float(q) * scale`` (one float32 multiply), then a cast to the requested dtype.
 - NaN or infinity in ``x``: :func:`quantize_int8` raises ``ValueError`` naming the first bad element.
-  :func:`quantized_all_reduce` instead propagates: the block that holds it travels with scale NaN, so
-  every element of that block is NaN in every rank's result (no rank raises while its peers wait).
+  :func:`quantized_all_reduce` instead propagates, so no rank raises while its peers wait: a block that
+  travels as int8 travels with scale NaN and is NaN in every rank's result; a value the reducing rank
+  adds itself stays what IEEE arithmetic makes of it (NaN, or inf), unless the quantised all-gather
+  re-quantises its block (then that block is NaN).
 
 The all-reduce (the low-bit path of Ascend's aclnnQuantMatmulAllReduceV3, seed 004)::
 
@@ -19,8 +21,11 @@ The all-reduce (the low-bit path of Ascend's aclnnQuantMatmulAllReduceV3, seed 0
 
 Shards are whole blocks: shard ``j`` is elements ``[j * L, (j + 1) * L)`` of the flattened tensor with
 ``L = ceil(blocks / world_size) * block_size``, so the last ranks' shards may be short or empty and no
-input is padded or copied for alignment. Per-channel scales are sliced per shard starting at the shard's
-first element's channel, so they stay aligned for any length and any number of channels.
+input is padded or copied for alignment. Rank ``j`` reduces shard ``j``; for a floating ``x`` its own
+part of shard ``j`` never leaves it, so it is neither quantised nor sent but added exactly, in its rank's
+place in the float32 sum (every element is still summed in rank order, on exactly one rank, so all ranks
+get identical results). Per-channel scales are sliced per shard starting at the shard's first element's
+channel, so they stay aligned for any length and any number of channels.
 """
 
 from __future__ import annotations
@@ -149,7 +154,12 @@ def _dequantize_int8_fake(q, scale, dtype, block_size=128):
 
 @torch.library.register_fake("atb_ops::quantize_int8_packed")
 def _quantize_int8_packed_fake(x, block_size, shard_blocks, raise_on_nonfinite, skip_shard=-1):
-    return x.new_empty((x.numel() + 4 * ((x.numel() + block_size - 1) // block_size),), dtype=torch.int8)
+    def packed_bytes(n: int) -> int:
+        return n + 4 * ((n + block_size - 1) // block_size)
+
+    shard = shard_blocks * block_size
+    skipped = max(0, min(x.numel(), (skip_shard + 1) * shard) - skip_shard * shard) if skip_shard >= 0 else 0
+    return x.new_empty((packed_bytes(x.numel()) - packed_bytes(skipped),), dtype=torch.int8)
 
 
 @torch.library.register_fake("atb_ops::dequantize_int8_packed")
@@ -311,14 +321,17 @@ def quantized_all_reduce(
       a one-element tensor) or per channel (shape ``[x.shape[-1]]``), float16/bfloat16/float32, and may
       differ between ranks. The result is ``sum_r float(x_r) * float32(scale_r)`` accumulated in float32
       in rank order, then cast to ``out_dtype`` (exact up to that cast when ``quantize_allgather`` is off).
-    - ``x`` floating (float16/bfloat16/float32/float64): each rank quantises its tensor per block of
-      ``block_size`` elements (see :func:`quantize_int8`); the scales travel beside the codes. Error per
-      element: at most ``sum_r scale_r / 2`` (``scale_r = absmax_r / 127`` of the block on rank r), plus
-      the cast to ``out_dtype``.
+    - ``x`` floating (float16/bfloat16/float32/float64): each rank quantises the shards it sends per block
+      of ``block_size`` elements (see :func:`quantize_int8`); the scales travel beside the codes, and the
+      shard a rank reduces itself joins the sum unquantised. Error per element: at most
+      ``sum over the other ranks r of scale_r / 2`` (``scale_r = absmax_r / 127`` of the element's block
+      on rank r), plus float32 rounding and the cast to ``out_dtype``. With one rank the result is ``x``
+      cast to ``out_dtype``.
     - ``quantize_allgather=True``: each reduced shard is re-quantised per block before the all-gather
       (int8 + scales instead of ``out_dtype``), adding at most ``absmax(reduced block) / 254`` per element.
 
-    NaN or infinity in a floating ``x`` makes its whole block NaN in the result on every rank.
+    NaN or infinity in a floating ``x`` propagates (see the module docstring): the block it travels in
+    becomes NaN on every rank.
 
     Args:
         x: int8, float16, bfloat16, float32 or float64 tensor of any shape (CPU, or CUDA where built).
@@ -367,12 +380,12 @@ def quantized_all_reduce(
     #    A floating x's own shard never leaves this rank, so it is neither quantised nor sent: it joins the
     #    sum exactly (as term number `rank`, keeping the order every rank uses).
     send_counts = [plan.a2a_bytes(j) for j in range(world_size)]
-    sdispls = _packed(send_counts)  # where each shard sits in the packed buffer (the own one too)
     recv_counts = [plan.a2a_bytes(rank)] * world_size
     mine = plan.length(rank)
     start, end = plan.bounds(rank)
     exact = None
     if mode == "block":
+        # The packed buffer leaves the own shard out, so the shards sit back to back in rank order.
         send = torch.ops.atb_ops.quantize_int8_packed(flat, block_size, plan.shard // block_size, False, rank)
         send_counts[rank] = recv_counts[rank] = 0
         exact = flat[start:end]
@@ -384,7 +397,7 @@ def quantized_all_reduce(
         send = torch.cat(pieces)
 
     # 2. Reduce-scatter: the all-to-all brings this rank's shard from every (other) rank.
-    received = _all_to_all_v(send, send_counts, sdispls, recv_counts, _packed(recv_counts), group)
+    received = _all_to_all_v(send, send_counts, _packed(send_counts), recv_counts, _packed(recv_counts), group)
     rows = received.view(world_size if exact is None else world_size - 1, plan.a2a_bytes(rank))
     row_codes = rows[:, :mine]
     row_scales = _float32_rows(rows[:, mine:])  # [rows, plan.scales(rank)]
