@@ -331,6 +331,8 @@ FLOAT_CASES = [
     Case("gauss-fp32-[256,256]", "float", (256, 256), torch.float32, seed=10),
     Case("gauss-fp32-[256,256]-qag", "float", (256, 256), torch.float32, quantize_allgather=True, seed=10),
     Case("gauss-fp16-[65536]", "float", (65536,), torch.float16, dtype=torch.float16, seed=11),
+    # 4 MiB in, >= 1 MiB per rank in the all-gather: the large-message paths of the backends
+    Case("gauss-fp32-[1048576]", "float", (1048576,), torch.float32, seed=22),
     Case("gauss-bf16-[1000,7]", "float", (1000, 7), torch.bfloat16, dtype=torch.bfloat16, magnitude=30.0, seed=12),
     Case("gauss-fp32-odd-[10007]-qag", "float", (10007,), torch.float16, quantize_allgather=True, seed=13),
     Case("zeros-[4096]", "float", (4096,), torch.float16, zeros=True, seed=14),
