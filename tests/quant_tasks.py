@@ -107,3 +107,26 @@ def bad_arguments(rank: int, world_size: int) -> list[str]:
         else:
             messages.append("no error")
     return messages
+
+
+def subgroups(rank: int, world_size: int, cases: list[Case]) -> list[torch.Tensor]:
+    """quantized_all_reduce over two subgroups, {even ranks} and {odd ranks}, every case."""
+    import torch.distributed as dist
+
+    evens = dist.new_group(list(range(0, world_size, 2)))
+    odds = dist.new_group(list(range(1, world_size, 2)))
+    group = evens if rank % 2 == 0 else odds
+    outs = []
+    for case in cases:
+        x, scale = case_input(case, dist.get_rank(group), dist.get_world_size(group))
+        outs.append(
+            quant.quantized_all_reduce(
+                x,
+                group,
+                scale=scale,
+                block_size=case.block_size,
+                out_dtype=case.out_dtype,
+                quantize_allgather=case.quantize_allgather,
+            )
+        )
+    return outs

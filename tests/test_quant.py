@@ -29,7 +29,7 @@ import torch
 
 from atb_ops import _C, quant
 from tests.quant_reference import dequantize_ref, int8_golden, quantize_ref
-from tests.quant_tasks import POISON_INDEX, Case, bad_arguments, case_input, run_cases
+from tests.quant_tasks import POISON_INDEX, Case, bad_arguments, case_input, run_cases, subgroups
 
 FLOATS = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
 UNIT_ROUNDOFF = {torch.float16: 2.0**-11, torch.bfloat16: 2.0**-8, torch.float32: 2.0**-24, torch.float64: 2.0**-53}
@@ -450,6 +450,15 @@ def test_quantized_all_reduce(rank_pools, world_size, path, record_property):
     print(f"\nworld_size={world_size} path={path}")
     for row in report:
         print("  ", row)
+
+
+def test_quantized_all_reduce_on_subgroups(rank_pools):
+    """Two 2-rank subgroups of a 4-rank job reduce independently (group ranks, not global ones, own shards)."""
+    cases = [INT8_CASES[1], FLOAT_CASES[0], FLOAT_CASES[1]]
+    results = rank_pools(4).run(subgroups, cases)
+    for i, case in enumerate(cases):
+        for members in ([0, 2], [1, 3]):
+            _check(case, 2, [results[r][i] for r in members])
 
 
 def test_quantized_all_reduce_bad_arguments_raise_before_communication(rank_pools):
