@@ -1,8 +1,9 @@
 """Builds atb_ops and its native core atb_ops._C (torch.utils.cpp_extension, ninja).
 
-The CPU core (csrc/core, csrc/ops, csrc/comm/{shm,c10d}, op_plugin) is always built. Vendor backends
-(csrc/comm/nccl, csrc/comm/hccl) add their sources through backend_sources() when their toolchain is
-found; see README "Build".
+The CPU core (csrc/core, csrc/ops, csrc/comm/{shm,c10d}, csrc/quant, op_plugin) is always built. Vendor
+backends (csrc/comm/nccl, csrc/comm/hccl) add their sources through backend_sources() when their toolchain
+is found; see README "Build". The CUDA quantisation kernels (csrc/quant/*.cu) are compiled only when torch
+has CUDA and nvcc is found (ATB_OPS_NO_CUDA=1 skips them).
 """
 
 from __future__ import annotations
@@ -31,9 +32,22 @@ def cpu_sources() -> list[str]:
         "csrc/comm/*.cpp",
         "csrc/comm/shm/*.cpp",
         "csrc/comm/c10d/*.cpp",
+        "csrc/quant/*.cpp",
         "op_plugin/*.cpp",
     ]
     return sorted(str(p) for pattern in patterns for p in glob.glob(str(ROOT / pattern)))
+
+
+def cuda_sources() -> list[str]:
+    """The .cu kernels, when this torch has CUDA and a CUDA toolkit is installed."""
+    if os.environ.get("ATB_OPS_NO_CUDA") == "1":
+        return []
+    import torch
+    from torch.utils.cpp_extension import CUDA_HOME
+
+    if torch.version.cuda is None or CUDA_HOME is None:
+        return []
+    return sorted(glob.glob(str(ROOT / "csrc/quant/*.cu")))
 
 
 def relative(paths: list[str]) -> list[str]:
@@ -41,12 +55,27 @@ def relative(paths: list[str]) -> list[str]:
 
 
 def extension():
-    flags = ["-O2", "-std=c++17", "-fvisibility=hidden"]
-    return CppExtension(
+    # -ffp-contract=off: no fused multiply-add, so the quantisation kernels round exactly as documented.
+    flags = ["-O2", "-std=c++17", "-fvisibility=hidden", "-ffp-contract=off"]
+    cuda = cuda_sources()
+    if not cuda:
+        return CppExtension(
+            name="atb_ops._C",
+            sources=relative(cpu_sources()),
+            include_dirs=[str(ROOT / "csrc"), str(ROOT), nlohmann_include()],
+            extra_compile_args={"cxx": flags},
+        )
+    from torch.utils.cpp_extension import CUDAExtension
+
+    return CUDAExtension(
         name="atb_ops._C",
-        sources=relative(cpu_sources()),
+        sources=relative(cpu_sources() + cuda),
         include_dirs=[str(ROOT / "csrc"), str(ROOT), nlohmann_include()],
-        extra_compile_args={"cxx": flags},
+        define_macros=[("ATB_OPS_QUANT_CUDA", "1")],
+        extra_compile_args={
+            "cxx": flags,
+            "nvcc": ["-O2", "-std=c++17", "--fmad=false", "-DATB_OPS_QUANT_CUDA=1"],
+        },
     )
 
 

@@ -11,6 +11,7 @@
 #include "comm/communicator.h"
 #include "comm/shm/arena.h"
 #include "core/layout.h"
+#include "quant/quant.h"
 
 namespace py = pybind11;
 
@@ -66,6 +67,17 @@ PYBIND11_MODULE(_C, m) {
         return t.device().is_cpu() && atb_ops::shm::Arena::instance().contains(t.data_ptr(), t.nbytes());
       },
       py::arg("tensor"), "Whether the tensor's memory lies in the shared-memory arena.");
+  m.def(
+      "_quant_cpu_isa",
+      [](const std::string& request) {
+        try {
+          return atb_ops::quant::cpuIsa(request);
+        } catch (const c10::Error& e) {
+          throw std::invalid_argument(e.what_without_backtrace());  // ValueError
+        }
+      },
+      py::arg("request") = "",
+      "Which atb_ops.quant CPU kernels run: '' (query), 'auto', 'scalar' or 'avx2'; returns the active one.");
 
   m.def("validate_layout", &validateLayout, py::arg("send_counts"), py::arg("sdispls"), py::arg("recv_counts"),
         py::arg("rdispls"), py::arg("rank_size"), py::arg("send_numel"), py::arg("recv_capacity") = -1,

@@ -11,7 +11,7 @@ import atexit
 
 import torch
 
-from atb_ops import _C, _ops, distributed
+from atb_ops import _C, _ops, distributed, quant
 from atb_ops._gloo_groups import resolve_group as _resolve_gloo_group
 from atb_ops.errors import AtbError
 
@@ -21,6 +21,7 @@ __all__ = [
     "backends",
     "clear_communicators",
     "distributed",
+    "quant",
     "shm_arena_info",
     "shm_empty",
     "shm_is_shared",

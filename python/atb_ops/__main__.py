@@ -12,8 +12,22 @@ COMMANDS = {
 }
 
 
+def _bench_op(argv: list[str]) -> str | None:
+    """The value of --op in `bench` arguments (--op NAME or --op=NAME), if any."""
+    for i, arg in enumerate(argv):
+        if arg == "--op" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--op="):
+            return arg.split("=", 1)[1]
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "bench" and _bench_op(argv[1:]) == "quant_allreduce":
+        from atb_ops import bench_quant
+
+        return bench_quant.main(argv[1:])
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
         print("usage: python -m atb_ops COMMAND [options]\n\ncommands:")
         for name, (_, what) in COMMANDS.items():

@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "core/env.h"
+#include "core/memory.h"
 #include "core/process.h"
 #include "core/status.h"
 
@@ -183,6 +184,20 @@ void C10dCommunicator::alltoallv(const at::Tensor& send, const AllToAllVLayout& 
 void C10dCommunicator::allgather(const at::Tensor& send, at::Tensor& recv) {
   at::Tensor in = bytesOf(send);
   at::Tensor out = bytesOf(recv);
+  // gloo's allgather is 3-4x slower than its all_to_all_single moving the same bytes once messages reach
+  // megabytes (measured on loopback, 2 ranks: 16 MiB each, 53 ms vs 15 ms), so large ones go as an
+  // all-to-all of size() copies of the input; small ones keep allgather's lower latency.
+  constexpr int64_t kAllToAllFromBytes = int64_t{1} << 20;
+  if (size() > 1 && in.numel() >= kAllToAllFromBytes) {
+    at::Tensor copies = at::empty({size(), in.numel()}, in.options());
+    adviseHugePages(copies);
+    copies.copy_(in.unsqueeze(0).expand({size(), in.numel()}));
+    copies = copies.view({-1});
+    std::vector<int64_t> inSplits(static_cast<size_t>(size()), in.numel());
+    std::vector<int64_t> outSplits = inSplits;
+    waitFor(pg_->all_to_all_single(out, copies, outSplits, inSplits), "allgather");
+    return;
+  }
   waitFor(pg_->_allgather_base(out, in), "allgather");
 }
 

@@ -1,0 +1,705 @@
+// CPU kernels of the int8 block quantisation (definitions in quant.h).
+//
+// Two implementations of every inner loop, bit-identical to each other and to the definition:
+//   scalar: portable C++ (any CPU, float64 data, and the tails of the vector loops);
+//   avx2:   x86-64 AVX2 + F16C intrinsics in functions compiled for that target only, chosen at run time
+//           when the CPU has both (the rest of the library stays baseline x86-64).
+// Every AVX2 function clears the upper register halves (vzeroupper) before its scalar tail, which may be
+// an out-of-line call into baseline SSE code (mixing the two without it costs a transition penalty).
+// Both use the same IEEE float32 operations in the same order (division, min/max clamp, round half to
+// even, one multiply and one add per term: no FMA, see -ffp-contract=off in setup.py), so the choice
+// never changes a result; tests run both (atb_ops._C._quant_cpu_isa).
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+#include <ATen/ops/empty.h>
+#include <c10/util/BFloat16.h>
+#include <c10/util/Exception.h>
+#include <c10/util/Half.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "core/memory.h"
+#include "quant/quant.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define ATB_QUANT_X86 1
+#include <immintrin.h>
+#endif
+
+namespace atb_ops {
+namespace quant {
+namespace {
+
+constexpr int64_t kGrainElements = 32768;
+constexpr int64_t kTile = 1024;  // float32 accumulators kept on the stack by dequantizeSum
+// (v + kRoundMagic) - kRoundMagic rounds any |v| < 2^22 to the nearest integer, ties to even, in the
+// default rounding mode (1.5 * 2^23 leaves no fraction bits).
+constexpr float kRoundMagic = 12582912.0f;
+
+inline float toFloat(float v) {
+  return v;
+}
+inline float toFloat(double v) {
+  return static_cast<float>(v);
+}
+inline float toFloat(c10::Half v) {
+  return static_cast<float>(v);
+}
+inline float toFloat(c10::BFloat16 v) {
+  return static_cast<float>(v);
+}
+
+// A fresh output, its pages advised huge before the kernel first writes them (see core/memory.h).
+at::Tensor emptyOutput(c10::IntArrayRef sizes, const at::TensorOptions& options) {
+  at::Tensor t = at::empty(sizes, options);
+  adviseHugePages(t);
+  return t;
+}
+
+inline bool isFloatingInput(c10::ScalarType t) {
+  return t == at::kHalf || t == at::kBFloat16 || t == at::kFloat || t == at::kDouble;
+}
+
+// Where one block's codes and scale go (plain arrays, or a packed [codes | scales] buffer).
+struct BlockOut {
+  int8_t* q;
+  void* scale;  // may be unaligned in a packed buffer: written with memcpy
+};
+
+inline void putScale(void* dst, float s) {
+  std::memcpy(dst, &s, sizeof(float));
+}
+inline float getScale(const void* src) {
+  float s;
+  std::memcpy(&s, src, sizeof(float));
+  return s;
+}
+
+// ---- scalar ----------------------------------------------------------------------------------------
+namespace scalar {
+
+// x / s clamped to [-127, 127], rounded half to even.
+inline int8_t code(float v, float s) {
+  v = v / s;
+  v = v < -127.0f ? -127.0f : v;
+  v = v > 127.0f ? 127.0f : v;
+  v = (v + kRoundMagic) - kRoundMagic;
+  return static_cast<int8_t>(static_cast<int32_t>(v));
+}
+
+// absmax of x[begin, len) (0 for an empty range); *bad set when a NaN or an infinity is seen.
+template <typename T>
+float absmax(const T* x, int64_t begin, int64_t len, float start, bool* bad) {
+  float m = start;
+  for (int64_t i = begin; i < len; ++i) {
+    const float a = std::fabs(toFloat(x[i]));
+    m = a > m ? a : m;
+    *bad |= !(a <= FLT_MAX);  // NaN compares false, inf is above FLT_MAX
+  }
+  return m;
+}
+
+template <typename T>
+void codes(const T* x, int64_t begin, int64_t len, float s, int8_t* q) {
+  for (int64_t i = begin; i < len; ++i) q[i] = code(toFloat(x[i]), s);
+}
+
+// acc[i] (= or +=) float(q[i]) * s[0], or * s[i] when kPerElement.
+template <bool kFirst, bool kPerElement>
+void accumulate(float* acc, const int8_t* q, const float* s, int64_t begin, int64_t n) {
+  for (int64_t i = begin; i < n; ++i) {
+    const float term = static_cast<float>(q[i]) * (kPerElement ? s[i] : s[0]);
+    acc[i] = kFirst ? term : acc[i] + term;
+  }
+}
+
+// acc[i] (= or +=) x[i]: a term that never crossed the wire (float32, exact).
+template <bool kFirst>
+void addExact(float* acc, const float* x, int64_t begin, int64_t n) {
+  for (int64_t i = begin; i < n; ++i) acc[i] = kFirst ? x[i] : acc[i] + x[i];
+}
+
+template <typename OutT>
+void store(const float* acc, OutT* out, int64_t begin, int64_t n) {
+  for (int64_t i = begin; i < n; ++i) out[i] = static_cast<OutT>(acc[i]);
+}
+
+template <typename OutT>
+void dequantize(const int8_t* q, float s, OutT* out, int64_t begin, int64_t n) {
+  for (int64_t i = begin; i < n; ++i) out[i] = static_cast<OutT>(static_cast<float>(q[i]) * s);
+}
+
+}  // namespace scalar
+
+// ---- avx2 + f16c ----------------------------------------------------------------------------------
+#ifdef ATB_QUANT_X86
+#define ATB_AVX2 __attribute__((target("avx2,f16c")))
+namespace avx2 {
+
+// Eight elements as float32 (exact conversions).
+ATB_AVX2 inline __m256 load8(const float* p) {
+  return _mm256_loadu_ps(p);
+}
+ATB_AVX2 inline __m256 load8(const c10::Half* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+ATB_AVX2 inline __m256 load8(const c10::BFloat16* p) {
+  const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+}
+ATB_AVX2 inline __m256 load8(const int8_t* q) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q))));
+}
+
+// Eight float32 to OutT, round to nearest even (as c10's conversions).
+ATB_AVX2 inline void store8(float* p, __m256 v) {
+  _mm256_storeu_ps(p, v);
+}
+ATB_AVX2 inline void store8(c10::Half* p, __m256 v) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+}
+ATB_AVX2 inline void store8(c10::BFloat16* p, __m256 v) {
+  const __m256i u = _mm256_castps_si256(v);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+  __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7FFF)), lsb), 16);
+  const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  r = _mm256_blendv_epi8(r, _mm256_set1_epi32(0x7FC0), nan);
+  const __m128i packed = _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), packed);
+}
+
+template <typename T>
+ATB_AVX2 float absmax(const T* x, int64_t len, bool* bad) {
+  const __m256 signMask = _mm256_set1_ps(-0.0f);
+  const __m256 fltMax = _mm256_set1_ps(FLT_MAX);
+  __m256 m = _mm256_setzero_ps();
+  __m256 nonFinite = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= len; i += 8) {
+    const __m256 a = _mm256_andnot_ps(signMask, load8(x + i));
+    m = _mm256_max_ps(m, a);
+    nonFinite = _mm256_or_ps(nonFinite, _mm256_cmp_ps(a, fltMax, _CMP_NLE_UQ));
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, m);
+  float result = 0.0f;
+  for (float lane : lanes) result = lane > result ? lane : result;
+  *bad |= _mm256_movemask_ps(nonFinite) != 0;
+  _mm256_zeroupper();  // before any non-VEX code: the scalar tail may be an out-of-line call
+  return scalar::absmax(x, i, len, result, bad);
+}
+
+template <typename T>
+ATB_AVX2 void codes(const T* x, int64_t len, float s, int8_t* q) {
+  const __m256 sv = _mm256_set1_ps(s);
+  const __m256 lo = _mm256_set1_ps(-127.0f);
+  const __m256 hi = _mm256_set1_ps(127.0f);
+  int64_t i = 0;
+  for (; i + 8 <= len; i += 8) {
+    __m256 v = _mm256_div_ps(load8(x + i), sv);
+    v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
+    v = _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256i w = _mm256_cvtps_epi32(v);
+    const __m128i p16 = _mm_packs_epi32(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(q + i), _mm_packs_epi16(p16, p16));
+  }
+  _mm256_zeroupper();
+  scalar::codes(x, i, len, s, q);
+}
+
+template <bool kFirst, bool kPerElement>
+ATB_AVX2 void accumulate(float* acc, const int8_t* q, const float* s, int64_t n) {
+  const __m256 s0 = _mm256_set1_ps(s[0]);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 term = _mm256_mul_ps(load8(q + i), kPerElement ? _mm256_loadu_ps(s + i) : s0);
+    _mm256_storeu_ps(acc + i, kFirst ? term : _mm256_add_ps(_mm256_loadu_ps(acc + i), term));
+  }
+  _mm256_zeroupper();
+  scalar::accumulate<kFirst, kPerElement>(acc, q, s, i, n);
+}
+
+template <bool kFirst>
+ATB_AVX2 void addExact(float* acc, const float* x, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    _mm256_storeu_ps(acc + i, kFirst ? v : _mm256_add_ps(_mm256_loadu_ps(acc + i), v));
+  }
+  _mm256_zeroupper();
+  scalar::addExact<kFirst>(acc, x, i, n);
+}
+
+template <typename OutT>
+ATB_AVX2 void store(const float* acc, OutT* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) store8(out + i, _mm256_loadu_ps(acc + i));
+  _mm256_zeroupper();
+  scalar::store(acc, out, i, n);
+}
+
+template <typename OutT>
+ATB_AVX2 void dequantize(const int8_t* q, float s, OutT* out, int64_t n) {
+  const __m256 sv = _mm256_set1_ps(s);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) store8(out + i, _mm256_mul_ps(load8(q + i), sv));
+  _mm256_zeroupper();
+  scalar::dequantize(q, s, out, i, n);
+}
+
+}  // namespace avx2
+#endif  // ATB_QUANT_X86
+
+// ---- dispatch -------------------------------------------------------------------------------------
+
+enum class Isa { kScalar, kAvx2 };
+
+Isa detectIsa() {
+#ifdef ATB_QUANT_X86
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) return Isa::kAvx2;
+#endif
+  return Isa::kScalar;
+}
+
+std::atomic<Isa>& activeIsa() {
+  static std::atomic<Isa> isa{detectIsa()};
+  return isa;
+}
+
+template <typename T>
+constexpr bool kVectorType = !std::is_same_v<T, double>;
+
+template <typename T>
+float blockAbsmax(Isa isa, const T* x, int64_t len, bool* bad) {
+#ifdef ATB_QUANT_X86
+  if constexpr (kVectorType<T>) {
+    if (isa == Isa::kAvx2) return avx2::absmax(x, len, bad);
+  }
+#endif
+  return scalar::absmax(x, 0, len, 0.0f, bad);
+}
+
+template <typename T>
+void blockCodes(Isa isa, const T* x, int64_t len, float s, int8_t* q) {
+#ifdef ATB_QUANT_X86
+  if constexpr (kVectorType<T>) {
+    if (isa == Isa::kAvx2) return avx2::codes(x, len, s, q);
+  }
+#endif
+  scalar::codes(x, 0, len, s, q);
+}
+
+template <bool kFirst, bool kPerElement>
+void accumulateRun(Isa isa, float* acc, const int8_t* q, const float* s, int64_t n) {
+#ifdef ATB_QUANT_X86
+  if (isa == Isa::kAvx2) return avx2::accumulate<kFirst, kPerElement>(acc, q, s, n);
+#endif
+  scalar::accumulate<kFirst, kPerElement>(acc, q, s, 0, n);
+}
+
+template <bool kFirst>
+void addExactRun(Isa isa, float* acc, const float* x, int64_t n) {
+#ifdef ATB_QUANT_X86
+  if (isa == Isa::kAvx2) return avx2::addExact<kFirst>(acc, x, n);
+#endif
+  scalar::addExact<kFirst>(acc, x, 0, n);
+}
+
+template <typename OutT>
+void storeRun(Isa isa, const float* acc, OutT* out, int64_t n) {
+#ifdef ATB_QUANT_X86
+  if constexpr (kVectorType<OutT>) {
+    if (isa == Isa::kAvx2) return avx2::store(acc, out, n);
+  }
+#endif
+  scalar::store(acc, out, 0, n);
+}
+
+template <typename OutT>
+void dequantizeRun(Isa isa, const int8_t* q, float s, OutT* out, int64_t n) {
+#ifdef ATB_QUANT_X86
+  if constexpr (kVectorType<OutT>) {
+    if (isa == Isa::kAvx2) return avx2::dequantize(q, s, out, n);
+  }
+#endif
+  scalar::dequantize(q, s, out, 0, n);
+}
+
+// ---- drivers --------------------------------------------------------------------------------------
+
+// One block: codes and scale. Returns false when the block holds a NaN or an infinity.
+template <typename T>
+bool quantizeBlock(Isa isa, const T* x, int64_t len, BlockOut out, bool markNonFinite) {
+  bool bad = false;
+  const float m = blockAbsmax(isa, x, len, &bad);
+  if (bad) {
+    putScale(out.scale, markNonFinite ? std::numeric_limits<float>::quiet_NaN() : 0.0f);
+    std::memset(out.q, 0, static_cast<size_t>(len));
+    return false;
+  }
+  const float s = m / 127.0f;
+  putScale(out.scale, s);
+  if (s == 0.0f) {
+    std::memset(out.q, 0, static_cast<size_t>(len));
+  } else {
+    blockCodes(isa, x, len, s, out.q);
+  }
+  return true;
+}
+
+// The first non-finite element of x[begin, end), for the error message.
+template <typename T>
+std::pair<int64_t, double> firstNonFinite(const T* x, int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; ++i) {
+    const float v = toFloat(x[i]);
+    if (!std::isfinite(v)) return {i, static_cast<double>(v)};
+  }
+  return {-1, 0.0};
+}
+
+// Quantises every block b of x into where(b); raises ValueError on non-finite input when asked.
+// Blocks in [skipBegin, skipEnd) are left untouched (a shard that never leaves its rank).
+template <typename T, typename Where>
+void quantizeAll(const T* x, int64_t numel, int64_t blockSize, bool raiseOnNonFinite, Where where,
+                 int64_t skipBegin = 0, int64_t skipEnd = 0) {
+  const Isa isa = activeIsa().load();
+  const int64_t blocks = numBlocks(numel, blockSize);
+  std::atomic<int64_t> firstBad{std::numeric_limits<int64_t>::max()};
+  const int64_t grain = std::max<int64_t>(1, kGrainElements / blockSize);
+  at::parallel_for(0, blocks, grain, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      if (b >= skipBegin && b < skipEnd) continue;
+      const int64_t start = b * blockSize;
+      const int64_t len = std::min(blockSize, numel - start);
+      if (!quantizeBlock(isa, x + start, len, where(b), /*markNonFinite=*/!raiseOnNonFinite)) {
+        int64_t seen = firstBad.load();
+        while (b < seen && !firstBad.compare_exchange_weak(seen, b)) {
+        }
+      }
+    }
+  });
+  const int64_t bad = firstBad.load();
+  if (raiseOnNonFinite && bad != std::numeric_limits<int64_t>::max()) {
+    const int64_t start = bad * blockSize;
+    const auto [index, value] = firstNonFinite(x, start, std::min(numel, start + blockSize));
+    TORCH_CHECK_VALUE(false, "quantize_int8: x holds a non-finite value (", value, " at flat index ", index, ", block ",
+                      bad, " of ", blocks, " with block_size ", blockSize,
+                      "); int8 cannot represent NaN or infinity. Clean the input (torch.nan_to_num) first.");
+  }
+}
+
+// out[b * blockSize + i] = float(codes of block b)[i] * scale of block b, for every block.
+template <typename OutT, typename Where>
+void dequantizeAll(int64_t numel, int64_t blockSize, OutT* out, Where where) {
+  const Isa isa = activeIsa().load();
+  const int64_t blocks = numBlocks(numel, blockSize);
+  const int64_t grain = std::max<int64_t>(1, kGrainElements / blockSize);
+  at::parallel_for(0, blocks, grain, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t start = b * blockSize;
+      const BlockOut in = where(b);
+      dequantizeRun(isa, in.q, getScale(in.scale), out + start, std::min(blockSize, numel - start));
+    }
+  });
+}
+
+// The row-sum behind every reduce: acc[i - t0] = sum, in term order, of float(q[r][i]) *
+// scale[r][(i / group) % period] over the rows r, with `exact[i]` (a rank's own float32 values, which
+// never crossed the wire) as term number exactRow when given; for i in [t0, t1).
+struct RowSum {
+  const int8_t* q;
+  int64_t qRowStride;
+  const float* scale;
+  int64_t nScales, rows, group, period;
+  const float* exact;  // may be null
+  int64_t exactRow;
+
+  void into(Isa isa, int64_t t0, int64_t t1, float* acc) const {
+    const int64_t terms = rows + (exact != nullptr ? 1 : 0);
+    if (terms == 0) std::fill(acc, acc + (t1 - t0), 0.0f);
+    const bool perElement = group == 1;  // one scale per element, repeating with `period`
+    for (int64_t t = 0; t < terms; ++t) {
+      if (exact != nullptr && t == exactRow) {
+        t == 0 ? addExactRun<true>(isa, acc, exact + t0, t1 - t0) : addExactRun<false>(isa, acc, exact + t0, t1 - t0);
+        continue;
+      }
+      const int64_t r = exact != nullptr && t > exactRow ? t - 1 : t;
+      const int8_t* qr = q + r * qRowStride;
+      const float* sr = scale + r * nScales;
+      for (int64_t i = t0; i < t1;) {
+        const int64_t k = perElement ? i % period : (i / group) % period;
+        const int64_t run = perElement ? std::min(t1 - i, period - k) : std::min(t1 - i, (i / group + 1) * group - i);
+        float* a = acc + (i - t0);
+        if (t == 0) {
+          perElement ? accumulateRun<true, true>(isa, a, qr + i, sr + k, run)
+                     : accumulateRun<true, false>(isa, a, qr + i, sr + k, run);
+        } else {
+          perElement ? accumulateRun<false, true>(isa, a, qr + i, sr + k, run)
+                     : accumulateRun<false, false>(isa, a, qr + i, sr + k, run);
+        }
+        i += run;
+      }
+    }
+  }
+};
+
+// exact: the optional own-values term as float32 (converted when it is another floating dtype).
+RowSum rowSumOf(const at::Tensor& q, const at::Tensor& scale, int64_t group, int64_t period, const at::Tensor& exact32,
+                int64_t exactRow) {
+  return RowSum{q.const_data_ptr<int8_t>(),
+                q.size(0) > 1 ? q.stride(0) : 0,
+                scale.const_data_ptr<float>(),
+                scale.size(1),
+                q.size(0),
+                group,
+                period,
+                exact32.defined() ? exact32.const_data_ptr<float>() : nullptr,
+                exactRow};
+}
+
+// Checks the optional exact term and returns it as contiguous float32 (undefined when absent).
+at::Tensor exactAsFloat(const std::optional<at::Tensor>& exact, int64_t exactRow, const at::Tensor& q) {
+  if (!exact.has_value() || !exact->defined()) return at::Tensor();
+  // Dtype, shape and device checks
+  TORCH_CHECK_TYPE(isFloatingInput(exact->scalar_type()), "dequantize_sum: exact must be floating, got ",
+                   exact->scalar_type());
+  TORCH_CHECK_VALUE(exact->dim() == 1 && exact->numel() == q.size(1), "dequantize_sum: exact must be [", q.size(1),
+                    "] like the rows, got ", exact->sizes());
+  TORCH_CHECK_VALUE(exact->device() == q.device(), "dequantize_sum: exact is on ", exact->device(), " but q on ",
+                    q.device());
+  TORCH_CHECK_VALUE(exactRow >= 0 && exactRow <= q.size(0), "dequantize_sum: exact_row must be in [0, ", q.size(0),
+                    "], got ", exactRow);
+  return exact->to(at::kFloat).contiguous();
+}
+
+template <typename OutT>
+void dequantizeSumAll(const RowSum& sum, int64_t len, OutT* out) {
+  const Isa isa = activeIsa().load();
+  at::parallel_for(0, len, kGrainElements, [&](int64_t begin, int64_t end) {
+    float acc[kTile];
+    for (int64_t t0 = begin; t0 < end; t0 += kTile) {
+      const int64_t t1 = std::min(end, t0 + kTile);
+      sum.into(isa, t0, t1, acc);
+      storeRun(isa, acc, out + t0, t1 - t0);
+    }
+  });
+}
+
+// The packed layout of quantizeInt8PackedCpu: shards of shardBlocks blocks back to back, each its codes then
+// its scales; shard skipShard (-1: none) takes no room, so the shards after it move down.
+struct PackedLayout {
+  int64_t numel, blockSize, shardBlocks;
+  int64_t skipShard = -1;
+
+  int64_t shardElements() const { return shardBlocks * blockSize; }
+  int64_t shardLength(int64_t j) const {
+    return std::max<int64_t>(0, std::min(numel, (j + 1) * shardElements()) - j * shardElements());
+  }
+  int64_t shardBytesOf(int64_t j) const { return shardLength(j) + 4 * numBlocks(shardLength(j), blockSize); }
+  int64_t shardOffset(int64_t j) const {
+    // Every shard before j is full (only the last non-empty one may be short).
+    const int64_t full = shardElements() + 4 * shardBlocks;
+    return j * full - (skipShard >= 0 && j > skipShard ? shardBytesOf(skipShard) : 0);
+  }
+  int64_t totalBytes() const {
+    return numel + 4 * numBlocks(numel, blockSize) - (skipShard >= 0 ? shardBytesOf(skipShard) : 0);
+  }
+  // Codes and scale of block b inside `base` (b not in the skipped shard).
+  template <typename Byte>
+  BlockOut at(Byte* base, int64_t b) const {
+    const int64_t j = b / shardBlocks;
+    const int64_t k = b - j * shardBlocks;
+    auto* shard = const_cast<int8_t*>(reinterpret_cast<const int8_t*>(base)) + shardOffset(j);
+    return BlockOut{shard + k * blockSize, shard + shardLength(j) + 4 * k};
+  }
+};
+
+void checkPackedArgs(int64_t blockSize, int64_t shardBlocks) {
+  TORCH_CHECK_VALUE(blockSize > 0, "quantize_int8_packed: block_size must be > 0, got ", blockSize);
+  TORCH_CHECK_VALUE(shardBlocks > 0, "quantize_int8_packed: shard_blocks must be > 0, got ", shardBlocks);
+}
+
+}  // namespace
+
+void checkQuantizeArgs(const at::Tensor& x, int64_t blockSize) {
+  // Dtype and block checks
+  TORCH_CHECK_TYPE(isFloatingInput(x.scalar_type()),
+                   "quantize_int8: x must be float16, bfloat16, float32 or float64, got ", x.scalar_type());
+  TORCH_CHECK_VALUE(blockSize > 0, "quantize_int8: block_size must be > 0, got ", blockSize);
+}
+
+void checkDequantizeSumArgs(const at::Tensor& q, const at::Tensor& scale, int64_t group, int64_t period,
+                            c10::ScalarType outDtype) {
+  // Dtype checks
+  TORCH_CHECK_TYPE(q.scalar_type() == at::kChar, "dequantize: q must be int8, got ", q.scalar_type());
+  TORCH_CHECK_TYPE(scale.scalar_type() == at::kFloat, "dequantize: scale must be float32, got ", scale.scalar_type());
+  TORCH_CHECK_TYPE(isFloatingInput(outDtype), "dequantize: dtype must be float16, bfloat16, float32 or float64, got ",
+                   outDtype);
+  // Shape and layout checks: q [rows, len] with unit inner stride, scale [rows, nScales] contiguous
+  TORCH_CHECK_VALUE(q.dim() == 2 && scale.dim() == 2, "dequantize_sum: q and scale must be 2-D, got q ", q.sizes(),
+                    " and scale ", scale.sizes());
+  TORCH_CHECK_VALUE(q.size(0) == scale.size(0), "dequantize_sum: q has ", q.size(0), " rows but scale has ",
+                    scale.size(0));
+  TORCH_CHECK_VALUE(q.size(1) <= 1 || q.stride(1) == 1, "dequantize_sum: q rows must be contiguous, strides ",
+                    q.strides());
+  TORCH_CHECK_VALUE(scale.is_contiguous(), "dequantize_sum: scale must be contiguous, strides ", scale.strides());
+  TORCH_CHECK_VALUE(q.device() == scale.device(), "dequantize: q is on ", q.device(), " but scale on ", scale.device());
+  TORCH_CHECK_VALUE(group >= 1 && period >= 1, "dequantize_sum: group and period must be >= 1, got group ", group,
+                    " period ", period);
+  const int64_t len = q.size(1);
+  const int64_t needed = len == 0 ? 0 : std::min(numBlocks(len, group), period);
+  TORCH_CHECK_VALUE(scale.size(1) >= needed, "dequantize: ", len, " elements with group ", group, " and period ",
+                    period, " need ", needed, " scales per row, got ", scale.size(1));
+}
+
+std::tuple<at::Tensor, at::Tensor> quantizeInt8Cpu(const at::Tensor& x, int64_t blockSize, bool raiseOnNonFinite) {
+  checkQuantizeArgs(x, blockSize);
+  const at::Tensor xc = x.contiguous();
+  const int64_t numel = xc.numel();
+  at::Tensor q = emptyOutput(xc.sizes(), xc.options().dtype(at::kChar));
+  at::Tensor scale = at::empty({numBlocks(numel, blockSize)}, xc.options().dtype(at::kFloat));
+  if (numel == 0) return {q, scale};
+  int8_t* qp = q.mutable_data_ptr<int8_t>();
+  float* sp = scale.mutable_data_ptr<float>();
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, xc.scalar_type(), "quantize_int8", [&] {
+    quantizeAll(xc.const_data_ptr<scalar_t>(), numel, blockSize, raiseOnNonFinite,
+                [&](int64_t b) { return BlockOut{qp + b * blockSize, sp + b}; });
+  });
+  return {q, scale};
+}
+
+at::Tensor quantizeInt8PackedCpu(const at::Tensor& x, int64_t blockSize, int64_t shardBlocks, bool raiseOnNonFinite,
+                                 int64_t skipShard) {
+  checkQuantizeArgs(x, blockSize);
+  checkPackedArgs(blockSize, shardBlocks);
+  const at::Tensor xc = x.contiguous();
+  const PackedLayout layout{xc.numel(), blockSize, shardBlocks, skipShard};
+  at::Tensor packed = emptyOutput({layout.totalBytes()}, xc.options().dtype(at::kChar));
+  if (layout.numel == 0) return packed;
+  int8_t* base = packed.mutable_data_ptr<int8_t>();
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, xc.scalar_type(), "quantize_int8_packed", [&] {
+    quantizeAll(
+        xc.const_data_ptr<scalar_t>(), layout.numel, blockSize, raiseOnNonFinite,
+        [&](int64_t b) { return layout.at(base, b); }, skipShard * shardBlocks, (skipShard + 1) * shardBlocks);
+  });
+  return packed;
+}
+
+at::Tensor dequantizeInt8PackedCpu(const at::Tensor& packed, int64_t numel, int64_t blockSize, int64_t shardBlocks,
+                                   c10::ScalarType dtype) {
+  // Dtype, layout and size checks
+  TORCH_CHECK_TYPE(packed.scalar_type() == at::kChar, "dequantize_int8_packed: packed must be int8, got ",
+                   packed.scalar_type());
+  TORCH_CHECK_TYPE(isFloatingInput(dtype), "dequantize_int8_packed: dtype must be floating, got ", dtype);
+  checkPackedArgs(blockSize, shardBlocks);
+  TORCH_CHECK_VALUE(numel >= 0, "dequantize_int8_packed: numel must be >= 0, got ", numel);
+  const PackedLayout layout{numel, blockSize, shardBlocks};
+  TORCH_CHECK_VALUE(packed.dim() == 1 && packed.numel() == layout.totalBytes(), "dequantize_int8_packed: ", numel,
+                    " elements in blocks of ", blockSize, " pack into ", layout.totalBytes(), " bytes, got shape ",
+                    packed.sizes());
+  const at::Tensor pc = packed.contiguous();
+  at::Tensor out = emptyOutput({numel}, pc.options().dtype(dtype));
+  if (numel == 0) return out;
+  const int8_t* base = pc.const_data_ptr<int8_t>();
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, dtype, "dequantize_int8_packed", [&] {
+    dequantizeAll(numel, blockSize, out.mutable_data_ptr<scalar_t>(), [&](int64_t b) { return layout.at(base, b); });
+  });
+  return out;
+}
+
+at::Tensor dequantizeInt8Cpu(const at::Tensor& q, const at::Tensor& scale, c10::ScalarType dtype, int64_t blockSize) {
+  // Dtype and shape checks
+  TORCH_CHECK_TYPE(q.scalar_type() == at::kChar, "dequantize_int8: q must be int8, got ", q.scalar_type());
+  TORCH_CHECK_TYPE(scale.scalar_type() == at::kFloat, "dequantize_int8: scale must be float32, got ",
+                   scale.scalar_type());
+  TORCH_CHECK_TYPE(isFloatingInput(dtype), "dequantize_int8: dtype must be floating, got ", dtype);
+  TORCH_CHECK_VALUE(blockSize > 0, "dequantize_int8: block_size must be > 0, got ", blockSize);
+  const int64_t numel = q.numel();
+  const int64_t blocks = numBlocks(numel, blockSize);
+  TORCH_CHECK_VALUE(scale.dim() == 1 && scale.numel() == blocks, "dequantize_int8: q has ", numel,
+                    " elements, so block_size ", blockSize, " needs scale of shape [", blocks, "], got ",
+                    scale.sizes());
+  const at::Tensor qc = q.contiguous();
+  const at::Tensor sc = scale.contiguous();
+  at::Tensor out = emptyOutput(qc.sizes(), qc.options().dtype(dtype));
+  if (numel == 0) return out;
+  const int8_t* qp = qc.const_data_ptr<int8_t>();
+  const float* sp = sc.const_data_ptr<float>();
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, dtype, "dequantize_int8", [&] {
+    dequantizeAll(numel, blockSize, out.mutable_data_ptr<scalar_t>(), [&](int64_t b) {
+      return BlockOut{const_cast<int8_t*>(qp) + b * blockSize, const_cast<float*>(sp) + b};
+    });
+  });
+  return out;
+}
+
+at::Tensor dequantizeSumInt8Cpu(const at::Tensor& q, const at::Tensor& scale, int64_t group, int64_t period,
+                                c10::ScalarType outDtype, const std::optional<at::Tensor>& exact, int64_t exactRow) {
+  checkDequantizeSumArgs(q, scale, group, period, outDtype);
+  const at::Tensor exact32 = exactAsFloat(exact, exactRow, q);
+  const int64_t len = q.size(1);
+  at::Tensor out = emptyOutput({len}, q.options().dtype(outDtype));
+  if (len == 0) return out;
+  const RowSum sum = rowSumOf(q, scale, group, period, exact32, exactRow);
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, outDtype, "dequantize_sum_int8",
+                                  [&] { dequantizeSumAll(sum, len, out.mutable_data_ptr<scalar_t>()); });
+  return out;
+}
+
+at::Tensor dequantizeSumRequantizeInt8Cpu(const at::Tensor& q, const at::Tensor& scale, int64_t group, int64_t period,
+                                          int64_t blockSize, int64_t paddedLen, const std::optional<at::Tensor>& exact,
+                                          int64_t exactRow) {
+  checkDequantizeSumArgs(q, scale, group, period, at::kFloat);
+  const at::Tensor exact32 = exactAsFloat(exact, exactRow, q);
+  TORCH_CHECK_VALUE(blockSize > 0, "dequantize_sum_requantize_int8: block_size must be > 0, got ", blockSize);
+  const int64_t len = q.size(1);
+  TORCH_CHECK_VALUE(paddedLen >= len, "dequantize_sum_requantize_int8: padded_len ", paddedLen,
+                    " is shorter than the rows (", len, " elements)");
+  const int64_t blocks = numBlocks(paddedLen, blockSize);
+  const PackedLayout layout{paddedLen, blockSize, std::max<int64_t>(blocks, 1)};
+  at::Tensor packed = emptyOutput({layout.totalBytes()}, q.options());
+  if (paddedLen == 0) return packed;
+  int8_t* base = packed.mutable_data_ptr<int8_t>();
+  const RowSum sum = rowSumOf(q, scale, group, period, exact32, exactRow);
+  const Isa isa = activeIsa().load();
+  const int64_t grain = std::max<int64_t>(1, kGrainElements / blockSize);
+  at::parallel_for(0, blocks, grain, [&](int64_t b0, int64_t b1) {
+    std::vector<float> acc(static_cast<size_t>(blockSize));
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t start = b * blockSize;
+      const int64_t n = std::min(blockSize, paddedLen - start);
+      const int64_t real = std::max<int64_t>(0, std::min(n, len - start));  // the rest is padding: zeros
+      sum.into(isa, start, start + real, acc.data());
+      std::fill(acc.begin() + real, acc.begin() + n, 0.0f);
+      quantizeBlock(isa, static_cast<const float*>(acc.data()), n, layout.at(base, b), /*markNonFinite=*/true);
+    }
+  });
+  return packed;
+}
+
+std::string cpuIsa(const std::string& request) {
+  // "" keeps the current choice; "scalar" or "avx2" (when the CPU has it) selects one; "auto" re-detects.
+  if (request == "scalar") {
+    activeIsa().store(Isa::kScalar);
+  } else if (request == "avx2") {
+    TORCH_CHECK_VALUE(detectIsa() == Isa::kAvx2, "quant cpu isa: this CPU (or build) has no AVX2 + F16C");
+    activeIsa().store(Isa::kAvx2);
+  } else if (request == "auto") {
+    activeIsa().store(detectIsa());
+  } else {
+    TORCH_CHECK_VALUE(request.empty(), "quant cpu isa must be '', 'auto', 'scalar' or 'avx2', got '", request, "'");
+  }
+  return activeIsa().load() == Isa::kAvx2 ? "avx2" : "scalar";
+}
+
+}  // namespace quant
+}  // namespace atb_ops
