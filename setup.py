@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import glob
 import os
+import sys
 from pathlib import Path
 
 from setuptools import find_packages, setup
-from torch.utils.cpp_extension import BuildExtension, CppExtension
+from torch.utils.cpp_extension import BuildExtension, CppExtension, CUDAExtension
 
 ROOT = Path(__file__).resolve().parent
 
@@ -30,16 +31,80 @@ def cpu_sources() -> list[str]:
     return sorted(str(p) for pattern in patterns for p in glob.glob(str(ROOT / pattern)))
 
 
+def nccl_build() -> dict:
+    """The NCCL backend (csrc/comm/nccl/), as additions to the extension's arguments.
+
+    Its logic (nccl_comm, nccl_bootstrap, the NcclApi mock) needs neither CUDA nor nccl.h and is always
+    built, so tests/test_nccl_mock.py runs everywhere. csrc/comm/nccl/cuda/ (the real NcclApi and the
+    "nccl" communicator) is added only when torch has CUDA (torch.version.cuda), the CUDA toolkit is found
+    (CUDA_HOME) and nccl.h is found: in $NCCL_HOME, torch's own nvidia-nccl wheel, or /usr. ATB_OPS_NCCL=0
+    leaves it out. Returns {"cuda": bool, "sources", "include_dirs", "library_dirs", "extra_link_args"}.
+    """
+    build = {
+        "cuda": False,
+        "sources": sorted(glob.glob(str(ROOT / "csrc/comm/nccl/*.cpp"))),
+        "include_dirs": [],
+        "library_dirs": [],
+        "extra_link_args": [],
+    }
+
+    def say(message: str) -> None:
+        print(f"[setup] NCCL backend: {message}", file=sys.stderr)
+
+    import torch
+    from torch.utils.cpp_extension import CUDA_HOME
+
+    if os.environ.get("ATB_OPS_NCCL", "1") == "0":
+        say("left out (ATB_OPS_NCCL=0); mock-tested logic only")
+        return build
+    if not torch.version.cuda:
+        say("not built: this torch has no CUDA; mock-tested logic only")
+        return build
+    if CUDA_HOME is None:
+        say("not built: torch has CUDA but no CUDA toolkit was found (set CUDA_HOME)")
+        return build
+
+    roots = [os.environ["NCCL_HOME"]] if os.environ.get("NCCL_HOME") else []
+    try:
+        import nvidia.nccl  # torch's CUDA wheels depend on nvidia-nccl-cuXX
+
+        roots += [str(Path(p)) for p in nvidia.nccl.__path__]
+    except ImportError:
+        pass
+    roots += ["/usr", "/usr/local"]
+    for root in roots:
+        header = Path(root) / "include" / "nccl.h"
+        if not header.is_file():
+            continue
+        for libdir in [Path(root) / "lib", Path(root) / "lib64", Path(root) / "lib" / "x86_64-linux-gnu"]:
+            for name in ("libnccl.so", "libnccl.so.2"):
+                if (libdir / name).exists():
+                    build.update(cuda=True)
+                    build["sources"] += sorted(glob.glob(str(ROOT / "csrc/comm/nccl/cuda/*.cpp")))
+                    build["include_dirs"].append(str(header.parent))
+                    build["library_dirs"].append(str(libdir))
+                    # The wheel ships only the versioned name, which -lnccl would not find.
+                    build["extra_link_args"] += [f"-l:{name}", f"-Wl,-rpath,{libdir}"]
+                    say(f"built against {header} and {libdir / name}")
+                    return build
+    say(f"not built: torch has CUDA {torch.version.cuda} but no nccl.h + libnccl was found in {roots}")
+    return build
+
+
 def relative(paths: list[str]) -> list[str]:
     return [os.path.relpath(p, ROOT) for p in paths]
 
 
 def extension():
     flags = ["-O2", "-std=c++17", "-fvisibility=hidden"]
-    return CppExtension(
+    nccl = nccl_build()
+    kind = CUDAExtension if nccl["cuda"] else CppExtension
+    return kind(
         name="atb_ops._C",
-        sources=relative(cpu_sources()),
-        include_dirs=[str(ROOT / "csrc"), nlohmann_include()],
+        sources=relative(cpu_sources() + nccl["sources"]),
+        include_dirs=[str(ROOT / "csrc"), nlohmann_include(), *nccl["include_dirs"]],
+        library_dirs=nccl["library_dirs"],
+        extra_link_args=nccl["extra_link_args"],
         extra_compile_args={"cxx": flags},
     )
 
