@@ -34,7 +34,9 @@ std::chrono::milliseconds millis(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
 
-void* pointer(int64_t address) { return reinterpret_cast<void*>(static_cast<uintptr_t>(address)); }
+void* pointer(int64_t address) {
+  return reinterpret_cast<void*>(static_cast<uintptr_t>(address));
+}
 
 int64_t extent(const std::vector<int64_t>& counts, const std::vector<int64_t>& displs) {
   int64_t end = 0;
@@ -58,10 +60,11 @@ class NcclMockSession {
   void setAsyncError(int result) { api_.setAsyncError(static_cast<NcclResult>(result)); }
   void setStreamPending(int64_t polls, const std::string& error) { api_.setStreamPending(polls, error); }
   void setCommShape(int rank, int size) { api_.setCommShape(rank, size); }
+  void setJoinDir(const std::string& dir) { api_.setJoinDir(dir); }
   void setUniqueId(const std::string& hex) {
     nccl::UniqueId id;
-    TORCH_CHECK(nccl::fromHex(hex, id), "unique id must be ", 2 * nccl::kUniqueIdBytes, " hex digits, got ",
-                hex.size(), " characters");
+    TORCH_CHECK(nccl::fromHex(hex, id), "unique id must be ", 2 * nccl::kUniqueIdBytes, " hex digits, got ", hex.size(),
+                " characters");
     api_.setUniqueId(id);
   }
 
@@ -134,17 +137,25 @@ void bindNccl(py::module& m) {
   py::class_<NcclMockSession>(m, "_NcclMock",
                               "The NCCL backend logic over a recording mock of NcclApi (tests only; no GPU).")
       .def(py::init<>())
-      .def("fail_on", [](NcclMockSession& s, const std::string& op, int64_t nth, int result) { s.failOn(op, nth, result); },
-           py::arg("op"), py::arg("nth"), py::arg("result"), "The nth (from 0) call of op returns ncclResult `result`.")
+      .def(
+          "fail_on",
+          [](NcclMockSession& s, const std::string& op, int64_t nth, int result) { s.failOn(op, nth, result); },
+          py::arg("op"), py::arg("nth"), py::arg("result"), "The nth (from 0) call of op returns ncclResult `result`.")
       .def("set_in_progress", &NcclMockSession::setInProgress, py::arg("polls"),
            "Non-blocking mode: init/groupEnd/allGather return InProgress; ncclCommGetAsyncError says InProgress "
            "`polls` times (-1: forever).")
       .def("set_async_error", &NcclMockSession::setAsyncError, py::arg("result"))
       .def("set_stream_pending", &NcclMockSession::setStreamPending, py::arg("polls"), py::arg("error") = "")
       .def("set_comm_shape", &NcclMockSession::setCommShape, py::arg("rank"), py::arg("size"))
+      .def("set_join_dir", &NcclMockSession::setJoinDir, py::arg("dir"),
+           "Init stays InProgress until every rank appended itself to a file in `dir` (NCCL's join).")
       .def("set_unique_id", &NcclMockSession::setUniqueId, py::arg("hex"))
-      .def("adopt", [](NcclMockSession& s, int64_t h, int32_t r, int32_t n, double t) { pythonErrors([&] { s.adopt(h, r, n, t); }); },
-           py::arg("handle"), py::arg("rank"), py::arg("size"), py::arg("timeout_s") = 5.0)
+      .def(
+          "adopt",
+          [](NcclMockSession& s, int64_t h, int32_t r, int32_t n, double t) {
+            pythonErrors([&] { s.adopt(h, r, n, t); });
+          },
+          py::arg("handle"), py::arg("rank"), py::arg("size"), py::arg("timeout_s") = 5.0)
       .def(
           "create",
           [](NcclMockSession& s, int32_t r, int32_t n, int32_t root, const std::string& d, const std::string& j,
@@ -157,9 +168,8 @@ void bindNccl(py::module& m) {
       .def(
           "alltoallv",
           [](NcclMockSession& s, std::vector<int64_t> sc, std::vector<int64_t> sd, std::vector<int64_t> rc,
-             std::vector<int64_t> rd, c10::ScalarType dtype, int64_t send, int64_t recv, int64_t stream, bool asBytes) {
-            pythonErrors([&] { s.alltoallv(sc, sd, rc, rd, dtype, send, recv, stream, asBytes); });
-          },
+             std::vector<int64_t> rd, c10::ScalarType dtype, int64_t send, int64_t recv, int64_t stream,
+             bool asBytes) { pythonErrors([&] { s.alltoallv(sc, sd, rc, rd, dtype, send, recv, stream, asBytes); }); },
           py::arg("send_counts"), py::arg("sdispls"), py::arg("recv_counts"), py::arg("rdispls"), py::arg("dtype"),
           py::arg("send") = kSendBase, py::arg("recv") = kRecvBase, py::arg("stream") = kStream,
           py::arg("as_bytes") = false)
@@ -170,8 +180,9 @@ void bindNccl(py::module& m) {
           },
           py::arg("numel"), py::arg("dtype"), py::arg("send") = kSendBase, py::arg("recv") = kRecvBase,
           py::arg("stream") = kStream)
-      .def("wait_stream", [](NcclMockSession& s, int64_t stream) { pythonErrors([&] { s.waitStream(stream); }); },
-           py::arg("stream") = kStream)
+      .def(
+          "wait_stream", [](NcclMockSession& s, int64_t stream) { pythonErrors([&] { s.waitStream(stream); }); },
+          py::arg("stream") = kStream)
       .def("release", &NcclMockSession::release, "Drops the communicator (destroys it if it was created here).")
       .def_property_readonly("owned", &NcclMockSession::owned)
       .def_property_readonly("handle", &NcclMockSession::handle)

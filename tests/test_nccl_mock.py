@@ -9,6 +9,7 @@ counts skipped, on the current stream), not read back from the C++.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -20,7 +21,7 @@ import pytest
 import torch
 
 import atb_ops
-from atb_ops import _C
+from atb_ops import _C, _nccl_bootstrap
 
 SEND_BASE = 0x10000000  # where the mock entry pretends the send and receive buffers live
 RECV_BASE = 0x20000000
@@ -120,7 +121,7 @@ def test_byte_offsets_counts_and_order_follow_the_displacements() -> None:
     calls = _C._nccl_mock_alltoallv(1, 4, sc, sd, rc, rd, torch.float32)
     assert project(calls) == expected_alltoallv(4, sc, sd, rc, rd, torch.float32)
     # Spot-check one value by hand: the recv from rank 0 lands at byte 14 * 4 = 56 of the output.
-    assert [c for c in calls if c["op"] == "recv" and c["peer"] == 0][0]["buf"] == RECV_BASE + 56
+    assert next(c for c in calls if c["op"] == "recv" and c["peer"] == 0)["buf"] == RECV_BASE + 56
 
 
 def test_zero_counts_are_skipped() -> None:
@@ -167,7 +168,7 @@ def test_invalid_layout_is_rejected_by_core_validation_before_any_nccl_call() ->
 
 def test_stream_and_comm_are_passed_through_to_every_call() -> None:
     mock = adopted(0, 3, handle=0xC0DE)
-    mock.alltoallv([1, 2, 3], [0, 1, 3], [3, 2, 1], [0, 3, 5], torch.float32, stream=0xABCDEF)
+    mock.alltoallv([1, 2, 3], [0, 1, 3], [1, 2, 3], [0, 1, 3], torch.float32, stream=0xABCDEF)
     data = [c for c in mock.calls() if c["op"] in DATA_OPS]
     assert len(data) == 6
     assert {c["stream"] for c in data} == {0xABCDEF}
@@ -176,7 +177,7 @@ def test_stream_and_comm_are_passed_through_to_every_call() -> None:
 
 @pytest.mark.parametrize("dtype", list(WIRE), ids=lambda d: str(d).removeprefix("torch."))
 def test_dtype_travels_as_its_nccl_type(dtype: torch.dtype) -> None:
-    sc, sd, rc, rd = [2, 3], [3, 0], [1, 2], [2, 0]
+    sc, sd, rc, rd = [2, 3], [3, 0], [1, 3], [3, 0]
     calls = _C._nccl_mock_alltoallv(1, 2, sc, sd, rc, rd, dtype)
     assert project(calls) == expected_alltoallv(2, sc, sd, rc, rd, dtype)
 
@@ -227,9 +228,9 @@ def test_a_failing_send_still_ends_the_group_and_reports_nccl_error_text() -> No
     message = str(info.value)
     assert message.startswith("ERROR_NCCL_FAIL: ")
     assert "sending 2 elements from sdispls[1]=1 to rank 1" in message
-    assert "ncclResult 2 (mock: scripted failure)" in message
+    assert "ncclSend failed with ncclResult 2 (mock: scripted failure)" in message
     assert "NCCL last error: 'mock last error'" in message
-    assert "nccl_comm.cpp:" in message  # file and line of the failing call
+    assert re.search(r"\[csrc/comm/nccl/nccl_comm\.cpp:\d+\]$", message)  # file and line of the failing call
     seq = ops(mock)
     assert seq[-1] == "groupEnd"
     assert_groups_paired(seq)
@@ -404,8 +405,9 @@ CHILD = textwrap.dedent(
     """
     import sys
     from atb_ops import _C
-    rank, size, root, job = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+    rank, size, root, job, join = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
     m = _C._NcclMock()
+    m.set_join_dir(join)  # init completes once all ranks joined, so the root withdraws its file only then
     m.create(rank, size, root=root, comm_domain="moe", job_key=job, timeout_s=20)
     ids = {c["op"]: c["id"] for c in m.calls() if c["op"] in ("getUniqueId", "commInitRank")}
     print(ids.get("getUniqueId", "-"), ids["commInitRank"])
@@ -417,20 +419,20 @@ def rendezvous_files() -> set[str]:
     return {p.name for p in Path("/dev/shm").glob(f"atb_ops.{os.getuid()}.rdv.*")}
 
 
-def test_node_local_rendezvous_gives_every_process_the_roots_id() -> None:
+def test_node_local_rendezvous_gives_every_process_the_roots_id(tmp_path: Path) -> None:
     job = unique_job()
     before = rendezvous_files()
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(Path(atb_ops.__file__).parent.parent), env.get("PYTHONPATH", "")])
     procs = [
-        subprocess.Popen([sys.executable, "-c", CHILD, str(r), "3", "1", job], stdout=subprocess.PIPE,
+        subprocess.Popen([sys.executable, "-c", CHILD, str(r), "3", "1", job, str(tmp_path)], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, env=env)
         for r in (2, 0, 1)  # the root is not the first to start
     ]
     outputs = [p.communicate(timeout=120) for p in procs]
-    for p, (out, err) in zip(procs, outputs):
+    for p, (_, err) in zip(procs, outputs, strict=True):
         assert p.returncode == 0, err
-    lines = {r: out.split() for r, (out, _) in zip((2, 0, 1), outputs)}
+    lines = {r: out.split() for r, (out, _) in zip((2, 0, 1), outputs, strict=True)}
     drawn = lines[1][0]
     assert len(drawn) == 256
     assert [lines[r][0] for r in (0, 2)] == ["-", "-"]  # only the root draws an id
@@ -451,7 +453,7 @@ def test_repeated_creation_in_one_process_draws_fresh_ids() -> None:
     for _ in range(2):
         mock = _C._NcclMock()
         mock.create(0, 1, comm_domain="again", job_key=job)
-        ids.append([c["id"] for c in mock.calls() if c["op"] == "commInitRank"][0])
+        ids.append(next(c["id"] for c in mock.calls() if c["op"] == "commInitRank"))
     assert ids[0] != ids[1]
 
 
@@ -488,11 +490,11 @@ def test_store_bootstrap_shares_the_id_between_thread_ranks() -> None:
         for t in threads:
             t.join(60)
     finally:
-        _C._set_nccl_store_hooks(None)
+        _nccl_bootstrap.install(_C)  # back to the package's own hooks
     assert not errors, errors
     (key,) = store
     assert key.startswith("atb_ops/nccl/store/2/1/")
-    inits = [[c for c in m.calls() if c["op"] == "commInitRank"][0] for m in mocks]
+    inits = [next(c for c in m.calls() if c["op"] == "commInitRank") for m in mocks]
     assert inits[0]["id"] == inits[1]["id"] == store[key]
     assert [c["op"] for c in mocks[0].calls()].count("getUniqueId") == 0
 
@@ -507,4 +509,27 @@ def test_store_bootstrap_timeout_names_the_root_and_key() -> None:
         with pytest.raises(RuntimeError, match=r"^ERROR_COMM_TIMEOUT: .*root rank 0 .*store key 'atb_ops/nccl/x/2/0/"):
             mock.create(1, 2, root=0, comm_domain="x", job_key=unique_job(), timeout_s=0.5)
     finally:
-        _C._set_nccl_store_hooks(None)
+        _nccl_bootstrap.install(_C)  # back to the package's own hooks
+
+
+def test_package_hooks_use_the_default_process_groups_store() -> None:
+    import torch.distributed as dist
+
+    assert not dist.is_initialized()
+    assert not _nccl_bootstrap.available()
+    store = dist.HashStore()
+    dist.init_process_group("gloo", store=store, rank=0, world_size=1)
+    try:
+        assert _nccl_bootstrap.available()
+        mock = _C._NcclMock()
+        mock.create(0, 1, comm_domain="pg", job_key=unique_job())
+        (drawn,) = [c["id"] for c in mock.calls() if c["op"] == "getUniqueId"]
+        # The id went through the process group's store, under the generation this process reached.
+        from torch.distributed.distributed_c10d import _get_default_store
+
+        pg_store = _get_default_store()
+        keys = [f"atb_ops/nccl/pg/1/0/{g}" for g in range(8)]
+        found = [pg_store.get(k).decode() for k in keys if pg_store.check([k])]
+        assert found == [drawn]
+    finally:
+        dist.destroy_process_group()

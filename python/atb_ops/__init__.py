@@ -10,13 +10,14 @@ import atexit
 
 import torch
 
-from atb_ops import _C
+from atb_ops import _C, _nccl_bootstrap
 from atb_ops._gloo_groups import resolve_group as _resolve_group
 
 __all__ = ["OperationTorch", "backends", "clear_communicators", "validate_layout"]
 __version__ = "0.1.0"
 
 _C.set_group_resolver(_resolve_group)
+_nccl_bootstrap.install(_C)
 # Communicators hold process groups and shared mappings: drop them while Python is still whole.
 atexit.register(_C.clear_communicators)
 

@@ -1,6 +1,8 @@
 // The parts of nccl_api.h that need no NCCL: names, id text, and the error raiser behind ATB_NCCL_CHECK.
 #include "comm/nccl/nccl_api.h"
 
+#include <cstring>
+
 #include "core/status.h"
 
 namespace atb_ops::nccl {
@@ -52,11 +54,13 @@ bool fromHex(const std::string& hex, UniqueId& id) {
 
 void raiseNcclError(NcclApi& api, CommHandle comm, NcclResult result, const char* call, const std::string& context,
                     const char* file, int line) {
+  // Repository-relative, so messages do not depend on where the build ran.
+  const char* rel = std::strstr(file, "csrc/");
   const char* text = api.getErrorString(result);
   const char* last = api.getLastError(comm);
   ATB_FAIL(ERROR_NCCL_FAIL, context, ": ", call, " failed with ncclResult ", static_cast<int>(result), " (",
-           text == nullptr ? "?" : text, "); NCCL last error: '", last == nullptr ? "" : last, "' [", file, ":",
-           line, "]");
+           text == nullptr ? "?" : text, "); NCCL last error: '", last == nullptr ? "" : last, "' [",
+           rel == nullptr ? file : rel, ":", line, "]");
 }
 
 }  // namespace atb_ops::nccl

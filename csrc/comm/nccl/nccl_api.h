@@ -70,8 +70,8 @@ class NcclApi {
                           StreamHandle stream) = 0;
   virtual NcclResult recv(void* buf, size_t count, NcclDataType type, int peer, CommHandle comm,
                           StreamHandle stream) = 0;
-  virtual NcclResult allGather(const void* sendBuf, void* recvBuf, size_t sendCount, NcclDataType type,
-                               CommHandle comm, StreamHandle stream) = 0;
+  virtual NcclResult allGather(const void* sendBuf, void* recvBuf, size_t sendCount, NcclDataType type, CommHandle comm,
+                               StreamHandle stream) = 0;
 
   virtual NcclResult getUniqueId(UniqueId* id) = 0;
   // blocking=false creates a non-blocking communicator (ncclConfig_t.blocking = 0): calls may return
@@ -101,15 +101,16 @@ NcclApi& realNcclApi();
 
 }  // namespace atb_ops::nccl
 
-// Checks one NcclApi call. InProgress is not an error: it is how a non-blocking communicator says the
-// work was accepted, and the caller then waits through commGetAsyncError (NcclComm::waitReady).
-// `comm` feeds ncclGetLastError; the trailing arguments describe what was being done, with values.
-#define ATB_NCCL_CHECK(api, comm, call, ...)                                                               \
-  do {                                                                                                     \
-    const ::atb_ops::nccl::NcclResult atbNcclResult_ = (call);                                             \
-    if (atbNcclResult_ != ::atb_ops::nccl::NcclResult::Success &&                                          \
-        atbNcclResult_ != ::atb_ops::nccl::NcclResult::InProgress) {                                       \
-      ::atb_ops::nccl::raiseNcclError((api), (comm), atbNcclResult_, #call, ::c10::str(__VA_ARGS__), __FILE__, \
-                                      __LINE__);                                                           \
-    }                                                                                                      \
+// Checks one NcclApi call, named `ncclName` in the message. InProgress is not an error: it is how a
+// non-blocking communicator says the work was accepted, and the caller then waits through
+// commGetAsyncError (NcclComm::waitReady). `comm` feeds ncclGetLastError; the trailing arguments say what
+// was being done, with values.
+#define ATB_NCCL_CHECK(api, comm, ncclName, call, ...)                                                              \
+  do {                                                                                                              \
+    const ::atb_ops::nccl::NcclResult atbNcclResult_ = (call);                                                      \
+    if (atbNcclResult_ != ::atb_ops::nccl::NcclResult::Success &&                                                   \
+        atbNcclResult_ != ::atb_ops::nccl::NcclResult::InProgress) {                                                \
+      ::atb_ops::nccl::raiseNcclError((api), (comm), atbNcclResult_, (ncclName), ::c10::str(__VA_ARGS__), __FILE__, \
+                                      __LINE__);                                                                    \
+    }                                                                                                               \
   } while (0)

@@ -25,7 +25,9 @@ std::optional<StoreHooks>& hooks() {
   return *h;
 }
 
-std::string jobKeyOf(const CommConfig& c) { return c.jobKey.empty() ? shm::defaultJobKey(c.commMode) : c.jobKey; }
+std::string jobKeyOf(const CommConfig& c) {
+  return c.jobKey.empty() ? shm::defaultJobKey(c.commMode) : c.jobKey;
+}
 
 uint64_t nextGeneration(const std::string& jobKey, const CommConfig& c) {
   static std::mutex m;
@@ -68,8 +70,8 @@ class FileIdExchange final : public UniqueIdExchange {
       // A record from a crashed run names a dead root and is skipped by readLiveRendezvous.
       if (auto record = shm::readLiveRendezvous(path_); record && fromHex(record->segmentName, id)) return id;
       ATB_CHECK(Clock::now() < deadline, ERROR_COMM_TIMEOUT, "nccl rendezvous: root rank ", root_,
-                " did not publish the NCCL unique id (", what_, " ", path_, ") within ATB_OPS_TIMEOUT=",
-                std::chrono::duration<double>(timeout).count(), " s");
+                " did not publish the NCCL unique id (", what_, " ", path_,
+                ") within ATB_OPS_TIMEOUT=", std::chrono::duration<double>(timeout).count(), " s");
       std::this_thread::sleep_for(std::chrono::microseconds(attempt++ < 50 ? 200 : 2000));
     }
   }
@@ -118,8 +120,8 @@ class StoreIdExchange final : public UniqueIdExchange {
     try {
       hex = hooks_.get(key_, seconds);
     } catch (const std::exception& e) {
-      ATB_FAIL(ERROR_COMM_TIMEOUT, "nccl rendezvous: root rank ", root_, " did not publish the NCCL unique id (",
-               what_, ") within ATB_OPS_TIMEOUT=", seconds, " s: ", e.what());
+      ATB_FAIL(ERROR_COMM_TIMEOUT, "nccl rendezvous: root rank ", root_, " did not publish the NCCL unique id (", what_,
+               ") within ATB_OPS_TIMEOUT=", seconds, " s: ", e.what());
     }
     UniqueId id;
     ATB_CHECK(fromHex(hex, id), ERROR_COMM_EMPTY, "nccl rendezvous: store key '", key_, "' holds ", hex.size(),

@@ -11,7 +11,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds(std::chrono::milliseconds d) { return std::chrono::duration<double>(d).count(); }
+double seconds(std::chrono::milliseconds d) {
+  return std::chrono::duration<double>(d).count();
+}
 
 // Polls answer within microseconds once NCCL has progressed, so start tight and back off: a waiting
 // rank should not keep a core busy for minutes.
@@ -29,7 +31,7 @@ void pollBackoff(int& attempt) {
 class GroupGuard {
  public:
   GroupGuard(NcclApi& api, CommHandle comm, const std::string& context) : api_(api), comm_(comm) {
-    ATB_NCCL_CHECK(api_, comm_, api_.groupStart(), context);
+    ATB_NCCL_CHECK(api_, comm_, "ncclGroupStart", api_.groupStart(), context);
     open_ = true;
   }
   // InProgress (non-blocking communicator) is returned for the caller to wait on.
@@ -37,7 +39,7 @@ class GroupGuard {
     open_ = false;
     const NcclResult r = api_.groupEnd();
     if (r != NcclResult::Success && r != NcclResult::InProgress) {
-      raiseNcclError(api_, comm_, r, "ncclGroupEnd()", context, __FILE__, __LINE__);
+      raiseNcclError(api_, comm_, r, "ncclGroupEnd", context, __FILE__, __LINE__);
     }
     return r;
   }
@@ -89,10 +91,10 @@ std::unique_ptr<NcclComm> NcclComm::adopt(NcclApi& api, CommHandle comm, int32_t
   std::unique_ptr<NcclComm> c(new NcclComm(api, comm, /*owned=*/false, rank, size, timeout));
   int actualRank = -1;
   int actualSize = -1;
-  ATB_NCCL_CHECK(api, comm, api.commUserRank(comm, &actualRank), "backend 'nccl': reading the rank of hcclComm ",
-                 comm);
-  ATB_NCCL_CHECK(api, comm, api.commCount(comm, &actualSize), "backend 'nccl': reading the size of hcclComm ",
-                 comm);
+  ATB_NCCL_CHECK(api, comm, "ncclCommUserRank", api.commUserRank(comm, &actualRank),
+                 "backend 'nccl': reading the rank of hcclComm ", comm);
+  ATB_NCCL_CHECK(api, comm, "ncclCommCount", api.commCount(comm, &actualSize),
+                 "backend 'nccl': reading the size of hcclComm ", comm);
   ATB_CHECK(actualRank == rank && actualSize == size, ERROR_INVALID_PARAM, "backend 'nccl': param says rank ", rank,
             " of rankSize ", size, " but hcclComm ", comm, " is rank ", actualRank, " of ", actualSize);
   return c;
@@ -102,7 +104,7 @@ std::unique_ptr<NcclComm> NcclComm::create(NcclApi& api, int32_t rank, int32_t s
                                            UniqueIdExchange& exchange, std::chrono::milliseconds timeout) {
   UniqueId id;
   if (rank == rankRoot) {
-    ATB_NCCL_CHECK(api, nullptr, api.getUniqueId(&id), "backend 'nccl' root rank ", rankRoot,
+    ATB_NCCL_CHECK(api, nullptr, "ncclGetUniqueId", api.getUniqueId(&id), "backend 'nccl' root rank ", rankRoot,
                    " drawing the unique id (", exchange.describe(), ")");
     exchange.publish(id);
   } else {
@@ -117,8 +119,10 @@ std::unique_ptr<NcclComm> NcclComm::create(NcclApi& api, int32_t rank, int32_t s
       (void)api.commAbort(handle);
       c->aborted_ = true;
     }
-    raiseNcclError(api, handle, r, "ncclCommInitRankConfig", c10::str("backend 'nccl' rank ", rank, " of ", size,
-                   " creating its communicator (", exchange.describe(), ")"), __FILE__, __LINE__);
+    raiseNcclError(
+        api, handle, r, "ncclCommInitRankConfig",
+        c10::str("backend 'nccl' rank ", rank, " of ", size, " creating its communicator (", exchange.describe(), ")"),
+        __FILE__, __LINE__);
   }
   ATB_CHECK(handle != nullptr, ERROR_NCCL_FAIL, "backend 'nccl' rank ", rank, " of ", size,
             ": ncclCommInitRankConfig returned no communicator (", exchange.describe(), ")");
@@ -148,16 +152,16 @@ void NcclComm::fault(bool timedOut, const std::string& message) {
 }
 
 void NcclComm::ensureUsable(const char* what) {
-  ATB_CHECK(brokenBy_.empty(), ERROR_NCCL_FAIL, "backend 'nccl' ", what, ": the communicator is unusable since: ",
-            brokenBy_);
+  ATB_CHECK(brokenBy_.empty(), ERROR_NCCL_FAIL, "backend 'nccl' ", what,
+            ": the communicator is unusable since: ", brokenBy_);
   NcclResult async = NcclResult::Success;
-  ATB_NCCL_CHECK(api_, comm_, api_.commGetAsyncError(comm_, &async), who(), " ", what);
+  ATB_NCCL_CHECK(api_, comm_, "ncclCommGetAsyncError", api_.commGetAsyncError(comm_, &async), who(), " ", what);
   if (async == NcclResult::InProgress) {
     waitReady(what);
   } else if (async != NcclResult::Success) {
-    fault(false, c10::str(what, ": an earlier operation failed asynchronously with ncclResult ",
-                          static_cast<int>(async), " (", api_.getErrorString(async), "); NCCL last error: '",
-                          api_.getLastError(comm_), "'"));
+    fault(false,
+          c10::str(what, ": an earlier operation failed asynchronously with ncclResult ", static_cast<int>(async), " (",
+                   api_.getErrorString(async), "); NCCL last error: '", api_.getLastError(comm_), "'"));
   }
 }
 
@@ -166,7 +170,8 @@ void NcclComm::waitReady(const char* what) {
   int attempt = 0;
   while (true) {
     NcclResult async = NcclResult::Success;
-    ATB_NCCL_CHECK(api_, comm_, api_.commGetAsyncError(comm_, &async), who(), " waiting for ", what);
+    ATB_NCCL_CHECK(api_, comm_, "ncclCommGetAsyncError", api_.commGetAsyncError(comm_, &async), who(), " waiting for ",
+                   what);
     if (async == NcclResult::Success) return;
     if (async != NcclResult::InProgress) {
       fault(false, c10::str(what, " failed asynchronously with ncclResult ", static_cast<int>(async), " (",
@@ -200,13 +205,14 @@ void NcclComm::alltoallv(const AllToAllVLayout& l, const void* send, void* recv,
     if (l.sendCounts[p] > 0) {
       const char* at = sendBytes + l.sdispls[p] * elementSize;
       const auto items = static_cast<size_t>(l.sendCounts[p] * wire.itemsPerElement);
-      ATB_NCCL_CHECK(api_, comm_, api_.send(at, items, wire.type, p, comm_, stream), who(), " alltoallv: sending ",
-                     l.sendCounts[p], " elements from sdispls[", p, "]=", l.sdispls[p], " to rank ", p);
+      ATB_NCCL_CHECK(api_, comm_, "ncclSend", api_.send(at, items, wire.type, p, comm_, stream), who(),
+                     " alltoallv: sending ", l.sendCounts[p], " elements from sdispls[", p, "]=", l.sdispls[p],
+                     " to rank ", p);
     }
     if (l.recvCounts[p] > 0) {
       char* at = recvBytes + l.rdispls[p] * elementSize;
       const auto items = static_cast<size_t>(l.recvCounts[p] * wire.itemsPerElement);
-      ATB_NCCL_CHECK(api_, comm_, api_.recv(at, items, wire.type, p, comm_, stream), who(),
+      ATB_NCCL_CHECK(api_, comm_, "ncclRecv", api_.recv(at, items, wire.type, p, comm_, stream), who(),
                      " alltoallv: receiving ", l.recvCounts[p], " elements at rdispls[", p, "]=", l.rdispls[p],
                      " from rank ", p);
     }
@@ -221,15 +227,15 @@ void NcclComm::allgather(const void* send, void* recv, int64_t numel, c10::Scala
   const auto items = static_cast<size_t>(numel * wire.itemsPerElement);
   const NcclResult r = api_.allGather(send, recv, items, wire.type, comm_, stream);
   if (r != NcclResult::Success && r != NcclResult::InProgress) {
-    raiseNcclError(api_, comm_, r, "ncclAllGather(send, recv, items, type, comm, stream)",
-                   c10::str(who(), " allgather of ", numel, " elements per rank"), __FILE__, __LINE__);
+    raiseNcclError(api_, comm_, r, "ncclAllGather", c10::str(who(), " allgather of ", numel, " elements per rank"),
+                   __FILE__, __LINE__);
   }
   if (r == NcclResult::InProgress) waitReady("allgather");
 }
 
 void NcclComm::waitStream(StreamHandle stream, const char* what) {
-  ATB_CHECK(brokenBy_.empty(), ERROR_NCCL_FAIL, "backend 'nccl' ", what, ": the communicator is unusable since: ",
-            brokenBy_);
+  ATB_CHECK(brokenBy_.empty(), ERROR_NCCL_FAIL, "backend 'nccl' ", what,
+            ": the communicator is unusable since: ", brokenBy_);
   const auto deadline = Clock::now() + timeout_;
   int attempt = 0;
   while (true) {
@@ -239,7 +245,8 @@ void NcclComm::waitStream(StreamHandle stream, const char* what) {
     if (s == StreamState::Failed) fault(false, c10::str(what, ": the CUDA stream failed: ", error));
     // A peer that died leaves our kernels spinning forever; NCCL reports it here, not on the stream.
     NcclResult async = NcclResult::Success;
-    ATB_NCCL_CHECK(api_, comm_, api_.commGetAsyncError(comm_, &async), who(), " waiting for ", what);
+    ATB_NCCL_CHECK(api_, comm_, "ncclCommGetAsyncError", api_.commGetAsyncError(comm_, &async), who(), " waiting for ",
+                   what);
     if (async != NcclResult::Success && async != NcclResult::InProgress) {
       fault(false, c10::str(what, " failed asynchronously with ncclResult ", static_cast<int>(async), " (",
                             api_.getErrorString(async), "); NCCL last error: '", api_.getLastError(comm_), "'"));

@@ -1,11 +1,14 @@
 #include "comm/nccl/nccl_mock_api.h"
 
+#include <fstream>
 #include <random>
 
 namespace atb_ops::nccl {
 namespace {
 
-int64_t addr(const void* p) { return static_cast<int64_t>(reinterpret_cast<uintptr_t>(p)); }
+int64_t addr(const void* p) {
+  return static_cast<int64_t>(reinterpret_cast<uintptr_t>(p));
+}
 
 }  // namespace
 
@@ -43,6 +46,21 @@ void MockNcclApi::setUniqueId(const UniqueId& id) {
   haveId_ = true;
 }
 
+void MockNcclApi::setJoinDir(const std::string& dir) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  joinDir_ = dir;
+}
+
+bool MockNcclApi::stillJoining() {
+  if (joinFile_.empty()) return false;
+  std::ifstream f(joinFile_);
+  int lines = 0;
+  for (std::string line; std::getline(f, line);) ++lines;
+  if (lines < joinRanks_) return true;
+  joinFile_.clear();
+  return false;
+}
+
 std::map<std::string, int64_t> MockNcclApi::counts() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return seen_;
@@ -73,14 +91,21 @@ NcclResult MockNcclApi::startAsync(NcclResult r) {
   return r == NcclResult::Success && inProgressMode_ ? NcclResult::InProgress : r;
 }
 
-NcclResult MockNcclApi::groupStart() { return record({"groupStart", {}, {}}); }
+NcclResult MockNcclApi::groupStart() {
+  return record({"groupStart", {}, {}});
+}
 
-NcclResult MockNcclApi::groupEnd() { return startAsync(record({"groupEnd", {}, {}})); }
+NcclResult MockNcclApi::groupEnd() {
+  return startAsync(record({"groupEnd", {}, {}}));
+}
 
 NcclResult MockNcclApi::send(const void* buf, size_t count, NcclDataType type, int peer, CommHandle comm,
                              StreamHandle stream) {
   return record({"send",
-                 {{"buf", addr(buf)}, {"count", static_cast<int64_t>(count)}, {"peer", peer}, {"comm", addr(comm)},
+                 {{"buf", addr(buf)},
+                  {"count", static_cast<int64_t>(count)},
+                  {"peer", peer},
+                  {"comm", addr(comm)},
                   {"stream", addr(stream)}},
                  {{"dtype", dataTypeName(type)}}});
 }
@@ -88,7 +113,10 @@ NcclResult MockNcclApi::send(const void* buf, size_t count, NcclDataType type, i
 NcclResult MockNcclApi::recv(void* buf, size_t count, NcclDataType type, int peer, CommHandle comm,
                              StreamHandle stream) {
   return record({"recv",
-                 {{"buf", addr(buf)}, {"count", static_cast<int64_t>(count)}, {"peer", peer}, {"comm", addr(comm)},
+                 {{"buf", addr(buf)},
+                  {"count", static_cast<int64_t>(count)},
+                  {"peer", peer},
+                  {"comm", addr(comm)},
                   {"stream", addr(stream)}},
                  {{"dtype", dataTypeName(type)}}});
 }
@@ -96,8 +124,11 @@ NcclResult MockNcclApi::recv(void* buf, size_t count, NcclDataType type, int pee
 NcclResult MockNcclApi::allGather(const void* sendBuf, void* recvBuf, size_t sendCount, NcclDataType type,
                                   CommHandle comm, StreamHandle stream) {
   return startAsync(record({"allGather",
-                            {{"send", addr(sendBuf)}, {"recv", addr(recvBuf)}, {"count", static_cast<int64_t>(sendCount)},
-                             {"comm", addr(comm)}, {"stream", addr(stream)}},
+                            {{"send", addr(sendBuf)},
+                             {"recv", addr(recvBuf)},
+                             {"count", static_cast<int64_t>(sendCount)},
+                             {"comm", addr(comm)},
+                             {"stream", addr(stream)}},
                             {{"dtype", dataTypeName(type)}}}));
 }
 
@@ -121,21 +152,38 @@ NcclResult MockNcclApi::commInitRank(CommHandle* comm, int nranks, const UniqueI
     handle = nextComm_;
     nextComm_ += 0x100;
   }
-  const NcclResult r = record(
-      {"commInitRank", {{"nranks", nranks}, {"rank", rank}, {"blocking", blocking}, {"comm", handle}}, {{"id", toHex(id)}}});
+  const NcclResult r = record({"commInitRank",
+                               {{"nranks", nranks}, {"rank", rank}, {"blocking", blocking}, {"comm", handle}},
+                               {{"id", toHex(id)}}});
   // Like NCCL, a failed init may still hand back a handle that must be aborted.
   *comm = reinterpret_cast<CommHandle>(static_cast<uintptr_t>(handle));
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (r == NcclResult::Success && !joinDir_.empty()) {
+      joinFile_ = joinDir_ + "/" + toHex(id).substr(0, 32);
+      joinRanks_ = nranks;
+      std::ofstream(joinFile_, std::ios::app)
+          << rank << "\n";  // O_APPEND: short appends of concurrent ranks do not interleave
+      return NcclResult::InProgress;
+    }
+  }
   return startAsync(r);
 }
 
-NcclResult MockNcclApi::commDestroy(CommHandle comm) { return record({"commDestroy", {{"comm", addr(comm)}}, {}}); }
+NcclResult MockNcclApi::commDestroy(CommHandle comm) {
+  return record({"commDestroy", {{"comm", addr(comm)}}, {}});
+}
 
-NcclResult MockNcclApi::commAbort(CommHandle comm) { return record({"commAbort", {{"comm", addr(comm)}}, {}}); }
+NcclResult MockNcclApi::commAbort(CommHandle comm) {
+  return record({"commAbort", {{"comm", addr(comm)}}, {}});
+}
 
 NcclResult MockNcclApi::commGetAsyncError(CommHandle /*comm*/, NcclResult* asyncError) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (inProgressMode_ && inProgressPolls_ != 0) {
+    if (stillJoining()) {
+      *asyncError = NcclResult::InProgress;
+    } else if (inProgressMode_ && inProgressPolls_ != 0) {
       if (inProgressPolls_ > 0) --inProgressPolls_;
       *asyncError = NcclResult::InProgress;
     } else {
@@ -173,7 +221,9 @@ const char* MockNcclApi::getErrorString(NcclResult result) {
   }
 }
 
-const char* MockNcclApi::getLastError(CommHandle) { return "mock last error"; }
+const char* MockNcclApi::getLastError(CommHandle) {
+  return "mock last error";
+}
 
 StreamState MockNcclApi::streamQuery(StreamHandle stream, std::string* error) {
   record({"streamQuery", {{"stream", addr(stream)}}, {}});

@@ -33,6 +33,9 @@ class MockNcclApi final : public NcclApi {
   void setCommShape(int rank, int size);
   // The id getUniqueId returns; random bytes when never set.
   void setUniqueId(const UniqueId& id);
+  // Emulates NCCL's join across processes: commInitRank appends this rank to <dir>/<id prefix> and the
+  // communicator stays InProgress until `nranks` ranks have joined, as a real non-blocking init does.
+  void setJoinDir(const std::string& dir);
 
   std::vector<MockCall> calls() const;
   // How many times each op was called (commGetAsyncError polls are counted here, not logged).
@@ -61,6 +64,8 @@ class MockNcclApi final : public NcclApi {
   // Records the call and returns its scripted result.
   NcclResult record(MockCall call);
   NcclResult startAsync(NcclResult r);
+  // Locked: true while fewer than joinRanks_ ranks are in joinFile_.
+  bool stillJoining();
 
   mutable std::mutex mutex_;
   std::vector<MockCall> calls_;
@@ -73,6 +78,9 @@ class MockNcclApi final : public NcclApi {
   std::string streamError_;
   int shapeRank_ = 0;
   int shapeSize_ = 1;
+  std::string joinDir_;
+  std::string joinFile_;
+  int joinRanks_ = 0;
   bool haveId_ = false;
   UniqueId id_;
   int64_t nextComm_ = 0xC0FFEE00;

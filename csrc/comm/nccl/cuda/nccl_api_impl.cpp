@@ -35,10 +35,18 @@ static_assert(static_cast<int>(NcclDataType::Float32) == ncclFloat32, "ncclFloat
 static_assert(static_cast<int>(NcclDataType::Float64) == ncclFloat64, "ncclFloat64");
 static_assert(static_cast<int>(NcclDataType::Bfloat16) == ncclBfloat16, "ncclBfloat16");
 
-NcclResult wrap(ncclResult_t r) { return static_cast<NcclResult>(r); }
-ncclComm_t comm(CommHandle c) { return static_cast<ncclComm_t>(c); }
-cudaStream_t stream(StreamHandle s) { return static_cast<cudaStream_t>(s); }
-ncclDataType_t type(NcclDataType t) { return static_cast<ncclDataType_t>(t); }
+NcclResult wrap(ncclResult_t r) {
+  return static_cast<NcclResult>(r);
+}
+ncclComm_t comm(CommHandle c) {
+  return static_cast<ncclComm_t>(c);
+}
+cudaStream_t stream(StreamHandle s) {
+  return static_cast<cudaStream_t>(s);
+}
+ncclDataType_t type(NcclDataType t) {
+  return static_cast<ncclDataType_t>(t);
+}
 
 class RealNcclApi final : public NcclApi {
  public:
