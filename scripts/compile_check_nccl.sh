@@ -5,6 +5,8 @@
 # catches a wrong NCCL signature or a drifted enum mirror (cuda/nccl_api_impl.cpp static_asserts them).
 #
 #   bash scripts/compile_check_nccl.sh          # exit 0: every TU compiled; non-zero: one did not
+#   bash scripts/compile_check_nccl.sh --link   # also link the real NcclApi and the logic against libnccl.so.2
+#                                               # and run tests/native/nccl_link_smoke.cpp (no GPU needed)
 #
 # nccl.h comes from the nvidia-nccl-cu13 wheel (ATB_OPS_NCCL_WHEEL to pin another spec), downloaded once
 # with pip and cached in third_party/nccl/ (gitignored); NCCL_INCLUDE=dir uses a header already on disk.
@@ -17,8 +19,44 @@ CXX_BIN="${CXX:-c++}"
 CUDA_DIR="${CUDA_HOME:-/usr/local/cuda}"
 CACHE="$ROOT/third_party/nccl"
 WHEEL_SPEC="${ATB_OPS_NCCL_WHEEL:-nvidia-nccl-cu13}"
+LINK=0
+for arg in "$@"; do
+  case "$arg" in
+    --link) LINK=1 ;;
+    *) echo "usage: $0 [--link]" >&2; exit 2 ;;
+  esac
+done
 
 say() { echo "[compile-check-nccl] $*"; }
+
+# Downloads the wheel once per call and keeps only what is asked for: "header" (nccl.h and its licence)
+# and/or "lib" (the 340 MB libnccl.so.2, only for --link).
+fetch_from_wheel() {
+  say "fetching $WHEEL_SPEC ($*) into $CACHE"
+  local tmp
+  tmp="$(mktemp -d)"
+  "$PYTHON_BIN" -m pip download -q --no-deps --only-binary=:all: -d "$tmp" "$WHEEL_SPEC"
+  mkdir -p "$CACHE/include" "$CACHE/lib"
+  "$PYTHON_BIN" - "$(ls "$tmp"/*.whl)" "$CACHE" "$@" <<'EOF'
+import shutil
+import sys
+import zipfile
+from pathlib import Path
+
+wheel, cache, wanted = sys.argv[1], Path(sys.argv[2]), set(sys.argv[3:])
+with zipfile.ZipFile(wheel) as z:
+    for name in z.namelist():
+        if "header" in wanted and name.endswith("/include/nccl.h"):
+            (cache / "include" / "nccl.h").write_bytes(z.read(name))
+        elif "header" in wanted and name.endswith("License.txt"):
+            (cache / "LICENSE.txt").write_bytes(z.read(name))
+        elif "lib" in wanted and name.endswith("/lib/libnccl.so.2"):
+            with z.open(name) as src, open(cache / "lib" / "libnccl.so.2", "wb") as dst:
+                shutil.copyfileobj(src, dst)
+(cache / "SOURCE").write_text(Path(wheel).name + "\n")
+EOF
+  rm -rf "$tmp"
+}
 
 if [ ! -f "$CUDA_DIR/include/cuda_runtime_api.h" ]; then
   say "FAILED: no CUDA toolkit headers at $CUDA_DIR/include (set CUDA_HOME)"
@@ -29,29 +67,7 @@ if [ -n "${NCCL_INCLUDE:-}" ]; then
   nccl_include="$NCCL_INCLUDE"
 else
   nccl_include="$CACHE/include"
-  if [ ! -f "$nccl_include/nccl.h" ]; then
-    say "fetching $WHEEL_SPEC (header only is kept) into $CACHE"
-    tmp="$(mktemp -d)"
-    trap 'rm -rf "$tmp"' EXIT
-    "$PYTHON_BIN" -m pip download -q --no-deps --only-binary=:all: -d "$tmp" "$WHEEL_SPEC"
-    wheel="$(ls "$tmp"/*.whl)"
-    mkdir -p "$nccl_include"
-    # The 300 MB library is not needed to compile; only the header and the licence that covers it stay.
-    "$PYTHON_BIN" - "$wheel" "$CACHE" <<'EOF'
-import sys
-import zipfile
-from pathlib import Path
-
-wheel, cache = sys.argv[1], Path(sys.argv[2])
-with zipfile.ZipFile(wheel) as z:
-    for name in z.namelist():
-        if name.endswith("/include/nccl.h"):
-            (cache / "include" / "nccl.h").write_bytes(z.read(name))
-        elif name.endswith("License.txt"):
-            (cache / "LICENSE.txt").write_bytes(z.read(name))
-(cache / "SOURCE").write_text(Path(wheel).name + "\n")
-EOF
-  fi
+  [ -f "$nccl_include/nccl.h" ] || fetch_from_wheel header
 fi
 [ -f "$nccl_include/nccl.h" ] || { say "FAILED: no nccl.h in $nccl_include"; exit 2; }
 nccl_version="$(awk '/#define NCCL_(MAJOR|MINOR|PATCH) /{printf "%s%s", sep, $3; sep="."}' "$nccl_include/nccl.h")"
@@ -123,3 +139,17 @@ if [ "$failed" -ne 0 ]; then
   exit 1
 fi
 say "all $total translation units compiled against nccl.h $nccl_version (${#cuda_tus[@]} CUDA/NCCL-only)"
+
+if [ "$LINK" -eq 1 ]; then
+  [ -f "$CACHE/lib/libnccl.so.2" ] || fetch_from_wheel lib
+  [ -f "$CUDA_DIR/lib64/libcudart.so" ] || { say "FAILED: no $CUDA_DIR/lib64/libcudart.so to link"; exit 2; }
+  torch_lib="$("$PYTHON_BIN" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')"
+  exe="$(mktemp -d)/nccl_link_smoke"
+  say "linking the real NcclApi and the logic against $CACHE/lib/libnccl.so.2"
+  "$CXX_BIN" "${flags[@]}" tests/native/nccl_link_smoke.cpp csrc/comm/nccl/cuda/nccl_api_impl.cpp \
+    csrc/comm/nccl/nccl_api.cpp csrc/comm/nccl/nccl_comm.cpp csrc/core/status.cpp -o "$exe" \
+    -L"$CACHE/lib" -l:libnccl.so.2 -L"$CUDA_DIR/lib64" -lcudart -L"$torch_lib" -lc10 \
+    -Wl,-rpath,"$CACHE/lib" -Wl,-rpath,"$CUDA_DIR/lib64" -Wl,-rpath,"$torch_lib"
+  "$exe"
+  rm -rf "$(dirname "$exe")"
+fi

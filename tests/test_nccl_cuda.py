@@ -9,7 +9,6 @@ sentinel that differs from the expected value at every element, so an element NC
 from __future__ import annotations
 
 import json
-import uuid
 
 import pytest
 import torch
@@ -40,7 +39,8 @@ def sentinel_like(expected: torch.Tensor) -> torch.Tensor:
 
 def operation(name: str, **param: object) -> torch.ScriptObject:
     op = torch.classes.OperationTorch.OperationTorch(name)
-    full = {"rank": 0, "rankSize": 1, "rankRoot": 0, "backend": "nccl", "commDomain": f"cuda-{uuid.uuid4().hex[:8]}"}
+    # One commDomain for the whole module: later operations reuse the cached communicator.
+    full = {"rank": 0, "rankSize": 1, "rankRoot": 0, "backend": "nccl", "commDomain": "nccl-cuda-tests"}
     full.update(param)
     assert json.loads(op.set_param(json.dumps(full))) == {"result": 0}
     return op
@@ -70,6 +70,16 @@ def test_alltoallvv2_execute_world_one(dtype: torch.dtype) -> None:
     torch.cuda.synchronize()
     assert out.shape == (1, 12) and out.device == x.device
     assert torch.equal(out, x.reshape(1, 12))
+
+
+def test_hccl_param_on_cuda_tensors_runs_on_nccl(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ATB_OPS_STRICT_BACKEND", raising=False)
+    x = data(6, torch.float32)
+    op = operation("AllToAllVV2Operation", backend="hccl")  # an unchanged ATB script
+    op.set_varaintpack_param(json.dumps({"sendCounts": [6], "sdispls": [0], "recvCounts": [6], "rdispls": [0]}))
+    (out,) = op.execute([x, torch.empty(6, device="cuda")])
+    torch.cuda.synchronize()
+    assert torch.equal(out, x.reshape(1, 6))
 
 
 def test_alltoallvv2_receiving_nothing_world_one() -> None:
