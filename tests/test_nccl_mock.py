@@ -408,20 +408,29 @@ CHILD = textwrap.dedent(
     rank, size, root, job, join = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
     m = _C._NcclMock()
     m.set_join_dir(join)  # init completes once all ranks joined, so the root withdraws its file only then
-    m.create(rank, size, root=root, comm_domain="moe", job_key=job, timeout_s=20)
+    m.create(rank, size, root=root, comm_domain="moe", job_key=job, timeout_s=120)
     ids = {c["op"]: c["id"] for c in m.calls() if c["op"] in ("getUniqueId", "commInitRank")}
     print(ids.get("getUniqueId", "-"), ids["commInitRank"])
     """
 )
 
 
-def rendezvous_files() -> set[str]:
-    return {p.name for p in Path("/dev/shm").glob(f"atb_ops.{os.getuid()}.rdv.*")}
+def fnv1a64(text: str) -> int:
+    """64-bit FNV-1a, the published constants."""
+    h = 0xCBF29CE484222325
+    for byte in text.encode():
+        h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def rendezvous_path(job: str, domain: str, size: int, root: int, generation: int) -> Path:
+    """Where the node-local exchange keeps rankRoot's id (docs/nccl.md), scoped by job, domain, shape, generation."""
+    key = f"nccl|{job}|{domain}|{size}|{root}|{generation}"
+    return Path(f"/dev/shm/atb_ops.{os.getuid()}.rdv.{fnv1a64(key):016x}")
 
 
 def test_node_local_rendezvous_gives_every_process_the_roots_id(tmp_path: Path) -> None:
     job = unique_job()
-    before = rendezvous_files()
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(Path(atb_ops.__file__).parent.parent), env.get("PYTHONPATH", "")])
     procs = [
@@ -429,7 +438,7 @@ def test_node_local_rendezvous_gives_every_process_the_roots_id(tmp_path: Path) 
                          stderr=subprocess.PIPE, text=True, env=env)
         for r in (2, 0, 1)  # the root is not the first to start
     ]
-    outputs = [p.communicate(timeout=120) for p in procs]
+    outputs = [p.communicate(timeout=240) for p in procs]
     for p, (_, err) in zip(procs, outputs, strict=True):
         assert p.returncode == 0, err
     lines = {r: out.split() for r, (out, _) in zip((2, 0, 1), outputs, strict=True)}
@@ -437,13 +446,16 @@ def test_node_local_rendezvous_gives_every_process_the_roots_id(tmp_path: Path) 
     assert len(drawn) == 256
     assert [lines[r][0] for r in (0, 2)] == ["-", "-"]  # only the root draws an id
     assert {lines[r][1] for r in (0, 1, 2)} == {drawn}
-    assert rendezvous_files() <= before  # the root removed its file once everyone had joined
+    assert not rendezvous_path(job, "moe", 3, 1, 0).exists()  # the root removed it once everyone had joined
 
 
 def test_missing_root_is_a_timeout_that_names_it() -> None:
     mock = _C._NcclMock()
-    with pytest.raises(RuntimeError, match=r"^ERROR_COMM_TIMEOUT: nccl rendezvous: root rank 0 did not publish"):
-        mock.create(1, 2, root=0, comm_domain="nobody-home", job_key=unique_job(), timeout_s=0.3)
+    job = unique_job()
+    expected = r"^ERROR_COMM_TIMEOUT: nccl rendezvous: root rank 0 did not publish"
+    with pytest.raises(RuntimeError, match=expected) as info:
+        mock.create(1, 2, root=0, comm_domain="nobody-home", job_key=job, timeout_s=0.3)
+    assert str(rendezvous_path(job, "nobody-home", 2, 0, 0)) in str(info.value)  # the file it waited for
     assert "commInitRank" not in ops(mock)
 
 
