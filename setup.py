@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import glob
 import os
+import sys
 from pathlib import Path
 
 from setuptools import find_packages, setup
-from torch.utils.cpp_extension import BuildExtension, CppExtension
+from torch.utils.cpp_extension import BuildExtension, CppExtension, CUDAExtension
 
 ROOT = Path(__file__).resolve().parent
 
@@ -50,6 +51,66 @@ def cuda_sources() -> list[str]:
     return sorted(glob.glob(str(ROOT / "csrc/quant/*.cu")))
 
 
+def nccl_build() -> dict:
+    """The NCCL backend (csrc/comm/nccl/), as additions to the extension's arguments.
+
+    Its logic (nccl_comm, nccl_bootstrap, the NcclApi mock) needs neither CUDA nor nccl.h and is always
+    built, so tests/test_nccl_mock.py runs everywhere. csrc/comm/nccl/cuda/ (the real NcclApi and the
+    "nccl" communicator) is added only when torch has CUDA (torch.version.cuda), the CUDA toolkit is found
+    (CUDA_HOME) and nccl.h is found: in $NCCL_HOME, torch's own nvidia-nccl wheel, or /usr. ATB_OPS_NCCL=0
+    leaves it out. Returns {"cuda": bool, "sources", "include_dirs", "library_dirs", "extra_link_args"}.
+    """
+    build = {
+        "cuda": False,
+        "sources": sorted(glob.glob(str(ROOT / "csrc/comm/nccl/*.cpp"))),
+        "include_dirs": [],
+        "library_dirs": [],
+        "extra_link_args": [],
+    }
+
+    def say(message: str) -> None:
+        print(f"[setup] NCCL backend: {message}", file=sys.stderr)
+
+    import torch
+    from torch.utils.cpp_extension import CUDA_HOME
+
+    if os.environ.get("ATB_OPS_NCCL", "1") == "0":
+        say("left out (ATB_OPS_NCCL=0); mock-tested logic only")
+        return build
+    if not torch.version.cuda:
+        say("not built: this torch has no CUDA; mock-tested logic only")
+        return build
+    if CUDA_HOME is None:
+        say("not built: torch has CUDA but no CUDA toolkit was found (set CUDA_HOME)")
+        return build
+
+    roots = [os.environ["NCCL_HOME"]] if os.environ.get("NCCL_HOME") else []
+    try:
+        import nvidia.nccl  # torch's CUDA wheels depend on nvidia-nccl-cuXX
+
+        roots += [str(Path(p)) for p in nvidia.nccl.__path__]
+    except ImportError:
+        pass
+    roots += ["/usr", "/usr/local"]
+    for root in roots:
+        header = Path(root) / "include" / "nccl.h"
+        if not header.is_file():
+            continue
+        for libdir in [Path(root) / "lib", Path(root) / "lib64", Path(root) / "lib" / "x86_64-linux-gnu"]:
+            for name in ("libnccl.so", "libnccl.so.2"):
+                if (libdir / name).exists():
+                    build.update(cuda=True)
+                    build["sources"] += sorted(glob.glob(str(ROOT / "csrc/comm/nccl/cuda/*.cpp")))
+                    build["include_dirs"].append(str(header.parent))
+                    build["library_dirs"].append(str(libdir))
+                    # The wheel ships only the versioned name, which -lnccl would not find.
+                    build["extra_link_args"] += [f"-l:{name}", f"-Wl,-rpath,{libdir}"]
+                    say(f"built against {header} and {libdir / name}")
+                    return build
+    say(f"not built: torch has CUDA {torch.version.cuda} but no nccl.h + libnccl was found in {roots}")
+    return build
+
+
 def relative(paths: list[str]) -> list[str]:
     return [os.path.relpath(p, ROOT) for p in paths]
 
@@ -57,26 +118,22 @@ def relative(paths: list[str]) -> list[str]:
 def extension():
     # -ffp-contract=off: no fused multiply-add, so the quantisation kernels round exactly as documented.
     flags = ["-O2", "-std=c++17", "-fvisibility=hidden", "-ffp-contract=off"]
+    nccl = nccl_build()
     cuda = cuda_sources()
-    if not cuda:
-        return CppExtension(
-            name="atb_ops._C",
-            sources=relative(cpu_sources()),
-            include_dirs=[str(ROOT / "csrc"), str(ROOT), nlohmann_include()],
-            extra_compile_args={"cxx": flags},
-        )
-    from torch.utils.cpp_extension import CUDAExtension
-
-    return CUDAExtension(
-        name="atb_ops._C",
-        sources=relative(cpu_sources() + cuda),
-        include_dirs=[str(ROOT / "csrc"), str(ROOT), nlohmann_include()],
-        define_macros=[("ATB_OPS_QUANT_CUDA", "1")],
-        extra_compile_args={
-            "cxx": flags,
-            "nvcc": ["-O2", "-std=c++17", "--fmad=false", "-DATB_OPS_QUANT_CUDA=1"],
-        },
-    )
+    kwargs = {
+        "name": "atb_ops._C",
+        "sources": relative(cpu_sources() + nccl["sources"] + cuda),
+        "include_dirs": [str(ROOT / "csrc"), str(ROOT), nlohmann_include(), *nccl["include_dirs"]],
+        "library_dirs": nccl["library_dirs"],
+        "extra_link_args": nccl["extra_link_args"],
+        "extra_compile_args": {"cxx": flags},
+    }
+    if cuda:
+        kwargs["define_macros"] = [("ATB_OPS_QUANT_CUDA", "1")]
+        kwargs["extra_compile_args"]["nvcc"] = ["-O2", "-std=c++17", "--fmad=false", "-DATB_OPS_QUANT_CUDA=1"]
+    if cuda or nccl["cuda"]:
+        return CUDAExtension(**kwargs)
+    return CppExtension(**kwargs)
 
 
 setup(

@@ -12,6 +12,7 @@
 #include "comm/shm/arena.h"
 #include "core/layout.h"
 #include "quant/quant.h"
+#include "nccl_bindings.h"
 
 namespace py = pybind11;
 
@@ -102,4 +103,6 @@ PYBIND11_MODULE(_C, m) {
         });
       },
       "Installs f(rank, rank_size, comm_domain, group_name) -> c10d group name for the gloo backend.");
+
+  atb_ops::bindNccl(m);
 }

@@ -11,7 +11,7 @@ import atexit
 
 import torch
 
-from atb_ops import _C, _ops, distributed, quant
+from atb_ops import _C, _nccl_bootstrap, _ops, distributed, quant
 from atb_ops._gloo_groups import resolve_group as _resolve_gloo_group
 from atb_ops.errors import AtbError
 
@@ -30,6 +30,7 @@ __all__ = [
 __version__ = "0.1.0"
 
 _C.set_group_resolver(_resolve_gloo_group)
+_nccl_bootstrap.install(_C)
 # Communicators hold process groups and shared mappings: drop them while Python is still whole.
 atexit.register(_C.clear_communicators)
 

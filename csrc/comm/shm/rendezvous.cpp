@@ -44,7 +44,7 @@ std::string defaultJobKey(CommMode mode) {
 }
 
 uint64_t fnv1a(const std::string& text) {
-  uint64_t h = 1469598103934665603ULL;
+  uint64_t h = 14695981039346656037ULL;  // FNV-1a 64-bit offset basis (0xcbf29ce484222325)
   for (unsigned char c : text) {
     h ^= c;
     h *= 1099511628211ULL;

@@ -1,0 +1,105 @@
+// The NCCL backend's logic, written against NcclApi only (no nccl.h, no CUDA): how a dtype travels, how an
+// alltoallv layout becomes one group of ncclSend/ncclRecv, who owns a communicator, and how waits get a
+// timeout. Built into every atb_ops._C so the mock tests (tests/test_nccl_mock.py) run on CPU.
+#pragma once
+
+#include <c10/core/ScalarType.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "comm/nccl/nccl_api.h"
+#include "core/layout.h"
+
+namespace atb_ops::nccl {
+
+// How one tensor element travels: `itemsPerElement` wire items of `type`.
+struct WireFormat {
+  NcclDataType type;
+  int64_t itemsPerElement;
+};
+
+// The NCCL type of a tensor dtype; dtypes NCCL lacks (bool, int16) go as Uint8 bytes, and asBytes=true
+// sends any dtype as elementSize bytes per element (point-to-point moves bytes either way).
+// Raises ERROR_INVALID_TENSOR_DTYPE for dtypes atb_ops does not move.
+WireFormat wireFormatFor(c10::ScalarType dtype, bool asBytes = false);
+
+// Shares rankRoot's ncclUniqueId with the other ranks of one communicator (see nccl_bootstrap.h).
+class UniqueIdExchange {
+ public:
+  virtual ~UniqueIdExchange() = default;
+  // Root only: makes `id` visible to the other ranks.
+  virtual void publish(const UniqueId& id) = 0;
+  // Non-root ranks: the root's id; raises ERROR_COMM_TIMEOUT naming the root after `timeout`.
+  virtual UniqueId fetch(std::chrono::milliseconds timeout) = 0;
+  // Every rank has joined the communicator: whatever publish left behind can go.
+  virtual void finished() {}
+  // For error messages: where the id is exchanged.
+  virtual std::string describe() const = 0;
+};
+
+// One NCCL communicator, either adopted (the param's hcclComm: the caller's, never destroyed or aborted
+// here) or created here (owned: destroyed with this object, aborted on a timeout or an asynchronous fault).
+// Not thread-safe: NCCL requires one thread at a time per communicator anyway.
+class NcclComm {
+ public:
+  NcclComm(const NcclComm&) = delete;
+  NcclComm& operator=(const NcclComm&) = delete;
+  ~NcclComm();
+
+  // Checks that the handle's rank and size (ncclCommUserRank/ncclCommCount) are the param's.
+  static std::unique_ptr<NcclComm> adopt(NcclApi& api, CommHandle comm, int32_t rank, int32_t size,
+                                         std::chrono::milliseconds timeout);
+
+  // rankRoot draws the id (ncclGetUniqueId) and publishes it; the others fetch it; every rank then
+  // creates a non-blocking communicator and waits for it, so a rank that never joins is a timeout,
+  // not a hang.
+  static std::unique_ptr<NcclComm> create(NcclApi& api, int32_t rank, int32_t size, int32_t rankRoot,
+                                          UniqueIdExchange& exchange, std::chrono::milliseconds timeout);
+
+  CommHandle handle() const { return comm_; }
+  bool owned() const { return owned_; }
+  int32_t rank() const { return rank_; }
+  int32_t size() const { return size_; }
+  // Empty while usable; else the first fault, which every later call repeats.
+  const std::string& brokenBy() const { return brokenBy_; }
+
+  // Enqueues on `stream` one NCCL group with, for each peer in rank order, an ncclSend of
+  // sendCounts[p] elements at byte sdispls[p]*elementSize of `send` and an ncclRecv of recvCounts[p]
+  // elements at byte rdispls[p]*elementSize of `recv`; zero counts are skipped (no group at all when
+  // nothing moves). The self pair is an ordinary send/recv pair in the same group. The layout was
+  // validated (core/layout.h); only the self-consistency NCCL needs is checked here.
+  void alltoallv(const AllToAllVLayout& layout, const void* send, void* recv, c10::ScalarType dtype,
+                 StreamHandle stream, bool asBytes = false);
+
+  // ncclAllGather of `numel` elements per rank, on `stream`.
+  void allgather(const void* send, void* recv, int64_t numel, c10::ScalarType dtype, StreamHandle stream);
+
+  // Blocks until the work enqueued on `stream` is done, polling cudaStreamQuery and
+  // ncclCommGetAsyncError; a timeout or an asynchronous NCCL error aborts the communicator (if owned).
+  void waitStream(StreamHandle stream, const char* what);
+
+ private:
+  NcclComm(NcclApi& api, CommHandle comm, bool owned, int32_t rank, int32_t size, std::chrono::milliseconds timeout);
+
+  // Before enqueueing: repeats an earlier fault, and turns an asynchronous error into a fault.
+  void ensureUsable(const char* what);
+  // Polls ncclCommGetAsyncError until the communicator leaves InProgress (non-blocking communicators).
+  void waitReady(const char* what);
+  // Aborts an owned communicator (an adopted one is left to its owner), remembers why, raises.
+  [[noreturn]] void fault(bool timedOut, const std::string& message);
+  std::string who() const;
+
+  NcclApi& api_;
+  CommHandle comm_;
+  bool owned_;
+  bool aborted_ = false;
+  int32_t rank_;
+  int32_t size_;
+  std::chrono::milliseconds timeout_;
+  std::string brokenBy_;
+};
+
+}  // namespace atb_ops::nccl
