@@ -9,6 +9,7 @@
 #include "comm/c10d/c10d_communicator.h"
 #include "comm/communicator.h"
 #include "core/layout.h"
+#include "hccl_bindings.h"
 
 namespace py = pybind11;
 
@@ -66,4 +67,6 @@ PYBIND11_MODULE(_C, m) {
         });
       },
       "Installs f(rank, rank_size, comm_domain, group_name) -> c10d group name for the gloo backend.");
+
+  atb_ops::bindHccl(m);
 }
