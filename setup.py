@@ -56,7 +56,9 @@ def hccl_build_config() -> dict[str, list[str]]:
     if spec is None or spec.origin is None:
         print(f"[atb_ops] Ascend toolkit at {ascend} but no torch_npu installed: building without backend 'hccl'")
         return config
-    probe = subprocess.run([sys.executable, "-c", "import torch, torch_npu"], capture_output=True, text=True)
+    probe = subprocess.run(
+        [sys.executable, "-c", "import torch, torch_npu"], check=False, capture_output=True, text=True
+    )
     if probe.returncode != 0:
         last = (probe.stderr.strip().splitlines() or ["no message"])[-1]
         print(f"[atb_ops] torch_npu does not import ({last}): building without backend 'hccl'")
