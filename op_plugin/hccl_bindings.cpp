@@ -144,7 +144,9 @@ class MockCommunicator {
     });
   }
 
-  uint64_t handle() { return reinterpret_cast<uintptr_t>(guarded([&] { return live().handle(); })); }
+  uint64_t handle() {
+    return reinterpret_cast<uintptr_t>(guarded([&] { return live().handle(); }));
+  }
   std::string origin() {
     return guarded([&] { return std::string(hccl::originName(live().origin())); });
   }
@@ -177,12 +179,12 @@ void bindHccl(py::module_& m) {
       [](const at::Tensor& t) { return guarded([&] { return hccl::dataTypeFor(t.scalar_type(), "tensor"); }); },
       "HcclDataType code the hccl backend uses for this tensor's dtype; RuntimeError if none.");
   m.def(
-      "_hccl_alltoallv_path", [] { return guarded([] { return std::string(hccl::pathName(hccl::alltoallvPathFromEnv())); }); },
+      "_hccl_alltoallv_path",
+      [] { return guarded([] { return std::string(hccl::pathName(hccl::alltoallvPathFromEnv())); }); },
       "The HCCL function alltoallv uses under the current ATB_OPS_HCCL_ALLTOALLV.");
 
   m.def(
-      "_hccl_mock_reset", [] { MockHcclApi::instance()->reset(); },
-      "Clears the mock's call log, options and worlds.");
+      "_hccl_mock_reset", [] { MockHcclApi::instance()->reset(); }, "Clears the mock's call log, options and worlds.");
   m.def(
       "_hccl_mock_configure",
       [](std::map<std::string, int32_t> fail, int32_t eventPollsToComplete, int32_t asyncErrorAfterPolls,
@@ -202,8 +204,7 @@ void bindHccl(py::module_& m) {
       py::arg("fail") = std::map<std::string, int32_t>(), py::arg("event_polls_to_complete") = 0,
       py::arg("async_error_after_polls") = -1, py::arg("async_error_code") = hccl::result::kRemote,
       py::arg("stream_base") = 0x5000, py::arg("cluster_rank_size") = 1, py::arg("zeros_bug_min_ranks") = 0,
-      py::arg("collective_timeout_ms") = 60000,
-      "Sets every mock option (unnamed ones back to their defaults).");
+      py::arg("collective_timeout_ms") = 60000, "Sets every mock option (unnamed ones back to their defaults).");
   m.def(
       "_hccl_mock_calls",
       [](const std::string& fn) {
@@ -225,7 +226,8 @@ void bindHccl(py::module_& m) {
   m.def(
       "_hccl_mock_destroy_count",
       [](uint64_t handle) {
-        return MockHcclApi::instance()->destroyCount(reinterpret_cast<hccl::CommHandle>(static_cast<uintptr_t>(handle)));
+        return MockHcclApi::instance()->destroyCount(
+            reinterpret_cast<hccl::CommHandle>(static_cast<uintptr_t>(handle)));
       },
       "How often HcclCommDestroy ran on a mock handle (-1: not a mock handle).");
   m.def(

@@ -86,9 +86,9 @@ class HcclApi {
   virtual std::string errorString(int32_t hcclResult) = 0;
 
   // --- collectives (HCCL), enqueued on `stream`; counts and displacements in elements ---
-  virtual int32_t alltoAllV(const void* sendBuf, const uint64_t* sendCounts, const uint64_t* sdispls,
-                            int32_t sendType, const void* recvBuf, const uint64_t* recvCounts,
-                            const uint64_t* rdispls, int32_t recvType, CommHandle comm, StreamHandle stream) = 0;
+  virtual int32_t alltoAllV(const void* sendBuf, const uint64_t* sendCounts, const uint64_t* sdispls, int32_t sendType,
+                            const void* recvBuf, const uint64_t* recvCounts, const uint64_t* rdispls, int32_t recvType,
+                            CommHandle comm, StreamHandle stream) = 0;
   virtual int32_t allGather(void* sendBuf, void* recvBuf, uint64_t sendCount, int32_t dataType, CommHandle comm,
                             StreamHandle stream) = 0;
   virtual int32_t batchSendRecv(SendRecvItem* items, uint32_t itemNum, CommHandle comm, StreamHandle stream) = 0;

@@ -45,7 +45,9 @@ std::string describe(const CommConfig& c) {
          std::to_string(c.rankRoot);
 }
 
-double seconds(std::chrono::milliseconds d) { return std::chrono::duration<double>(d).count(); }
+double seconds(std::chrono::milliseconds d) {
+  return std::chrono::duration<double>(d).count();
+}
 
 void pause(int& attempt) {
   std::this_thread::sleep_for(std::chrono::microseconds(attempt < 50 ? 200 : 2000));
@@ -62,8 +64,8 @@ uint64_t nextGeneration(const std::string& key, int32_t rank) {
 }
 
 RootInfo viaStore(const StoreHook& store, const CommConfig& c, const std::function<RootInfo()>& makeAtRoot) {
-  const std::string base = "atb_ops/hccl/root_info/" + c.commDomain + "/" + std::to_string(c.rankSize) + "/" +
-                           std::to_string(c.rankRoot);
+  const std::string base =
+      "atb_ops/hccl/root_info/" + c.commDomain + "/" + std::to_string(c.rankSize) + "/" + std::to_string(c.rankRoot);
   const std::string key = base + "/" + std::to_string(nextGeneration(base, c.rank));
   if (c.rank == c.rankRoot) {
     const RootInfo info = makeAtRoot();
@@ -97,7 +99,8 @@ RootInfo viaNodeLocal(const CommConfig& c, const std::function<RootInfo()>& make
 
   if (c.rank == c.rankRoot) {
     const RootInfo info = makeAtRoot();
-    shm::MappedSegment segment = shm::MappedSegment::create(shm::userPrefix() + shm::randomToken(), sizeof(RootInfoBlock));
+    shm::MappedSegment segment =
+        shm::MappedSegment::create(shm::userPrefix() + shm::randomToken(), sizeof(RootInfoBlock));
     auto& block = *static_cast<RootInfoBlock*>(segment.base());
     block.keyHash = keyHash;
     block.rankSize = c.rankSize;
@@ -117,8 +120,8 @@ RootInfo viaNodeLocal(const CommConfig& c, const std::function<RootInfo()>& make
         const int32_t got = block.readers.load();
         removeNames();
         ATB_FAIL(ERROR_COMM_TIMEOUT, "hccl: root rank ", c.rank, " published its root info but only ", got, " of ",
-                 c.rankSize - 1, " other ranks read it within ATB_OPS_TIMEOUT=", seconds(timeout), " s (",
-                 describe(c), ", job '", jobKey, "')");
+                 c.rankSize - 1, " other ranks read it within ATB_OPS_TIMEOUT=", seconds(timeout), " s (", describe(c),
+                 ", job '", jobKey, "')");
       }
       pause(attempt);
     }

@@ -22,19 +22,19 @@ constexpr const char* fileBaseName(const char* path) {
 
 // Raises ERROR_HCCL_FAIL: "HcclAlltoAllV returned 4 (HCCL_E_INTERNAL: <HcclGetErrorString>) <context> [file:line]".
 // `api` is an HcclApi&, `fn` the HCCL function's name, `call` the expression returning its HcclResult.
-#define ATB_HCCL_CHECK(api, fn, call, ...)                                                                     \
-  do {                                                                                                         \
-    const int32_t atbHcclRc_ = (call);                                                                         \
-    ATB_CHECK(atbHcclRc_ == ::atb_ops::hccl::kSuccess, ERROR_HCCL_FAIL, fn, " returned ", atbHcclRc_, " (",    \
-              ::atb_ops::hccl::resultName(atbHcclRc_), ": ", (api).errorString(atbHcclRc_), ") ", __VA_ARGS__, \
-              " [", ::atb_ops::hccl::fileBaseName(__FILE__), ":", __LINE__, "]");                              \
+#define ATB_HCCL_CHECK(api, fn, call, ...)                                                                           \
+  do {                                                                                                               \
+    const int32_t atbHcclRc_ = (call);                                                                               \
+    ATB_CHECK(atbHcclRc_ == ::atb_ops::hccl::kSuccess, ERROR_HCCL_FAIL, fn, " returned ", atbHcclRc_, " (",          \
+              ::atb_ops::hccl::resultName(atbHcclRc_), ": ", (api).errorString(atbHcclRc_), ") ", __VA_ARGS__, " [", \
+              ::atb_ops::hccl::fileBaseName(__FILE__), ":", __LINE__, "]");                                          \
   } while (0)
 
 // The same for ACL runtime calls, raising ERROR_RT_FAIL with aclGetRecentErrMsg's text.
-#define ATB_ACL_CHECK(api, fn, call, ...)                                                                           \
-  do {                                                                                                              \
-    const int32_t atbAclRc_ = (call);                                                                               \
-    ATB_CHECK(atbAclRc_ == ::atb_ops::hccl::kSuccess, ERROR_RT_FAIL, fn, " returned aclError ", atbAclRc_, " (",    \
+#define ATB_ACL_CHECK(api, fn, call, ...)                                                                            \
+  do {                                                                                                               \
+    const int32_t atbAclRc_ = (call);                                                                                \
+    ATB_CHECK(atbAclRc_ == ::atb_ops::hccl::kSuccess, ERROR_RT_FAIL, fn, " returned aclError ", atbAclRc_, " (",     \
               (api).runtimeErrorString(atbAclRc_), ") ", __VA_ARGS__, " [", ::atb_ops::hccl::fileBaseName(__FILE__), \
-              ":", __LINE__, "]");                                                                                  \
+              ":", __LINE__, "]");                                                                                   \
   } while (0)

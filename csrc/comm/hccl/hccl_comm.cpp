@@ -154,7 +154,9 @@ HcclCommRef HcclCommRef::shared(std::shared_ptr<void> keeper, CommHandle comm) {
   return r;
 }
 
-int32_t deviceFor(const CommConfig& c) { return c.deviceIndex >= 0 ? c.deviceIndex : c.rank; }
+int32_t deviceFor(const CommConfig& c) {
+  return c.deviceIndex >= 0 ? c.deviceIndex : c.rank;
+}
 
 ScopedDevice::ScopedDevice(HcclApi& api, int32_t device) : api_(api) {
   if (device < 0) return;
@@ -184,8 +186,7 @@ HcclCommRef acquireComm(const std::shared_ptr<HcclApi>& api, const CommConfig& c
     ScopedDevice device(*api, deviceFor(c));
     const RootInfo info = exchangeRootInfo(c, [&] {
       RootInfo made{};
-      ATB_HCCL_CHECK(*api, "HcclGetRootInfo", api->getRootInfo(&made), "on root rank ", c.rankRoot, " ",
-                     describe(c));
+      ATB_HCCL_CHECK(*api, "HcclGetRootInfo", api->getRootInfo(&made), "on root rank ", c.rankRoot, " ", describe(c));
       return made;
     });
     CommHandle comm = nullptr;
@@ -205,8 +206,8 @@ HcclCommRef acquireComm(const std::shared_ptr<HcclApi>& api, const CommConfig& c
                  " communicator ", describe(c));
   const bool agrees = static_cast<int64_t>(size) == c.rankSize && static_cast<int64_t>(rank) == c.rank;
   if (ref.owned()) {
-    ATB_CHECK(agrees, ERROR_HCCL_FAIL, originName(ref.origin()), " made a communicator with rank ", rank,
-              " of size ", size, ", but the param says ", describe(c));
+    ATB_CHECK(agrees, ERROR_HCCL_FAIL, originName(ref.origin()), " made a communicator with rank ", rank, " of size ",
+              size, ", but the param says ", describe(c));
   } else {
     ATB_CHECK(agrees, ERROR_INVALID_PARAM, "hcclComm ", ref.get(), " is rank ", rank, " of size ", size,
               ", but the param says ", describe(c), "; pass the communicator of this rank's group");

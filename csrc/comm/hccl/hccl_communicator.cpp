@@ -207,8 +207,8 @@ void HcclCommunicator::waitForStream(StreamHandle stream, const char* what) {
   int polls = 0;
   while (true) {
     bool complete = false;
-    ATB_ACL_CHECK(*api_, "aclrtQueryEventStatus", api_->queryEvent(event.get(), &complete), "after hccl ", what,
-                  " ", describe());
+    ATB_ACL_CHECK(*api_, "aclrtQueryEventStatus", api_->queryEvent(event.get(), &complete), "after hccl ", what, " ",
+                  describe());
     if (complete) return;
     // A peer that died or a task that failed never completes the event: HCCL reports it here instead.
     int32_t asyncError = kSuccess;
@@ -221,8 +221,9 @@ void HcclCommunicator::waitForStream(StreamHandle stream, const char* what) {
     }
     if (Clock::now() >= deadline) {
       brokenBy_ = std::string("timed out in ") + what;
-      ATB_FAIL(ERROR_COMM_TIMEOUT, "hccl ", what, " ", describe(), " did not complete within ATB_OPS_TIMEOUT=",
-               std::chrono::duration<double>(timeout).count(), " s and HCCL reported no error; a peer rank may ",
+      ATB_FAIL(ERROR_COMM_TIMEOUT, "hccl ", what, " ", describe(),
+               " did not complete within ATB_OPS_TIMEOUT=", std::chrono::duration<double>(timeout).count(),
+               " s and HCCL reported no error; a peer rank may ",
                "not have called it, or called it with counts that do not match");
     }
     ++polls;

@@ -70,7 +70,9 @@ struct MockEvent {
 
 thread_local int32_t tlsDevice = 0;
 
-uint64_t u64(const void* p) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p)); }
+uint64_t u64(const void* p) {
+  return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p));
+}
 
 }  // namespace
 
@@ -302,7 +304,9 @@ int32_t MockHcclApi::getCommAsyncError(CommHandle comm, int32_t* asyncError) {
   return kSuccess;
 }
 
-std::string MockHcclApi::errorString(int32_t hcclResult) { return "mock HCCL says " + resultName(hcclResult); }
+std::string MockHcclApi::errorString(int32_t hcclResult) {
+  return "mock HCCL says " + resultName(hcclResult);
+}
 
 int32_t MockHcclApi::alltoAllV(const void* sendBuf, const uint64_t* sendCounts, const uint64_t* sdispls,
                                int32_t sendType, const void* recvBuf, const uint64_t* recvCounts,
@@ -343,22 +347,23 @@ int32_t MockHcclApi::alltoAllV(const void* sendBuf, const uint64_t* sendCounts, 
     std::lock_guard<std::mutex> lock(state_->m);
     zerosFrom = state_->options.zerosBugMinRanks;
   }
-  const int32_t rc = state_->collective(comm, std::move(post), [&](const std::vector<Post>& posts, int32_t me, int32_t size) {
-    const int64_t es = dataTypeSize(sendType);
-    const Post& mine = posts[me];
-    for (int32_t src = 0; src < size; ++src) {
-      const Post& from = posts[src];
-      if (from.sendCounts[me] != mine.recvCounts[src]) return result::kPara;
-      const size_t bytes = from.sendCounts[me] * es;
-      char* dst = mine.recvBuf + mine.rdispls[src] * es;
-      if (zerosFrom > 0 && size >= zerosFrom) {
-        std::memset(dst, 0, bytes);
-      } else {
-        std::memcpy(dst, from.sendBuf + from.sdispls[me] * es, bytes);
-      }
-    }
-    return kSuccess;
-  });
+  const int32_t rc =
+      state_->collective(comm, std::move(post), [&](const std::vector<Post>& posts, int32_t me, int32_t size) {
+        const int64_t es = dataTypeSize(sendType);
+        const Post& mine = posts[me];
+        for (int32_t src = 0; src < size; ++src) {
+          const Post& from = posts[src];
+          if (from.sendCounts[me] != mine.recvCounts[src]) return result::kPara;
+          const size_t bytes = from.sendCounts[me] * es;
+          char* dst = mine.recvBuf + mine.rdispls[src] * es;
+          if (zerosFrom > 0 && size >= zerosFrom) {
+            std::memset(dst, 0, bytes);
+          } else {
+            std::memcpy(dst, from.sendBuf + from.sdispls[me] * es, bytes);
+          }
+        }
+        return kSuccess;
+      });
   if (rc != kSuccess) state_->setResult("HcclAlltoAllV", rc);
   return rc;
 }
@@ -533,6 +538,8 @@ int32_t MockHcclApi::destroyEvent(EventHandle event) {
   return kSuccess;
 }
 
-std::string MockHcclApi::runtimeErrorString(int32_t aclError) { return "mock ACL error " + std::to_string(aclError); }
+std::string MockHcclApi::runtimeErrorString(int32_t aclError) {
+  return "mock ACL error " + std::to_string(aclError);
+}
 
 }  // namespace atb_ops::hccl

@@ -23,10 +23,10 @@ struct MockCall {
   uint64_t comm = 0;
   uint64_t stream = 0;
   int32_t result = kSuccess;
-  std::map<std::string, int64_t> ints;                   // rank, nRanks, dataType, count, device, ...
-  std::map<std::string, std::vector<uint64_t>> arrays;   // sendCounts, sdispls, recvCounts, rdispls, devices
-  std::map<std::string, std::string> strings;            // rankTableFile, rootInfo (raw bytes)
-  std::vector<SendRecvItem> items;                       // HcclBatchSendRecv's list
+  std::map<std::string, int64_t> ints;                  // rank, nRanks, dataType, count, device, ...
+  std::map<std::string, std::vector<uint64_t>> arrays;  // sendCounts, sdispls, recvCounts, rdispls, devices
+  std::map<std::string, std::string> strings;           // rankTableFile, rootInfo (raw bytes)
+  std::vector<SendRecvItem> items;                      // HcclBatchSendRecv's list
 };
 
 struct MockOptions {
@@ -34,10 +34,10 @@ struct MockOptions {
   int32_t eventPollsToComplete = 0;         // queries answered "not ready" before "complete"; < 0: never
   int32_t asyncErrorAfterPolls = -1;        // HcclGetCommAsyncError reports asyncErrorCode after this many; < 0: never
   int32_t asyncErrorCode = result::kRemote;
-  uint64_t streamBase = 0x5000;             // currentStream(d) is streamBase + d
-  int32_t clusterRankSize = 1;              // size of a world made by HcclCommInitClusterInfo
-  int32_t zerosBugMinRanks = 0;             // > 0: HcclAlltoAllV writes zeros in worlds this large (CANN 8.3 report)
-  int32_t collectiveTimeoutMs = 60000;      // a rank waiting for its peers in a mock collective gives up (HCCL_E_TIMEOUT)
+  uint64_t streamBase = 0x5000;         // currentStream(d) is streamBase + d
+  int32_t clusterRankSize = 1;          // size of a world made by HcclCommInitClusterInfo
+  int32_t zerosBugMinRanks = 0;         // > 0: HcclAlltoAllV writes zeros in worlds this large (CANN 8.3 report)
+  int32_t collectiveTimeoutMs = 60000;  // a rank waiting for its peers in a mock collective gives up (HCCL_E_TIMEOUT)
 };
 
 class MockHcclApi final : public HcclApi {

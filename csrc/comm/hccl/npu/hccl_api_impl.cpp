@@ -54,11 +54,13 @@ Fn lookup(const char* name) {
 
 #define ATB_HCCL_OPTIONAL(fn) static const auto fn##Ptr = lookup<decltype(&::fn)>(#fn)
 
-#define ATB_HCCL_REQUIRE(fn, why)                                                                           \
+#define ATB_HCCL_REQUIRE(fn, why)                                                                            \
   ATB_CHECK(fn##Ptr != nullptr, ERROR_HCCL_FAIL, #fn " is not exported by the loaded libhccl (", why, "); ", \
             "this CANN release is too old for it")
 
-HcclDataType toHccl(int32_t code) { return static_cast<HcclDataType>(code); }
+HcclDataType toHccl(int32_t code) {
+  return static_cast<HcclDataType>(code);
+}
 
 class RealHcclApi final : public HcclApi {
  public:
