@@ -9,7 +9,9 @@ has CUDA and nvcc is found (ATB_OPS_NO_CUDA=1 skips them).
 from __future__ import annotations
 
 import glob
+import importlib.util
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -111,6 +113,48 @@ def nccl_build() -> dict:
     return build
 
 
+def hccl_build_config() -> dict[str, list[str]]:
+    """Sources and flags of the HCCL backend (csrc/comm/hccl, docs/hccl.md).
+
+    The backend logic and its recording mock (csrc/comm/hccl/*.cpp) need no Ascend header and are always
+    built, so CPU CI tests them. The real HcclApi and the "hccl" registration (csrc/comm/hccl/npu/*.cpp) are
+    added only when the Ascend toolkit is found (ASCEND_TOOLKIT_HOME or ASCEND_HOME_PATH) and torch_npu
+    imports; they link libhccl and libascendcl from the toolkit and libtorch_npu from torch_npu. torch_npu
+    is probed in a child process: importing it where it cannot load would break this one's torch.
+    """
+    config: dict[str, list[str]] = {
+        "sources": sorted(glob.glob(str(ROOT / "csrc/comm/hccl/*.cpp"))),
+        "include_dirs": [],
+        "library_dirs": [],
+        "libraries": [],
+        "extra_link_args": [],
+    }
+    ascend = os.environ.get("ASCEND_TOOLKIT_HOME") or os.environ.get("ASCEND_HOME_PATH")
+    if not ascend:
+        return config
+    spec = importlib.util.find_spec("torch_npu")
+    if spec is None or spec.origin is None:
+        print(f"[atb_ops] Ascend toolkit at {ascend} but no torch_npu installed: building without backend 'hccl'")
+        return config
+    probe = subprocess.run(
+        [sys.executable, "-c", "import torch, torch_npu"], check=False, capture_output=True, text=True
+    )
+    if probe.returncode != 0:
+        last = (probe.stderr.strip().splitlines() or ["no message"])[-1]
+        print(f"[atb_ops] torch_npu does not import ({last}): building without backend 'hccl'")
+        return config
+    npu = Path(spec.origin).resolve().parent
+    lib_dirs = [str(Path(ascend) / "lib64"), str(npu / "lib")]
+    config["sources"] += sorted(glob.glob(str(ROOT / "csrc/comm/hccl/npu/*.cpp")))
+    # torch_npu's own copies of hccl.h and acl first: the declarations torch_npu itself was built with.
+    config["include_dirs"] += [str(npu / "include"), str(Path(ascend) / "include")]
+    config["library_dirs"] += lib_dirs
+    config["libraries"] += ["hccl", "ascendcl", "torch_npu"]
+    config["extra_link_args"] += [f"-Wl,-rpath,{d}" for d in lib_dirs]
+    print(f"[atb_ops] building backend 'hccl' against {ascend} and {npu}")
+    return config
+
+
 def relative(paths: list[str]) -> list[str]:
     return [os.path.relpath(p, ROOT) for p in paths]
 
@@ -119,13 +163,16 @@ def extension():
     # -ffp-contract=off: no fused multiply-add, so the quantisation kernels round exactly as documented.
     flags = ["-O2", "-std=c++17", "-fvisibility=hidden", "-ffp-contract=off"]
     nccl = nccl_build()
+    hccl = hccl_build_config()
     cuda = cuda_sources()
     kwargs = {
         "name": "atb_ops._C",
-        "sources": relative(cpu_sources() + nccl["sources"] + cuda),
-        "include_dirs": [str(ROOT / "csrc"), str(ROOT), nlohmann_include(), *nccl["include_dirs"]],
-        "library_dirs": nccl["library_dirs"],
-        "extra_link_args": nccl["extra_link_args"],
+        "sources": relative(cpu_sources() + nccl["sources"] + hccl["sources"] + cuda),
+        "include_dirs": [str(ROOT / "csrc"), str(ROOT), nlohmann_include(), *nccl["include_dirs"],
+                         *hccl["include_dirs"]],
+        "library_dirs": nccl["library_dirs"] + hccl["library_dirs"],
+        "libraries": hccl["libraries"],
+        "extra_link_args": nccl["extra_link_args"] + hccl["extra_link_args"],
         "extra_compile_args": {"cxx": flags},
     }
     if cuda:

@@ -13,6 +13,7 @@
 #include "core/layout.h"
 #include "quant/quant.h"
 #include "nccl_bindings.h"
+#include "hccl_bindings.h"
 
 namespace py = pybind11;
 
@@ -105,4 +106,5 @@ PYBIND11_MODULE(_C, m) {
       "Installs f(rank, rank_size, comm_domain, group_name) -> c10d group name for the gloo backend.");
 
   atb_ops::bindNccl(m);
+  atb_ops::bindHccl(m);
 }

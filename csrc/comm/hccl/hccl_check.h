@@ -1,0 +1,40 @@
+// The CHECK macros for calls through HcclApi: every failure names the vendor function, its result code
+// and the library's own error text, the caller's context, and the file and line that made the call.
+#pragma once
+
+#include <cstring>
+
+#include "comm/hccl/hccl_api.h"
+#include "core/status.h"
+
+namespace atb_ops::hccl {
+
+// __FILE__ without its directories: messages stay short and do not leak build paths.
+constexpr const char* fileBaseName(const char* path) {
+  const char* base = path;
+  for (const char* p = path; *p != '\0'; ++p) {
+    if (*p == '/') base = p + 1;
+  }
+  return base;
+}
+
+}  // namespace atb_ops::hccl
+
+// Raises ERROR_HCCL_FAIL: "HcclAlltoAllV returned 4 (HCCL_E_INTERNAL: <HcclGetErrorString>) <context> [file:line]".
+// `api` is an HcclApi&, `fn` the HCCL function's name, `call` the expression returning its HcclResult.
+#define ATB_HCCL_CHECK(api, fn, call, ...)                                                                           \
+  do {                                                                                                               \
+    const int32_t atbHcclRc_ = (call);                                                                               \
+    ATB_CHECK(atbHcclRc_ == ::atb_ops::hccl::kSuccess, ERROR_HCCL_FAIL, fn, " returned ", atbHcclRc_, " (",          \
+              ::atb_ops::hccl::resultName(atbHcclRc_), ": ", (api).errorString(atbHcclRc_), ") ", __VA_ARGS__, " [", \
+              ::atb_ops::hccl::fileBaseName(__FILE__), ":", __LINE__, "]");                                          \
+  } while (0)
+
+// The same for ACL runtime calls, raising ERROR_RT_FAIL with aclGetRecentErrMsg's text.
+#define ATB_ACL_CHECK(api, fn, call, ...)                                                                            \
+  do {                                                                                                               \
+    const int32_t atbAclRc_ = (call);                                                                                \
+    ATB_CHECK(atbAclRc_ == ::atb_ops::hccl::kSuccess, ERROR_RT_FAIL, fn, " returned aclError ", atbAclRc_, " (",     \
+              (api).runtimeErrorString(atbAclRc_), ") ", __VA_ARGS__, " [", ::atb_ops::hccl::fileBaseName(__FILE__), \
+              ":", __LINE__, "]");                                                                                   \
+  } while (0)

@@ -1,0 +1,238 @@
+#include "comm/hccl/hccl_communicator.h"
+
+#include <ATen/ops/empty.h>
+#include <c10/util/Exception.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "comm/hccl/hccl_check.h"
+#include "comm/hccl/hccl_dtype.h"
+#include "core/env.h"
+#include "core/status.h"
+
+namespace atb_ops::hccl {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? std::string() : std::string(v);
+}
+
+std::vector<uint64_t> toU64(const std::vector<int64_t>& v) {
+  // validateLayout has already rejected negative values.
+  return std::vector<uint64_t>(v.begin(), v.end());
+}
+
+// An aclrtEvent for the scope of one wait.
+class ScopedEvent {
+ public:
+  explicit ScopedEvent(HcclApi& api) : api_(api) {
+    ATB_ACL_CHECK(api_, "aclrtCreateEvent", api_.createEvent(&event_), "for a host wait");
+  }
+  ~ScopedEvent() {
+    if (event_ != nullptr) api_.destroyEvent(event_);
+  }
+  ScopedEvent(const ScopedEvent&) = delete;
+  ScopedEvent& operator=(const ScopedEvent&) = delete;
+  EventHandle get() const { return event_; }
+
+ private:
+  HcclApi& api_;
+  EventHandle event_ = nullptr;
+};
+
+}  // namespace
+
+AlltoallvPath alltoallvPathFromEnv() {
+  const std::string v = env("ATB_OPS_HCCL_ALLTOALLV");
+  if (v.empty() || v == "alltoallv" || v == "native") return AlltoallvPath::kAlltoAllV;
+  if (v == "p2p" || v == "batch_send_recv") return AlltoallvPath::kBatchSendRecv;
+  ATB_FAIL(ERROR_INVALID_PARAM, "ATB_OPS_HCCL_ALLTOALLV must be 'alltoallv' (HcclAlltoAllV, the default) or 'p2p' ",
+           "(HcclBatchSendRecv), got '", v, "'");
+}
+
+const char* pathName(AlltoallvPath p) {
+  return p == AlltoallvPath::kAlltoAllV ? "HcclAlltoAllV" : "HcclBatchSendRecv";
+}
+
+bool blockingFromEnv() {
+  const std::string v = env("ATB_OPS_HCCL_BLOCKING");
+  return !v.empty() && v != "0";
+}
+
+std::vector<SendRecvItem> pairwiseItems(int32_t rank, int32_t size, char* sendBase, char* recvBase, int64_t elemSize,
+                                        int32_t dataType, const AllToAllVLayout& l) {
+  std::vector<SendRecvItem> items;
+  items.reserve(2 * static_cast<size_t>(size));
+  for (int32_t step = 1; step < size; ++step) {
+    const int32_t to = (rank + step) % size;
+    const int32_t from = (rank - step + size) % size;
+    if (l.sendCounts[to] > 0) {
+      items.push_back(SendRecvItem{SendRecvType::kSend, sendBase + l.sdispls[to] * elemSize,
+                                   static_cast<uint64_t>(l.sendCounts[to]), dataType, static_cast<uint32_t>(to)});
+    }
+    if (l.recvCounts[from] > 0) {
+      items.push_back(SendRecvItem{SendRecvType::kRecv, recvBase + l.rdispls[from] * elemSize,
+                                   static_cast<uint64_t>(l.recvCounts[from]), dataType, static_cast<uint32_t>(from)});
+    }
+  }
+  return items;
+}
+
+HcclCommunicator::HcclCommunicator(const CommConfig& config, std::shared_ptr<HcclApi> api)
+    : api_(std::move(api)),
+      rank_(config.rank),
+      size_(config.rankSize),
+      device_(deviceFor(config)),
+      commDomain_(config.commDomain) {
+  TORCH_CHECK(api_ != nullptr, "HcclCommunicator needs an HcclApi");
+  comm_ = acquireComm(api_, config);
+}
+
+std::string HcclCommunicator::describe() const {
+  return "on rank " + std::to_string(rank_) + " of " + std::to_string(size_) + ", commDomain '" + commDomain_ +
+         "', device " + std::to_string(device_);
+}
+
+void HcclCommunicator::checkUsable(const char* what) const {
+  ATB_CHECK(brokenBy_.empty(), ERROR_HCCL_FAIL, "hccl ", what, ": this communicator failed earlier and is unusable (",
+            brokenBy_, ")");
+}
+
+HcclCommunicator::Launch HcclCommunicator::launchFor(const at::Tensor& t, const char* what) const {
+  const int32_t tensorDevice = t.device().has_index() ? t.device().index() : -1;
+  ATB_CHECK(tensorDevice < 0 || tensorDevice == device_, ERROR_INVALID_PARAM, "hccl ", what, ": tensor is on ",
+            t.device(), " but the communicator ", describe(), " was made for device ", device_,
+            "; use one commDomain per device");
+  const int32_t device = tensorDevice >= 0 ? tensorDevice : device_;
+  return Launch{device, api_->currentStream(device)};
+}
+
+void HcclCommunicator::alltoallv(const at::Tensor& send, const AllToAllVLayout& layout, at::Tensor& recv) {
+  static constexpr const char* kWhat = "alltoallv";
+  checkUsable(kWhat);
+  const int32_t dataType = dataTypeFor(send.scalar_type(), "hccl alltoallv input");
+  const Launch launch = launchFor(send, kWhat);
+  ScopedDevice device(*api_, launch.device);
+  // Read per call, so a job can switch paths between steps without rebuilding its operations.
+  if (alltoallvPathFromEnv() == AlltoallvPath::kBatchSendRecv) {
+    alltoallvPairwise(send, layout, recv, dataType, launch.stream);
+  } else {
+    alltoallvNative(send, layout, recv, dataType, launch.stream);
+  }
+  if (blockingFromEnv()) waitForStream(launch.stream, kWhat);
+}
+
+void HcclCommunicator::alltoallvNative(const at::Tensor& send, const AllToAllVLayout& l, at::Tensor& recv,
+                                       int32_t dataType, StreamHandle stream) {
+  // HCCL reads the four arrays on the host while enqueuing, as uint64 element counts.
+  const std::vector<uint64_t> sendCounts = toU64(l.sendCounts);
+  const std::vector<uint64_t> sdispls = toU64(l.sdispls);
+  const std::vector<uint64_t> recvCounts = toU64(l.recvCounts);
+  const std::vector<uint64_t> rdispls = toU64(l.rdispls);
+  // An empty tensor may have no storage, and HCCL rejects a null buffer even when every count is 0; a rank
+  // that sends or receives nothing must still take part, so it gets a one-element stand-in.
+  at::Tensor standIn;
+  auto buffer = [&](const at::Tensor& t) -> void* {
+    if (t.numel() > 0) return t.data_ptr();
+    if (!standIn.defined()) standIn = at::empty({1}, t.options());
+    return standIn.data_ptr();
+  };
+  ATB_HCCL_CHECK(*api_, "HcclAlltoAllV",
+                 api_->alltoAllV(buffer(send), sendCounts.data(), sdispls.data(), dataType, buffer(recv),
+                                 recvCounts.data(), rdispls.data(), dataType, comm_.get(), stream),
+                 describe());
+}
+
+void HcclCommunicator::alltoallvPairwise(const at::Tensor& send, const AllToAllVLayout& l, at::Tensor& recv,
+                                         int32_t dataType, StreamHandle stream) {
+  const int64_t es = send.element_size();
+  // The one count pair of the cross-rank matrix a rank can check alone; HCCL would never see it here.
+  ATB_CHECK(l.sendCounts[rank_] == l.recvCounts[rank_], ERROR_INVALID_PARAM, "hccl alltoallv ", describe(),
+            ": sendCounts[", rank_, "]=", l.sendCounts[rank_], " (to itself) differs from recvCounts[", rank_,
+            "]=", l.recvCounts[rank_], " (from itself)");
+  if (l.sendCounts[rank_] > 0) {
+    // The rank's own share never leaves the device: an ATen copy on the same current stream, which
+    // torch_npu flushes ahead of the batch when the stream is fetched for HCCL.
+    recv.view({-1})
+        .narrow(0, l.rdispls[rank_], l.recvCounts[rank_])
+        .copy_(send.reshape({-1}).narrow(0, l.sdispls[rank_], l.sendCounts[rank_]));
+  }
+  auto* sendBase = send.numel() > 0 ? static_cast<char*>(send.data_ptr()) : nullptr;
+  auto* recvBase = recv.numel() > 0 ? static_cast<char*>(recv.data_ptr()) : nullptr;
+  std::vector<SendRecvItem> items = pairwiseItems(rank_, size_, sendBase, recvBase, es, dataType, l);
+  // Every peer this rank exchanges with is in the list; one with nothing either way has no matching
+  // entry on the other side, so an empty list is simply nothing to do.
+  if (items.empty()) return;
+  ATB_HCCL_CHECK(*api_, "HcclBatchSendRecv",
+                 api_->batchSendRecv(items.data(), static_cast<uint32_t>(items.size()), comm_.get(), stream), "with ",
+                 items.size(), " send/recv items ", describe());
+}
+
+void HcclCommunicator::allgather(const at::Tensor& send, at::Tensor& recv) {
+  static constexpr const char* kWhat = "allgather";
+  checkUsable(kWhat);
+  const int32_t dataType = dataTypeFor(send.scalar_type(), "hccl allgather input");
+  // Every rank gathers the same numel: with none, no rank calls HCCL.
+  if (send.numel() == 0) return;
+  const Launch launch = launchFor(send, kWhat);
+  ScopedDevice device(*api_, launch.device);
+  ATB_HCCL_CHECK(*api_, "HcclAllGather",
+                 api_->allGather(send.data_ptr(), recv.data_ptr(), static_cast<uint64_t>(send.numel()), dataType,
+                                 comm_.get(), launch.stream),
+                 describe());
+  if (blockingFromEnv()) waitForStream(launch.stream, kWhat);
+}
+
+void HcclCommunicator::barrier() {
+  static constexpr const char* kWhat = "barrier";
+  checkUsable(kWhat);
+  ScopedDevice device(*api_, device_);
+  StreamHandle stream = api_->currentStream(device_);
+  ATB_HCCL_CHECK(*api_, "HcclBarrier", api_->barrier(comm_.get(), stream), describe());
+  // A barrier the host cannot observe would order nothing for the caller: always wait.
+  waitForStream(stream, kWhat);
+}
+
+void HcclCommunicator::waitForStream(StreamHandle stream, const char* what) {
+  ScopedEvent event(*api_);
+  ATB_ACL_CHECK(*api_, "aclrtRecordEvent", api_->recordEvent(event.get(), stream), "after hccl ", what, " ",
+                describe());
+  const auto timeout = peerTimeout();
+  const auto deadline = Clock::now() + timeout;
+  int polls = 0;
+  while (true) {
+    bool complete = false;
+    ATB_ACL_CHECK(*api_, "aclrtQueryEventStatus", api_->queryEvent(event.get(), &complete), "after hccl ", what, " ",
+                  describe());
+    if (complete) return;
+    // A peer that died or a task that failed never completes the event: HCCL reports it here instead.
+    int32_t asyncError = kSuccess;
+    ATB_HCCL_CHECK(*api_, "HcclGetCommAsyncError", api_->getCommAsyncError(comm_.get(), &asyncError),
+                   "while waiting for ", what, " ", describe());
+    if (asyncError != kSuccess) {
+      brokenBy_ = "HCCL reported asynchronous error " + std::to_string(asyncError) + " (" + resultName(asyncError) +
+                  ": " + api_->errorString(asyncError) + ") during " + what;
+      ATB_FAIL(ERROR_HCCL_FAIL, "hccl ", what, " ", describe(), ": ", brokenBy_, " after ", polls, " polls");
+    }
+    if (Clock::now() >= deadline) {
+      brokenBy_ = std::string("timed out in ") + what;
+      ATB_FAIL(ERROR_COMM_TIMEOUT, "hccl ", what, " ", describe(),
+               " did not complete within ATB_OPS_TIMEOUT=", std::chrono::duration<double>(timeout).count(),
+               " s and HCCL reported no error; a peer rank may ",
+               "not have called it, or called it with counts that do not match");
+    }
+    ++polls;
+    std::this_thread::sleep_for(std::chrono::microseconds(polls < 100 ? 50 : 1000));
+  }
+}
+
+std::shared_ptr<HcclCommunicator> makeHcclCommunicator(const CommConfig& config, std::shared_ptr<HcclApi> api) {
+  return std::make_shared<HcclCommunicator>(config, std::move(api));
+}
+
+}  // namespace atb_ops::hccl

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Compile-checks every HCCL translation unit against the real HCCL, ACL and torch_npu headers, on a
+# machine with no Ascend toolkit: the torch_npu==2.13.0 wheel is downloaded once (cached under
+# third_party/, gitignored) and unpacked for its headers only; torch_npu is never installed.
+#
+# Each TU is compiled with `g++ -fsyntax-only` and the flags torch.utils.cpp_extension uses for
+# atb_ops._C (torch and Python include dirs, -std=c++17, the torch build's -D_GLIBCXX_USE_CXX11_ABI and
+# pybind11 ABI defines), plus torch_npu's include dir (hccl.h, hccl_types.h, acl/*.h, torch_npu/csrc/*).
+# The static_asserts in csrc/comm/hccl/npu/hccl_api_impl.cpp then check the opaque constants of
+# hccl_api.h (root-info size, HcclDataType and HcclResult codes) against the header.
+#
+# Exits non-zero when any TU fails (or the headers cannot be had). scripts/test.sh runs it.
+# Environment: PYTHON (default: the active python), ATB_OPS_CACHE (default: third_party/),
+#              ATB_OPS_TORCH_NPU_VERSION (default 2.13.0, matching the pinned torch), JOBS (default 2).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+PY="${PYTHON:-$(command -v python || command -v python3)}"
+VERSION="${ATB_OPS_TORCH_NPU_VERSION:-2.13.0}"
+CACHE="${ATB_OPS_CACHE:-$ROOT/third_party}"
+WHEELS="$CACHE/wheels"
+HEADERS="$CACHE/torch_npu-$VERSION"
+JOBS="${JOBS:-2}"
+
+echo "[hccl-check] torch_npu==$VERSION headers, python $("$PY" -c 'import sys; print(sys.version.split()[0])')"
+mkdir -p "$WHEELS"
+wheel="$(ls "$WHEELS"/torch_npu-"$VERSION"-*.whl 2>/dev/null | head -n 1 || true)"
+if [ -z "$wheel" ]; then
+  echo "[hccl-check] downloading the torch_npu==$VERSION wheel (headers only; not installed)"
+  "$PY" -m pip download -q "torch_npu==$VERSION" --no-deps --only-binary=:all: -d "$WHEELS" || {
+    echo "[hccl-check] FAILED: could not download torch_npu==$VERSION; cannot check the HCCL TUs"; exit 1; }
+  wheel="$(ls "$WHEELS"/torch_npu-"$VERSION"-*.whl | head -n 1)"
+fi
+if [ ! -f "$HEADERS/.unpacked" ] || [ "$(cat "$HEADERS/.unpacked")" != "$(basename "$wheel")" ]; then
+  echo "[hccl-check] unpacking $(basename "$wheel") headers into $HEADERS"
+  rm -rf "$HEADERS"
+  mkdir -p "$HEADERS"
+  # Only include/: the wheel's libraries are useless without the toolkit.
+  "$PY" - "$wheel" "$HEADERS" <<'EOF'
+import sys
+import zipfile
+
+with zipfile.ZipFile(sys.argv[1]) as z:
+    z.extractall(sys.argv[2], [n for n in z.namelist() if n.startswith("torch_npu/include/")])
+EOF
+  basename "$wheel" > "$HEADERS/.unpacked"
+fi
+NPU_INC="$HEADERS/torch_npu/include"
+for must in third_party/hccl/inc/hccl/hccl.h third_party/hccl/inc/hccl/hccl_types.h acl/acl.h \
+            torch_npu/csrc/core/npu/NPUStream.h; do
+  [ -f "$NPU_INC/$must" ] || { echo "[hccl-check] FAILED: $must is not in the wheel"; exit 1; }
+done
+
+# The flags cpp_extension would use for atb_ops._C, read from this torch build.
+mapfile -t FLAGS < <("$PY" - <<'EOF'
+import os
+import sysconfig
+
+import nlohmann_json
+import torch
+from torch.utils import cpp_extension
+
+for d in cpp_extension.include_paths():
+    print(f"-isystem{d}")
+print(f"-isystem{sysconfig.get_paths()['include']}")
+print(f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}")
+for name in ("COMPILER_TYPE", "STDLIB", "BUILD_ABI"):
+    value = getattr(torch._C, f"_PYBIND11_{name}", None)
+    if value is not None:
+        print(f'-DPYBIND11_{name}="{value}"')
+print("-DTORCH_API_INCLUDE_EXTENSION_H")
+print("-DTORCH_EXTENSION_NAME=_C")
+# The JSON headers setup.py adds.
+print(f"-isystem{os.path.join(os.path.dirname(nlohmann_json.__file__), 'include')}")
+EOF
+)
+CXX="${CXX:-g++}"
+COMMON=(-fsyntax-only -std=c++17 -fPIC -Wall -Wextra "${FLAGS[@]}" -I"$ROOT/csrc" -I"$ROOT/op_plugin"
+        -isystem"$NPU_INC")
+
+# Every HCCL TU: the always-built logic and mock, the toolkit-only real API and registration, and the
+# pybind layer over them.
+mapfile -t TUS < <(ls csrc/comm/hccl/*.cpp csrc/comm/hccl/npu/*.cpp op_plugin/hccl_bindings.cpp)
+[ "${#TUS[@]}" -gt 0 ] || { echo "[hccl-check] FAILED: no HCCL translation units found"; exit 1; }
+LOGS="$(mktemp -d)"
+trap 'rm -rf "$LOGS"' EXIT
+
+check_one() {
+  local tu="$1" log="$LOGS/$(echo "$1" | tr '/' '_').log" start=$SECONDS
+  if "$CXX" "${COMMON[@]}" "$tu" > "$log" 2>&1; then
+    local warn; warn=$(grep -c "warning:" "$log" || true)
+    if [ "$warn" = "0" ]; then echo "[hccl-check] ok    $tu ($((SECONDS - start)) s)"; else echo "[hccl-check] ok    $tu ($((SECONDS - start)) s, $warn warning(s))"; fi
+    [ "$warn" = "0" ] || sed 's/^/    /' "$log" | head -n 40
+  else
+    echo "[hccl-check] FAIL  $tu"
+    sed 's/^/    /' "$log" | grep -v "^    In file included\|^     *from " | head -n 60
+    return 1
+  fi
+}
+# JOBS at a time (others may be compiling on this machine too); results are collected in start order.
+failed=0
+pids=()
+for tu in "${TUS[@]}"; do
+  check_one "$tu" &
+  pids+=($!)
+  if [ "${#pids[@]}" -ge "$JOBS" ]; then
+    wait "${pids[0]}" || failed=$((failed + 1))
+    pids=("${pids[@]:1}")
+  fi
+done
+for pid in "${pids[@]}"; do wait "$pid" || failed=$((failed + 1)); done
+
+if [ "$failed" -ne 0 ]; then
+  echo "[hccl-check] FAILED: $failed of ${#TUS[@]} HCCL translation unit(s) do not compile against torch_npu==$VERSION"
+  exit 1
+fi
+echo "[hccl-check] all ${#TUS[@]} HCCL translation units compile against torch_npu==$VERSION's hccl.h/acl/torch_npu headers"
