@@ -11,9 +11,9 @@
 #include "comm/communicator.h"
 #include "comm/shm/arena.h"
 #include "core/layout.h"
-#include "quant/quant.h"
-#include "nccl_bindings.h"
 #include "hccl_bindings.h"
+#include "nccl_bindings.h"
+#include "quant/quant.h"
 
 namespace py = pybind11;
 

@@ -198,7 +198,7 @@ def test_run_killed_after_rendezvous_leaves_no_files():
 
 
 def _fnv1a64(text: str) -> int:
-    h = 1469598103934665603
+    h = 14695981039346656037
     for byte in text.encode():
         h = ((h ^ byte) * 1099511628211) % 2**64
     return h

@@ -107,7 +107,7 @@ RootInfo viaNodeLocal(const CommConfig& c, const std::function<RootInfo()>& make
     std::memcpy(block.info, info.data(), kRootInfoBytes);
     block.magic.store(kBlockMagic, std::memory_order_release);
     const pid_t self = ::getpid();
-    shm::publishRendezvous(rdvPath, shm::RendezvousRecord{segment.name(), self, shm::processStartTime(self)});
+    shm::publishRendezvous(rdvPath, shm::RendezvousRecord{segment.name(), self, processStartTime(self)});
     // The names go once every rank holds the bytes (or on timeout), so nothing outlives this call.
     auto removeNames = [&] {
       if (auto record = shm::readLiveRendezvous(rdvPath); record && record->segmentName == segment.name()) {

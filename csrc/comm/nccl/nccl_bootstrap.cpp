@@ -58,7 +58,7 @@ class FileIdExchange final : public UniqueIdExchange {
     ATB_CHECK(isRoot_, ERROR_INTERNAL_ERROR, "nccl rendezvous: only rankRoot publishes (", what_, ")");
     hex_ = toHex(id);
     const pid_t self = ::getpid();
-    shm::publishRendezvous(path_, shm::RendezvousRecord{hex_, self, shm::processStartTime(self)});
+    shm::publishRendezvous(path_, shm::RendezvousRecord{hex_, self, processStartTime(self)});
     published_ = true;
   }
 
