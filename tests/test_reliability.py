@@ -70,6 +70,7 @@ def test_killed_rank_is_named_by_survivors(backend, world_size, victim):
     finally:
         _stop(procs)
     for _, rank, when, message in errors:
+        print(f"[{backend} n={world_size}] rank {rank} raised {when - killed_at:.2f} s after rank {victim} was killed")
         assert rank != victim
         assert when - killed_at <= KILL_TIMEOUT_S + 5, (rank, when - killed_at, message)
         assert message.startswith(("ERROR_COMM_PEER_DIED", "ERROR_COMM_TIMEOUT")), message

@@ -7,6 +7,7 @@
 
 #include <fstream>
 #include <mutex>
+#include <thread>
 
 #include "core/env.h"
 #include "core/memory.h"
@@ -115,7 +116,12 @@ void C10dCommunicator::waitFor(const c10::intrusive_ptr<c10d::Work>& work, const
   } catch (const std::exception& e) {
     error = e.what();
   }
-  const std::string dead = deadPeers();
+  // A killed peer's sockets close while it is still exiting: give its death a moment to show in /proc.
+  std::string dead = deadPeers();
+  for (int i = 0; i < 100 && dead.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    dead = deadPeers();
+  }
   ATB_CHECK(dead.empty(), ERROR_COMM_PEER_DIED, "gloo ", what, " on group '", groupName_, "' (rank ", rank(), " of ",
             size(), "): peer ", dead, " exited: ", error);
   ATB_FAIL(ERROR_COMM_TIMEOUT, "gloo ", what, " on group '", groupName_, "' (rank ", rank(), " of ", size(),
