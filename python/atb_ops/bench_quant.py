@@ -26,11 +26,11 @@ import functools
 import json
 import multiprocessing as mp
 import os
-import queue
-import socket
 import time
 import uuid
 from typing import Any
+
+from atb_ops._launch import free_port, run_ranks
 
 DTYPES = ("float16", "bfloat16", "float32")
 DEFAULT_SIZES = ("1M", "16M", "64M")
@@ -43,12 +43,6 @@ def parse_size(text: str) -> int:
     if text and text[-1] in units:
         return int(float(text[:-1]) * units[text[-1]])
     return int(text)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _time_calls(fn, warmup: int, iters: int) -> float:
@@ -183,11 +177,9 @@ def run(
         RuntimeError: When a rank failed or did not finish within timeout_s.
     """
     sizes = [parse_size(s) for s in DEFAULT_SIZES] if sizes is None else sizes
-    ctx = mp.get_context("spawn")
-    results: mp.Queue = ctx.Queue()
     env = {
         "MASTER_ADDR": "127.0.0.1",
-        "MASTER_PORT": str(_free_port()),
+        "MASTER_PORT": str(free_port()),
         "ATB_OPS_JOB_ID": f"bench-quant-{uuid.uuid4().hex}",
         "ATB_OPS_TIMEOUT": str(int(timeout_s)),
         "ATB_OPS_CPU_PATH": path,
@@ -203,24 +195,7 @@ def run(
         "iters": iters,
         "rounds": rounds,
     }
-    procs = [ctx.Process(target=_rank_main, args=(r, world_size, env, args, results)) for r in range(world_size)]
-    for p in procs:
-        p.start()
-    got: dict[int, list[dict[str, Any]]] = {}
-    try:
-        for _ in range(world_size):
-            try:
-                rank, error, rows = results.get(timeout=timeout_s)
-            except queue.Empty:
-                raise RuntimeError(f"ranks {sorted(set(range(world_size)) - set(got))} did not finish") from None
-            if error:
-                raise RuntimeError(f"rank {rank} failed: {error}")
-            got[rank] = rows
-    finally:
-        for p in procs:
-            p.join(timeout=10)
-            if p.is_alive():
-                p.kill()
+    got = run_ranks(_rank_main, world_size, (env, args), timeout_s)
     rows = got[0]
     for size in sizes:
         same = [r for r in rows if r["size"] == size]

@@ -10,8 +10,9 @@ import argparse
 import json
 import multiprocessing as mp
 import os
-import socket
 import uuid
+
+from atb_ops._launch import free_port, run_ranks
 
 
 def seed_layout(rank: int) -> tuple[list[list[int]], list[int], list[int], list[int], list[int]]:
@@ -58,12 +59,6 @@ def _rank_main(rank: int, world_size: int, backend: str, env: dict[str, str], re
         results.put((rank, f"{type(e).__name__}: {e}", None))
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def run(world_size: int = 2, backend: str = "shm", timeout_s: float = 120.0) -> list[list[list[int]]]:
     """Spawn the ranks, print each one's input and output in rank order, return the outputs.
 
@@ -72,29 +67,13 @@ def run(world_size: int = 2, backend: str = "shm", timeout_s: float = 120.0) -> 
     """
     if world_size < 1:
         raise ValueError(f"--world-size must be >= 1, got {world_size}")
-    ctx = mp.get_context("spawn")
-    results: mp.Queue = ctx.Queue()
     env = {
         "MASTER_ADDR": "127.0.0.1",
-        "MASTER_PORT": str(_free_port()),
+        "MASTER_PORT": str(free_port()),
         "ATB_OPS_JOB_ID": f"demo-{uuid.uuid4().hex}",
         "ATB_OPS_TIMEOUT": str(int(timeout_s)),
     }
-    procs = [ctx.Process(target=_rank_main, args=(r, world_size, backend, env, results)) for r in range(world_size)]
-    for p in procs:
-        p.start()
-    got = {}
-    try:
-        for _ in range(world_size):
-            rank, error, value = results.get(timeout=timeout_s)
-            if error:
-                raise RuntimeError(f"rank {rank} failed: {error}")
-            got[rank] = value
-    finally:
-        for p in procs:
-            p.join(timeout=10)
-            if p.is_alive():
-                p.kill()
+    got = run_ranks(_rank_main, world_size, (backend, env), timeout_s)
     print(f"AllToAllVV2Operation demo: {world_size} CPU rank(s), backend '{backend}'")
     outputs = []
     for rank in range(world_size):

@@ -56,12 +56,12 @@ import multiprocessing as mp
 import os
 import platform
 import queue
-import socket
 import sys
 import time
 import uuid
 from typing import Any
 
+from atb_ops._launch import free_port
 from atb_ops.bench import report, workload
 from atb_ops.bench.ranks import BenchConfig
 
@@ -71,12 +71,6 @@ LABELS_OTHER = {
     "gloo": "gloo all_to_all_single",
     "mpi": "Open MPI MPI_Alltoallv",
 }
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _cpu_model() -> str:
@@ -172,7 +166,7 @@ class Ranks:
         self.commands = [ctx.Queue() for _ in range(cfg.world_size)]
         env = {
             "MASTER_ADDR": "127.0.0.1",
-            "MASTER_PORT": str(_free_port()),
+            "MASTER_PORT": str(free_port()),
             "ATB_OPS_JOB_ID": f"bench-{uuid.uuid4().hex}",
             "ATB_OPS_TIMEOUT": str(int(min(timeout_s, 600))),
             "OMP_NUM_THREADS": "1",
