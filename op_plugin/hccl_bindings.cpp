@@ -16,6 +16,7 @@
 #include "comm/hccl/mock_hccl_api.h"
 #include "core/layout.h"
 #include "core/params.h"
+#include "python_errors.h"
 
 namespace py = pybind11;
 
@@ -23,16 +24,6 @@ namespace atb_ops {
 namespace {
 
 using hccl::MockHcclApi;
-
-// RuntimeError with the ATB-style message and without the C++ backtrace, as module.cpp does.
-template <typename F>
-auto guarded(F&& f) -> decltype(f()) {
-  try {
-    return f();
-  } catch (const c10::Error& e) {
-    throw std::runtime_error(e.what_without_backtrace());
-  }
-}
 
 // Calls atb_ops._hccl_bootstrap.<name>(*args) with the GIL (communicator creation runs without it).
 template <typename... Args>
@@ -113,7 +104,7 @@ class MockCommunicator {
     c.commDomain = commDomain;
     c.jobKey = jobKey;
     c.deviceIndex = deviceIndex;
-    guarded([&] {
+    withPythonErrors([&] {
       validateCommParam(p, "HcclMockCommunicator");
       py::gil_scoped_release unlocked;
       comm_ = hccl::makeHcclCommunicator(c, MockHcclApi::instance());
@@ -122,7 +113,7 @@ class MockCommunicator {
 
   void alltoallv(const at::Tensor& send, std::vector<int64_t> sendCounts, std::vector<int64_t> sdispls,
                  std::vector<int64_t> recvCounts, std::vector<int64_t> rdispls, at::Tensor recv) {
-    guarded([&] {
+    withPythonErrors([&] {
       AllToAllVLayout layout{std::move(sendCounts), std::move(sdispls), std::move(recvCounts), std::move(rdispls)};
       validateLayout(layout, live().size(), send.numel(), recv.numel());
       py::gil_scoped_release unlocked;
@@ -131,27 +122,27 @@ class MockCommunicator {
   }
 
   void allgather(const at::Tensor& send, at::Tensor recv) {
-    guarded([&] {
+    withPythonErrors([&] {
       py::gil_scoped_release unlocked;
       live().allgather(send, recv);
     });
   }
 
   void barrier() {
-    guarded([&] {
+    withPythonErrors([&] {
       py::gil_scoped_release unlocked;
       live().barrier();
     });
   }
 
   uint64_t handle() {
-    return reinterpret_cast<uintptr_t>(guarded([&] { return live().handle(); }));
+    return reinterpret_cast<uintptr_t>(withPythonErrors([&] { return live().handle(); }));
   }
   std::string origin() {
-    return guarded([&] { return std::string(hccl::originName(live().origin())); });
+    return withPythonErrors([&] { return std::string(hccl::originName(live().origin())); });
   }
   int32_t device() {
-    return guarded([&] { return live().device(); });
+    return withPythonErrors([&] { return live().device(); });
   }
 
   void close() {
@@ -176,11 +167,13 @@ void bindHccl(py::module_& m) {
 
   m.def(
       "_hccl_dtype_code",
-      [](const at::Tensor& t) { return guarded([&] { return hccl::dataTypeFor(t.scalar_type(), "tensor"); }); },
+      [](const at::Tensor& t) {
+        return withPythonErrors([&] { return hccl::dataTypeFor(t.scalar_type(), "tensor"); });
+      },
       "HcclDataType code the hccl backend uses for this tensor's dtype; RuntimeError if none.");
   m.def(
       "_hccl_alltoallv_path",
-      [] { return guarded([] { return std::string(hccl::pathName(hccl::alltoallvPathFromEnv())); }); },
+      [] { return withPythonErrors([] { return std::string(hccl::pathName(hccl::alltoallvPathFromEnv())); }); },
       "The HCCL function alltoallv uses under the current ATB_OPS_HCCL_ALLTOALLV.");
 
   m.def(

@@ -13,6 +13,7 @@
 #include "core/layout.h"
 #include "hccl_bindings.h"
 #include "nccl_bindings.h"
+#include "python_errors.h"
 #include "quant/quant.h"
 
 namespace py = pybind11;
@@ -21,13 +22,10 @@ namespace {
 
 int64_t validateLayout(std::vector<int64_t> sendCounts, std::vector<int64_t> sdispls, std::vector<int64_t> recvCounts,
                        std::vector<int64_t> rdispls, int64_t rankSize, int64_t sendNumel, int64_t recvCapacity) {
-  try {
+  return atb_ops::withPythonErrors([&] {
     return atb_ops::validateLayout(atb_ops::AllToAllVLayout{sendCounts, sdispls, recvCounts, rdispls}, rankSize,
                                    sendNumel, recvCapacity);
-  } catch (const c10::Error& e) {
-    // RuntimeError carrying the ATB-style message, without the C++ backtrace.
-    throw std::runtime_error(e.what_without_backtrace());
-  }
+  });
 }
 
 }  // namespace
@@ -48,11 +46,8 @@ PYBIND11_MODULE(_C, m) {
   m.def(
       "shm_empty_bytes",
       [](int64_t nbytes) {
-        try {
-          return atb_ops::shm::emptyShared({nbytes}, at::TensorOptions().dtype(at::kByte));
-        } catch (const c10::Error& e) {
-          throw std::runtime_error(e.what_without_backtrace());
-        }
+        return atb_ops::withPythonErrors(
+            [&] { return atb_ops::shm::emptyShared({nbytes}, at::TensorOptions().dtype(at::kByte)); });
       },
       py::arg("nbytes"), "A uint8 CPU tensor of nbytes in the process's shared-memory arena (see atb_ops.shm_empty).");
   m.def(

@@ -12,6 +12,7 @@
 #include "comm/nccl/nccl_mock_api.h"
 #include "core/layout.h"
 #include "core/status.h"
+#include "python_errors.h"
 
 namespace py = pybind11;
 
@@ -19,16 +20,6 @@ namespace atb_ops {
 namespace {
 
 using nccl::NcclResult;
-
-// RuntimeError with the ATB-style message and no C++ backtrace, as the rest of module.cpp does.
-template <typename F>
-auto pythonErrors(F&& f) -> decltype(f()) {
-  try {
-    return f();
-  } catch (const c10::Error& e) {
-    throw std::runtime_error(e.what_without_backtrace());
-  }
-}
 
 std::chrono::milliseconds millis(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
@@ -153,7 +144,7 @@ void bindNccl(py::module& m) {
       .def(
           "adopt",
           [](NcclMockSession& s, int64_t h, int32_t r, int32_t n, double t) {
-            pythonErrors([&] { s.adopt(h, r, n, t); });
+            withPythonErrors([&] { s.adopt(h, r, n, t); });
           },
           py::arg("handle"), py::arg("rank"), py::arg("size"), py::arg("timeout_s") = 5.0)
       .def(
@@ -161,27 +152,28 @@ void bindNccl(py::module& m) {
           [](NcclMockSession& s, int32_t r, int32_t n, int32_t root, const std::string& d, const std::string& j,
              double t) {
             py::gil_scoped_release unlocked;  // store hooks take the GIL back; other ranks may be threads
-            pythonErrors([&] { s.create(r, n, root, d, j, t); });
+            withPythonErrors([&] { s.create(r, n, root, d, j, t); });
           },
           py::arg("rank"), py::arg("size"), py::arg("root") = 0, py::arg("comm_domain") = "", py::arg("job_key") = "",
           py::arg("timeout_s") = 5.0)
       .def(
           "alltoallv",
           [](NcclMockSession& s, std::vector<int64_t> sc, std::vector<int64_t> sd, std::vector<int64_t> rc,
-             std::vector<int64_t> rd, c10::ScalarType dtype, int64_t send, int64_t recv, int64_t stream,
-             bool asBytes) { pythonErrors([&] { s.alltoallv(sc, sd, rc, rd, dtype, send, recv, stream, asBytes); }); },
+             std::vector<int64_t> rd, c10::ScalarType dtype, int64_t send, int64_t recv, int64_t stream, bool asBytes) {
+            withPythonErrors([&] { s.alltoallv(sc, sd, rc, rd, dtype, send, recv, stream, asBytes); });
+          },
           py::arg("send_counts"), py::arg("sdispls"), py::arg("recv_counts"), py::arg("rdispls"), py::arg("dtype"),
           py::arg("send") = kSendBase, py::arg("recv") = kRecvBase, py::arg("stream") = kStream,
           py::arg("as_bytes") = false)
       .def(
           "allgather",
           [](NcclMockSession& s, int64_t numel, c10::ScalarType dtype, int64_t send, int64_t recv, int64_t stream) {
-            pythonErrors([&] { s.allgather(numel, dtype, send, recv, stream); });
+            withPythonErrors([&] { s.allgather(numel, dtype, send, recv, stream); });
           },
           py::arg("numel"), py::arg("dtype"), py::arg("send") = kSendBase, py::arg("recv") = kRecvBase,
           py::arg("stream") = kStream)
       .def(
-          "wait_stream", [](NcclMockSession& s, int64_t stream) { pythonErrors([&] { s.waitStream(stream); }); },
+          "wait_stream", [](NcclMockSession& s, int64_t stream) { withPythonErrors([&] { s.waitStream(stream); }); },
           py::arg("stream") = kStream)
       .def("release", &NcclMockSession::release, "Drops the communicator (destroys it if it was created here).")
       .def_property_readonly("owned", &NcclMockSession::owned)
@@ -197,9 +189,9 @@ void bindNccl(py::module& m) {
          std::vector<int64_t> rd, c10::ScalarType dtype, int64_t stream, bool asBytes) {
         NcclMockSession s;
         s.setCommShape(rank, size);
-        pythonErrors([&] { s.adopt(0xADD0, rank, size, 5.0); });
+        withPythonErrors([&] { s.adopt(0xADD0, rank, size, 5.0); });
         s.clearCalls();
-        pythonErrors([&] { s.alltoallv(sc, sd, rc, rd, dtype, kSendBase, kRecvBase, stream, asBytes); });
+        withPythonErrors([&] { s.alltoallv(sc, sd, rc, rd, dtype, kSendBase, kRecvBase, stream, asBytes); });
         return s.calls();
       },
       py::arg("rank"), py::arg("size"), py::arg("send_counts"), py::arg("sdispls"), py::arg("recv_counts"),
