@@ -1,9 +1,18 @@
-"""Builds atb_ops and its native core atb_ops._C (torch.utils.cpp_extension, ninja).
+"""Builds atb_ops: its native libraries and Python extension modules (torch.utils.cpp_extension, ninja).
 
-The CPU core (csrc/core, csrc/ops, csrc/comm/{shm,c10d}, csrc/quant, op_plugin) is always built. Vendor
-backends (csrc/comm/nccl, csrc/comm/hccl) add their sources through backend_sources() when their toolchain
-is found; see README "Build". The CUDA quantisation kernels (csrc/quant/*.cu) are compiled only when torch
-has CUDA and nvcc is found (ATB_OPS_NO_CUDA=1 skips them).
+What is built (all under the package folder, so a wheel and an in-place build look the same):
+
+  atb_ops/lib/libatb_ops.so        csrc/: core, communicators (shm, gloo, nccl and hccl logic), ATB operators,
+                                   quantisation kernels. No Python in it.
+  atb_ops/lib/libatb_ops_torch.so  op_plugin/ TorchScript and dispatcher registrations: the class
+                                   torch.classes.OperationTorch.OperationTorch and the torch.ops.atb_ops ops.
+  atb_ops/_C.*.so                  op_plugin/module.cpp: the Python module of the package.
+  atb_ops/_testing.*.so            tests/native/: recording mocks of HcclApi / NcclApi for the tests; never
+                                   imported by atb_ops (ATB_OPS_TESTING=0 leaves it out, as wheels do).
+
+Optional parts, each announced on stderr: the NCCL backend (csrc/comm/nccl/cuda) and the CUDA quantisation
+kernels when torch has CUDA and nccl.h / nvcc are found; the HCCL backend for NPUs (csrc/comm/hccl/npu) with
+the Ascend toolkit and torch_npu. See README "Install".
 """
 
 from __future__ import annotations
@@ -19,6 +28,21 @@ from setuptools import find_packages, setup
 from torch.utils.cpp_extension import BuildExtension, CppExtension, CUDAExtension
 
 ROOT = Path(__file__).resolve().parent
+VERSION = (ROOT / "python" / "atb_ops" / "VERSION").read_text().strip()
+
+# Extension name -> file name of the plain shared libraries (no Python module suffix, a SONAME of their own).
+SHARED_LIBRARIES = {
+    "atb_ops.lib.libatb_ops": "libatb_ops.so",
+    "atb_ops.lib.libatb_ops_torch": "libatb_ops_torch.so",
+}
+
+
+def say(message: str) -> None:
+    print(f"[setup] {message}", file=sys.stderr)
+
+
+def sources(*patterns: str) -> list[str]:
+    return sorted(os.path.relpath(p, ROOT) for pattern in patterns for p in glob.glob(str(ROOT / pattern)))
 
 
 def nlohmann_include() -> str:
@@ -28,64 +52,37 @@ def nlohmann_include() -> str:
     return str(Path(nlohmann_json.__file__).resolve().parent / "include")
 
 
-def cpu_sources() -> list[str]:
-    patterns = [
-        "csrc/core/*.cpp",
-        "csrc/ops/*.cpp",
-        "csrc/comm/*.cpp",
-        "csrc/comm/shm/*.cpp",
-        "csrc/comm/c10d/*.cpp",
-        "csrc/quant/*.cpp",
-        "op_plugin/*.cpp",
-    ]
-    return sorted(str(p) for pattern in patterns for p in glob.glob(str(ROOT / pattern)))
-
-
-def cuda_sources() -> list[str]:
-    """The .cu kernels, when this torch has CUDA and a CUDA toolkit is installed."""
-    if os.environ.get("ATB_OPS_NO_CUDA") == "1":
+def cuda_kernels() -> list[str]:
+    """The .cu kernels, when this torch has CUDA and a CUDA toolkit is installed (ATB_OPS_CUDA=0: never)."""
+    if os.environ.get("ATB_OPS_CUDA", "1") == "0":
         return []
     import torch
     from torch.utils.cpp_extension import CUDA_HOME
 
     if torch.version.cuda is None or CUDA_HOME is None:
         return []
-    return sorted(glob.glob(str(ROOT / "csrc/quant/*.cu")))
+    return sources("csrc/quant/*.cu")
 
 
 def nccl_build() -> dict:
-    """The NCCL backend (csrc/comm/nccl/), as additions to the extension's arguments.
-
-    Its logic (nccl_comm, nccl_bootstrap, the NcclApi mock) needs neither CUDA nor nccl.h and is always
-    built, so tests/test_nccl_mock.py runs everywhere. csrc/comm/nccl/cuda/ (the real NcclApi and the
-    "nccl" communicator) is added only when torch has CUDA (torch.version.cuda), the CUDA toolkit is found
-    (CUDA_HOME) and nccl.h is found: in $NCCL_HOME, torch's own nvidia-nccl wheel, or /usr. ATB_OPS_NCCL=0
-    leaves it out. Returns {"cuda": bool, "sources", "include_dirs", "library_dirs", "extra_link_args"}.
+    """The CUDA part of the NCCL backend (csrc/comm/nccl/cuda/), when torch has CUDA, the CUDA toolkit is found
+    and nccl.h + libnccl are found ($NCCL_HOME, torch's nvidia-nccl wheel, /usr). ATB_OPS_NCCL=0 leaves it out.
+    The logic in csrc/comm/nccl/ is always built (mock-tested). Returns sources, include_dirs, library_dirs,
+    extra_link_args, and "cuda": whether anything needs the CUDA toolchain.
     """
-    build = {
-        "cuda": False,
-        "sources": sorted(glob.glob(str(ROOT / "csrc/comm/nccl/*.cpp"))),
-        "include_dirs": [],
-        "library_dirs": [],
-        "extra_link_args": [],
-    }
-
-    def say(message: str) -> None:
-        print(f"[setup] NCCL backend: {message}", file=sys.stderr)
-
+    build = {"cuda": False, "sources": [], "include_dirs": [], "library_dirs": [], "extra_link_args": []}
     import torch
     from torch.utils.cpp_extension import CUDA_HOME
 
     if os.environ.get("ATB_OPS_NCCL", "1") == "0":
-        say("left out (ATB_OPS_NCCL=0); mock-tested logic only")
+        say("NCCL backend: left out (ATB_OPS_NCCL=0); mock-tested logic only")
         return build
     if not torch.version.cuda:
-        say("not built: this torch has no CUDA; mock-tested logic only")
+        say("NCCL backend: not built: this torch has no CUDA; mock-tested logic only")
         return build
     if CUDA_HOME is None:
-        say("not built: torch has CUDA but no CUDA toolkit was found (set CUDA_HOME)")
+        say("NCCL backend: not built: torch has CUDA but no CUDA toolkit was found (set CUDA_HOME)")
         return build
-
     roots = [os.environ["NCCL_HOME"]] if os.environ.get("NCCL_HOME") else []
     try:
         import nvidia.nccl  # torch's CUDA wheels depend on nvidia-nccl-cuXX
@@ -102,94 +99,155 @@ def nccl_build() -> dict:
             for name in ("libnccl.so", "libnccl.so.2"):
                 if (libdir / name).exists():
                     build.update(cuda=True)
-                    build["sources"] += sorted(glob.glob(str(ROOT / "csrc/comm/nccl/cuda/*.cpp")))
+                    build["sources"] = sources("csrc/comm/nccl/cuda/*.cpp")
                     build["include_dirs"].append(str(header.parent))
                     build["library_dirs"].append(str(libdir))
                     # The wheel ships only the versioned name, which -lnccl would not find.
                     build["extra_link_args"] += [f"-l:{name}", f"-Wl,-rpath,{libdir}"]
-                    say(f"built against {header} and {libdir / name}")
+                    say(f"NCCL backend: built against {header} and {libdir / name}")
                     return build
-    say(f"not built: torch has CUDA {torch.version.cuda} but no nccl.h + libnccl was found in {roots}")
+    say(f"NCCL backend: not built: torch has CUDA {torch.version.cuda} but no nccl.h + libnccl in {roots}")
     return build
 
 
-def hccl_build_config() -> dict[str, list[str]]:
-    """Sources and flags of the HCCL backend (csrc/comm/hccl, docs/hccl.md).
-
-    The backend logic and its recording mock (csrc/comm/hccl/*.cpp) need no Ascend header and are always
-    built, so CPU CI tests them. The real HcclApi and the "hccl" registration (csrc/comm/hccl/npu/*.cpp) are
-    added only when the Ascend toolkit is found (ASCEND_TOOLKIT_HOME or ASCEND_HOME_PATH) and torch_npu
-    imports; they link libhccl and libascendcl from the toolkit and libtorch_npu from torch_npu. torch_npu
-    is probed in a child process: importing it where it cannot load would break this one's torch.
+def hccl_npu_build() -> dict:
+    """The NPU part of the HCCL backend (csrc/comm/hccl/npu/), when the Ascend toolkit is found
+    (ASCEND_TOOLKIT_HOME or ASCEND_HOME_PATH) and torch_npu imports (probed in a child process: importing it
+    where it cannot load would break this one's torch). Links libhccl and libascendcl from the toolkit and
+    libtorch_npu from torch_npu. The backend logic (csrc/comm/hccl/) is always built.
     """
-    config: dict[str, list[str]] = {
-        "sources": sorted(glob.glob(str(ROOT / "csrc/comm/hccl/*.cpp"))),
-        "include_dirs": [],
-        "library_dirs": [],
-        "libraries": [],
-        "extra_link_args": [],
-    }
+    build: dict = {"sources": [], "include_dirs": [], "library_dirs": [], "libraries": [], "extra_link_args": []}
     ascend = os.environ.get("ASCEND_TOOLKIT_HOME") or os.environ.get("ASCEND_HOME_PATH")
     if not ascend:
-        return config
+        return build
     spec = importlib.util.find_spec("torch_npu")
     if spec is None or spec.origin is None:
-        print(f"[atb_ops] Ascend toolkit at {ascend} but no torch_npu installed: building without backend 'hccl'")
-        return config
-    probe = subprocess.run(
-        [sys.executable, "-c", "import torch, torch_npu"], check=False, capture_output=True, text=True
-    )
+        say(f"HCCL backend: Ascend toolkit at {ascend} but no torch_npu installed: not built")
+        return build
+    probe = subprocess.run([sys.executable, "-c", "import torch, torch_npu"], check=False, capture_output=True,
+                           text=True)
     if probe.returncode != 0:
         last = (probe.stderr.strip().splitlines() or ["no message"])[-1]
-        print(f"[atb_ops] torch_npu does not import ({last}): building without backend 'hccl'")
-        return config
+        say(f"HCCL backend: torch_npu does not import ({last}): not built")
+        return build
     npu = Path(spec.origin).resolve().parent
     lib_dirs = [str(Path(ascend) / "lib64"), str(npu / "lib")]
-    config["sources"] += sorted(glob.glob(str(ROOT / "csrc/comm/hccl/npu/*.cpp")))
+    build["sources"] = sources("csrc/comm/hccl/npu/*.cpp")
     # torch_npu's own copies of hccl.h and acl first: the declarations torch_npu itself was built with.
-    config["include_dirs"] += [str(npu / "include"), str(Path(ascend) / "include")]
-    config["library_dirs"] += lib_dirs
-    config["libraries"] += ["hccl", "ascendcl", "torch_npu"]
-    config["extra_link_args"] += [f"-Wl,-rpath,{d}" for d in lib_dirs]
-    print(f"[atb_ops] building backend 'hccl' against {ascend} and {npu}")
-    return config
+    build["include_dirs"] = [str(npu / "include"), str(Path(ascend) / "include")]
+    build["library_dirs"] = lib_dirs
+    build["libraries"] = ["hccl", "ascendcl", "torch_npu"]
+    build["extra_link_args"] = [f"-Wl,-rpath,{d}" for d in lib_dirs]
+    say(f"HCCL backend: built for NPUs against {ascend} and {npu}")
+    return build
 
 
-def relative(paths: list[str]) -> list[str]:
-    return [os.path.relpath(p, ROOT) for p in paths]
+COMMON_FLAGS = ["-O2", "-std=c++17", "-ffp-contract=off"]  # no FMA: the quant kernels round as documented
 
 
-def extension():
-    # -ffp-contract=off: no fused multiply-add, so the quantisation kernels round exactly as documented.
-    flags = ["-O2", "-std=c++17", "-fvisibility=hidden", "-ffp-contract=off"]
-    nccl = nccl_build()
-    hccl = hccl_build_config()
-    cuda = cuda_sources()
+def native_library(name: str, srcs: list[str], *, python: bool, cuda: bool = False, **extra):
+    """A plain shared library (see SHARED_LIBRARIES): default symbol visibility, SONAME = its file name,
+    found at run time next to its users through $ORIGIN."""
     kwargs = {
-        "name": "atb_ops._C",
-        "sources": relative(cpu_sources() + nccl["sources"] + hccl["sources"] + cuda),
-        "include_dirs": [str(ROOT / "csrc"), str(ROOT), nlohmann_include(), *nccl["include_dirs"],
-                         *hccl["include_dirs"]],
-        "library_dirs": nccl["library_dirs"] + hccl["library_dirs"],
-        "libraries": hccl["libraries"],
-        "extra_link_args": nccl["extra_link_args"] + hccl["extra_link_args"],
-        "extra_compile_args": {"cxx": flags},
+        "name": name,
+        "sources": srcs,
+        "include_dirs": [str(ROOT / "csrc"), str(ROOT), nlohmann_include(), *extra.pop("include_dirs", [])],
+        "library_dirs": list(extra.pop("library_dirs", [])),
+        "libraries": list(extra.pop("libraries", [])),
+        "extra_link_args": [f"-Wl,-soname,{SHARED_LIBRARIES[name]}", "-Wl,-rpath,$ORIGIN",
+                            *extra.pop("extra_link_args", [])],
+        "extra_compile_args": {"cxx": list(COMMON_FLAGS)},
+        **extra,
     }
     if cuda:
-        kwargs["define_macros"] = [("ATB_OPS_QUANT_CUDA", "1")]
-        kwargs["extra_compile_args"]["nvcc"] = ["-O2", "-std=c++17", "--fmad=false", "-DATB_OPS_QUANT_CUDA=1"]
-    if cuda or nccl["cuda"]:
-        return CUDAExtension(**kwargs)
-    return CppExtension(**kwargs)
+        kwargs["extra_compile_args"]["nvcc"] = ["-O2", "-std=c++17", "--fmad=false"]
+    ext = (CUDAExtension if cuda else CppExtension)(**kwargs)
+    if not python:
+        ext.libraries = [lib for lib in ext.libraries if lib != "torch_python"]
+    ext.atb_needs = []  # names of SHARED_LIBRARIES this one links
+    return ext
+
+
+def python_module(name: str, srcs: list[str], needs: list[str], rpath: str):
+    ext = CppExtension(
+        name=name,
+        sources=srcs,
+        include_dirs=[str(ROOT / "csrc"), str(ROOT), nlohmann_include()],
+        extra_compile_args={"cxx": [*COMMON_FLAGS, "-fvisibility=hidden"]},
+        extra_link_args=[f"-Wl,-rpath,{rpath}"],
+    )
+    ext.atb_needs = needs
+    return ext
+
+
+def extensions() -> list:
+    nccl = nccl_build()
+    hccl = hccl_npu_build()
+    kernels = cuda_kernels()
+    core = native_library(
+        "atb_ops.lib.libatb_ops",
+        sources("csrc/core/*.cpp", "csrc/comm/*.cpp", "csrc/comm/bootstrap/*.cpp", "csrc/comm/shm/*.cpp",
+                "csrc/comm/c10d/*.cpp", "csrc/comm/nccl/*.cpp", "csrc/comm/hccl/*.cpp", "csrc/ops/*.cpp",
+                "csrc/quant/*.cpp") + nccl["sources"] + hccl["sources"] + kernels,
+        python=False,
+        cuda=bool(kernels) or nccl["cuda"],
+        include_dirs=nccl["include_dirs"] + hccl["include_dirs"],
+        library_dirs=nccl["library_dirs"] + hccl["library_dirs"],
+        libraries=hccl["libraries"],
+        extra_link_args=nccl["extra_link_args"] + hccl["extra_link_args"],
+        define_macros=[("ATB_OPS_QUANT_CUDA", "1")] if kernels else [],
+    )
+    torch_bindings = native_library("atb_ops.lib.libatb_ops_torch", sources("op_plugin/torch/*.cpp"), python=True)
+    torch_bindings.atb_needs = ["atb_ops.lib.libatb_ops"]
+    exts = [
+        core,
+        torch_bindings,
+        python_module("atb_ops._C", sources("op_plugin/python/*.cpp"),
+                      ["atb_ops.lib.libatb_ops", "atb_ops.lib.libatb_ops_torch"], "$ORIGIN/lib"),
+    ]
+    if os.environ.get("ATB_OPS_TESTING", "1") != "0":
+        exts.append(python_module("atb_ops._testing", sources("tests/native/*.cpp"), ["atb_ops.lib.libatb_ops"],
+                                  "$ORIGIN/lib"))
+    return exts
+
+
+class NativeBuild(BuildExtension):
+    """BuildExtension that names the plain shared libraries as such and links each extension against the
+    libraries it needs (built first: extensions are built in list order)."""
+
+    def get_ext_filename(self, fullname: str) -> str:
+        # Called with the dotted name (setuptools) and with its last part alone (distutils' get_ext_fullpath).
+        for name, file in SHARED_LIBRARIES.items():
+            if fullname == name:
+                return os.path.join(*name.split(".")[:-1], file)
+            if fullname == name.rsplit(".", 1)[1]:
+                return file
+        return super().get_ext_filename(fullname)
+
+    def copy_extensions_to_source(self) -> None:
+        build_py = self.get_finalized_command("build_py")
+        for ext in self.extensions:
+            inplace, _ = self._get_inplace_equivalent(build_py, ext)
+            os.makedirs(os.path.dirname(inplace), exist_ok=True)
+        super().copy_extensions_to_source()
+
+    def build_extension(self, ext) -> None:
+        for needed in getattr(ext, "atb_needs", []):
+            path = Path(self.get_ext_fullpath(needed))
+            if str(path.parent) not in ext.library_dirs:
+                ext.library_dirs.append(str(path.parent))
+            ext.extra_link_args.append(f"-l:{path.name}")
+        super().build_extension(ext)
 
 
 setup(
     name="atb_ops",
-    version="0.1.0",
-    description="ATB-compatible alltoallv and collectives for Ascend (HCCL), CUDA (NCCL) and CPU ranks",
+    version=VERSION,
+    description="ATB-compatible communication operators for Ascend (HCCL), CUDA (NCCL) and CPU ranks",
     package_dir={"": "python"},
     packages=find_packages("python"),
-    ext_modules=[extension()],
-    cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)},
+    package_data={"atb_ops": ["VERSION"]},
+    ext_modules=extensions(),
+    cmdclass={"build_ext": NativeBuild.with_options(use_ninja=True)},
     python_requires=">=3.10",
 )

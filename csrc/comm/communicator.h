@@ -1,73 +1,90 @@
-// The one interface every backend implements, and the registry/cache that hands communicators out.
+// The one interface every backend implements. Public calls are the same for all backends: they refuse a
+// communicator used from a fork()ed child or after a fault, serialize callers of one communicator, and
+// remember faults that leave the ranks out of step. Backends implement the protected do*() hooks; a backend
+// without a native form of a collective inherits one built on alltoallv.
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <sys/types.h>
 
 #include <cstdint>
-#include <functional>
-#include <memory>
+#include <mutex>
 #include <string>
-#include <vector>
 
+#include "comm/comm_config.h"
 #include "core/layout.h"
-#include "core/params.h"
+#include "core/options.h"
+#include "core/reduce.h"
 
 namespace atb_ops {
 
-// What a backend needs to build (or adopt) a communicator.
-struct CommConfig {
-  std::string backend;  // the backend that runs it: shm, gloo, nccl, hccl
-  int32_t rank = 0;
-  int32_t rankSize = 1;
-  int32_t rankRoot = 0;
-  uint64_t handle = 0;  // hcclComm: a caller-owned vendor communicator, never destroyed by us
-  CommMode commMode = CommMode::MULTI_PROCESS;
-  std::string rankTableFile;
-  std::string commDomain;
-  // Scopes the node-local rendezvous to one job; empty: derived from the environment (see README).
-  std::string jobKey;
-  // c10d group name for the gloo backend; empty: the default group.
-  std::string groupName;
-  int32_t deviceIndex = -1;
-};
-
 class Communicator {
  public:
+  Communicator(std::string backend, int32_t rank, int32_t size, Options options);
   virtual ~Communicator() = default;
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
 
-  virtual const std::string& backend() const = 0;
-  virtual int32_t rank() const = 0;
-  virtual int32_t size() const = 0;
+  const std::string& backend() const { return backend_; }
+  int32_t rank() const { return rank_; }
+  int32_t size() const { return size_; }
+  const Options& options() const { return options_; }
 
-  // send: contiguous, any shape; recv: contiguous, same dtype and device.
-  // The layout has been checked by validateLayout against both tensors before this is called.
-  virtual void alltoallv(const at::Tensor& send, const AllToAllVLayout& layout, at::Tensor& recv) = 0;
-
-  // recv holds size() copies of send, in rank order. Default: an alltoallv with allGatherLayout.
-  virtual void allgather(const at::Tensor& send, at::Tensor& recv);
-
-  virtual void barrier() = 0;
+  // Tensors are contiguous, of one dtype and device; counts and displacements are in elements and were
+  // validated (core/layout.h) by the caller against these tensors before any of these is called.
+  void alltoallv(const at::Tensor& send, const AllToAllVLayout& layout, at::Tensor& recv);
+  // recv: size() copies of send, in rank order.
+  void allgather(const at::Tensor& send, at::Tensor& recv);
+  // recv: rank i's send at [displs[i], displs[i] + counts[i]); counts[i] is rank i's send numel.
+  void allgatherv(const at::Tensor& send, const VLayout& recvLayout, at::Tensor& recv);
+  // recv = send of rank 0 (op) ... (op) send of rank n-1; recv may be send itself.
+  void allreduce(const at::Tensor& send, at::Tensor& recv, ReduceOp op);
+  // recv (numel m) = the reduction over ranks of send's chunk [rank * m, (rank + 1) * m).
+  void reduceScatter(const at::Tensor& send, at::Tensor& recv, ReduceOp op);
+  // recv = the reduction over ranks of their send region [displs[rank], + counts[rank]); every rank passes
+  // the same layout, and recv has counts[rank] elements.
+  void reduceScatterV(const at::Tensor& send, const VLayout& sendLayout, at::Tensor& recv, ReduceOp op);
+  // tensor of `root` is copied into everyone's tensor (same numel on every rank).
+  void broadcast(at::Tensor& tensor, int32_t root);
+  // Point to point: blocks until `peer` took the data (recv: until it arrived). Sizes and dtypes must match.
+  void send(const at::Tensor& tensor, int32_t peer);
+  void recv(at::Tensor& tensor, int32_t peer);
+  void barrier();
 
   // A tensor for this communicator's outputs; backends may place it where their peers reach it faster.
   virtual at::Tensor emptyOutput(c10::IntArrayRef sizes, const at::TensorOptions& options);
+
+  // Empty while usable; else the fault that made it unusable (every later call repeats it).
+  std::string failure() const;
+  bool failed() const { return !failure().empty(); }
+  pid_t creatorPid() const { return creator_; }
+
+ protected:
+  virtual void doAlltoallv(const at::Tensor& send, const AllToAllVLayout& layout, at::Tensor& recv) = 0;
+  virtual void doAllgather(const at::Tensor& send, at::Tensor& recv);
+  virtual void doAllgatherv(const at::Tensor& send, const VLayout& recvLayout, at::Tensor& recv);
+  virtual void doAllreduce(const at::Tensor& send, at::Tensor& recv, ReduceOp op);
+  virtual void doReduceScatterV(const at::Tensor& send, const VLayout& sendLayout, at::Tensor& recv, ReduceOp op);
+  virtual void doBroadcast(at::Tensor& tensor, int32_t root);
+  virtual void doSend(const at::Tensor& tensor, int32_t peer);
+  virtual void doRecv(at::Tensor& tensor, int32_t peer);
+  virtual void doBarrier();
+
+  // Records a fault found outside a public call's try/catch (e.g. while enqueued work drains).
+  void markFailed(const std::string& why);
+
+ private:
+  template <typename F>
+  void call(const char* what, F&& body);
+
+  const std::string backend_;
+  const int32_t rank_;
+  const int32_t size_;
+  const Options options_;
+  const pid_t creator_;
+  std::mutex callMutex_;
+  mutable std::mutex failureMutex_;
+  std::string failure_;
 };
-
-using CommFactory = std::function<std::shared_ptr<Communicator>(const CommConfig&)>;
-
-// Backends register themselves at load time (see each backend's folder).
-void registerBackend(const std::string& name, CommFactory factory);
-bool hasBackend(const std::string& name);
-std::vector<std::string> registeredBackends();
-
-// Cached per (backend, commDomain, rankSize, rank, handle, groupName, jobKey): a second operation with the
-// same param reuses the first one's communicator.
-std::shared_ptr<Communicator> getCommunicator(const CommConfig& config);
-size_t cachedCommunicatorCount();
-// Drops every cached communicator (called at interpreter exit, and by tests).
-void clearCommunicatorCache();
-
-// The backend that runs `requested` for tensors on `device`, e.g. "hccl" on a CPU tensor -> "shm"
-// with one warning (an error under ATB_OPS_STRICT_BACKEND=1).
-std::string resolveBackend(const std::string& requested, c10::DeviceType device);
 
 }  // namespace atb_ops

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_fields.h"
 #include "core/status.h"
 
 namespace atb_ops {
@@ -14,8 +15,11 @@ namespace {
 
 std::string show(const std::vector<int64_t>& v) {
   std::ostringstream os;
+  // Long arrays (thousands of ranks) are cut: the message names the entry that is wrong anyway.
+  constexpr size_t kShown = 16;
   os << '[';
-  for (size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
+  for (size_t i = 0; i < v.size() && i < kShown; ++i) os << (i ? ", " : "") << v[i];
+  if (v.size() > kShown) os << ", ... (" << v.size() << " entries)";
   os << ']';
   return os.str();
 }
@@ -95,10 +99,6 @@ void checkCountMatrix(int32_t n, const std::function<int64_t(int32_t, int32_t)>&
   }
 }
 
-AllToAllVLayout transposedLayout(const AllToAllVLayout& l) {
-  return AllToAllVLayout{l.recvCounts, l.rdispls, l.sendCounts, l.sdispls};
-}
-
 AllToAllVLayout equalSplitLayout(int64_t rankSize, int64_t chunk) {
   AllToAllVLayout l;
   for (int64_t i = 0; i < rankSize; ++i) {
@@ -117,36 +117,66 @@ AllToAllVLayout allGatherLayout(int64_t rankSize, int64_t numel) {
 }
 
 AllToAllVLayout parseLayoutJson(const std::string& text) {
-  nlohmann::json obj;
-  try {
-    obj = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    ATB_FAIL(ERROR_INVALID_PARAM, "variant pack param is not valid JSON (", e.what(), "): '", text, "'");
-  }
-  ATB_CHECK(obj.is_object(), ERROR_INVALID_PARAM, "variant pack param must be a JSON object, got '", text, "'");
+  const nlohmann::json obj = parseJsonObject(text, "variant pack param");
+  JsonFields f(obj, "variant pack");
   AllToAllVLayout l;
   const std::pair<const char*, std::vector<int64_t>*> fields[] = {
       {"sendCounts", &l.sendCounts}, {"sdispls", &l.sdispls}, {"recvCounts", &l.recvCounts}, {"rdispls", &l.rdispls}};
-  for (const auto& [key, value] : obj.items()) {
-    bool known = false;
-    for (const auto& [name, out] : fields) {
-      if (key != name) continue;
-      known = true;
-      ATB_CHECK(value.is_array(), ERROR_INVALID_PARAM, "variant pack '", key, "' must be an array of integers, got ",
-                value.dump());
-      for (const auto& item : value) {
-        ATB_CHECK(item.is_number_integer(), ERROR_INVALID_PARAM, "variant pack '", key,
-                  "' must hold integers only, got ", value.dump());
-        out->push_back(item.get<int64_t>());
-      }
-    }
-    ATB_CHECK(known, ERROR_INVALID_PARAM, "variant pack has unknown key '", key,
-              "'; expected sendCounts, sdispls, recvCounts, rdispls");
-  }
   for (const auto& [name, out] : fields) {
-    ATB_CHECK(obj.contains(name), ERROR_INVALID_PARAM, "variant pack is missing '", name, "': '", text, "'");
+    ATB_CHECK(f.has(name), ERROR_INVALID_PARAM, "variant pack is missing '", name, "': '", excerpt(text), "'");
+    *out = f.int64Array(name, {});
   }
+  f.rejectUnknownKeys();
   return l;
+}
+
+int64_t VLayout::total() const {
+  return std::accumulate(counts.begin(), counts.end(), int64_t{0});
+}
+
+void validateVLayout(const VLayout& l, int64_t rankSize, int64_t capacity, bool disjoint, const char* countsName,
+                     const char* displsName) {
+  ATB_CHECK(rankSize > 0, ERROR_INVALID_PARAM, "rankSize must be > 0, got ", rankSize);
+  checkArray(l.counts, countsName, rankSize);
+  checkArray(l.displs, displsName, rankSize);
+  for (int64_t i = 0; i < rankSize; ++i) {
+    ATB_CHECK(inside(l.displs[i], l.counts[i], capacity), ERROR_INVALID_PARAM, "region of rank ", i, " [", displsName,
+              "[", i, "]=", l.displs[i], ", +", countsName, "[", i, "]=", l.counts[i], ") exceeds the tensor's ",
+              capacity, " elements");
+  }
+  if (!disjoint) return;
+  std::vector<std::pair<int64_t, int64_t>> regions;
+  for (int64_t i = 0; i < rankSize; ++i) {
+    if (l.counts[i] > 0) regions.emplace_back(l.displs[i], i);
+  }
+  std::sort(regions.begin(), regions.end());
+  for (size_t k = 1; k < regions.size(); ++k) {
+    const int64_t a = regions[k - 1].second;
+    const int64_t b = regions[k].second;
+    ATB_CHECK(l.displs[a] + l.counts[a] <= l.displs[b], ERROR_INVALID_PARAM, "regions overlap: rank ", a, " [",
+              l.displs[a], ", ", l.displs[a] + l.counts[a], ") and rank ", b, " [", l.displs[b], ", ",
+              l.displs[b] + l.counts[b], "); ", displsName, "=", show(l.displs), " ", countsName, "=", show(l.counts));
+  }
+}
+
+std::string formatRanks(const std::vector<int64_t>& ranks) {
+  std::ostringstream os;
+  size_t i = 0;
+  size_t shown = 0;
+  while (i < ranks.size()) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (shown++ > 0) os << ", ";
+    if (shown > 8) {
+      os << "...";
+      break;
+    }
+    os << ranks[i];
+    if (j > i) os << "-" << ranks[j];
+    i = j + 1;
+  }
+  if (ranks.size() > 2) os << " (" << ranks.size() << " ranks)";
+  return os.str();
 }
 
 }  // namespace atb_ops

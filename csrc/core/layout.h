@@ -35,9 +35,6 @@ int64_t validateLayout(const AllToAllVLayout& layout, int64_t rankSize, int64_t 
 void checkCountMatrix(int32_t rankSize, const std::function<int64_t(int32_t, int32_t)>& sent,
                       const std::function<int64_t(int32_t, int32_t)>& expected, const char* what);
 
-// The layout whose send and receive sides are swapped: the adjoint (backward) of an alltoallv.
-AllToAllVLayout transposedLayout(const AllToAllVLayout& layout);
-
 // Equal splits: `chunk` elements to and from every rank, packed in rank order (AllToAll).
 AllToAllVLayout equalSplitLayout(int64_t rankSize, int64_t chunk);
 
@@ -47,5 +44,22 @@ AllToAllVLayout allGatherLayout(int64_t rankSize, int64_t numel);
 // Parses set_varaintpack_param's JSON: {"sendCounts": [...], "sdispls": [...], "recvCounts": [...],
 // "rdispls": [...]}; all four keys required, integers only, unknown keys rejected.
 AllToAllVLayout parseLayoutJson(const std::string& json);
+
+// One side's per-rank counts and displacements, in elements: AllGatherV's receive side, ReduceScatterV's
+// send side.
+struct VLayout {
+  std::vector<int64_t> counts;  // [rankSize]
+  std::vector<int64_t> displs;  // [rankSize]
+  int64_t total() const;
+};
+
+// The one check of a VLayout: both arrays have rankSize entries, values >= 0, every region
+// [displs[i], displs[i]+counts[i]) inside `capacity` elements and, when `disjoint` (regions written by
+// different ranks), no two regions overlap. Names the arrays as `countsName` / `displsName`.
+void validateVLayout(const VLayout& layout, int64_t rankSize, int64_t capacity, bool disjoint, const char* countsName,
+                     const char* displsName);
+
+// Rank lists in messages: "1, 3" or, for long runs, "1-9999 (9999 ranks)".
+std::string formatRanks(const std::vector<int64_t>& ranks);
 
 }  // namespace atb_ops

@@ -1,14 +1,17 @@
-// Communication parameters of ATB's AllToAllVV2Param / AllGatherParam, parsed from JSON.
+// The communication fields every ATB communication param shares (AllToAllVV2Param, AllGatherParam, ...),
+// read from set_param's JSON. Operator-specific fields are read by each operator (csrc/ops/).
 #pragma once
 
 #include <cstdint>
 #include <string>
 
+#include "core/json_fields.h"
+
 namespace atb_ops {
 
 enum class CommMode : int32_t { UNDEFINED = -1, MULTI_PROCESS = 0, MULTI_THREAD = 1 };
 
-// Every field of ATB's AllToAllVV2Param except rsv[64]; defaults are ATB's.
+// ATB's common fields (rsv[] aside); defaults are ATB's.
 struct CommParam {
   int32_t rank = -1;
   int32_t rankSize = 0;
@@ -20,21 +23,16 @@ struct CommParam {
   std::string commDomain;
 };
 
-// ATB's params share one layout; the aliases keep the op code readable.
-using AllToAllVV2Param = CommParam;
-using AllGatherParam = CommParam;
-using AllToAllParam = CommParam;
-
 constexpr size_t kMaxCommDomainLength = 128;
 
-// Parses and validates ATB's creation checks; raises ERROR_INVALID_PARAM naming the field and value.
-// `opName` only decorates messages.
-CommParam parseCommParam(const std::string& json, const std::string& opName);
+// Reads the common fields (missing ones keep `defaults`, e.g. backend "lccl" for ReduceScatter).
+CommParam readCommParam(JsonFields& fields, const CommParam& defaults = CommParam{});
 
-// Checks a CommParam built in C++ (parseCommParam calls it too).
+// ATB's creation checks shared by every communication operator; raises ERROR_INVALID_PARAM naming the
+// field and value. Backend names are checked by the operator (each accepts its own list).
 void validateCommParam(const CommParam& p, const std::string& opName);
 
-// The backends a param may name.
+// The backend names a param may carry anywhere.
 bool isKnownBackend(const std::string& backend);
 
 }  // namespace atb_ops

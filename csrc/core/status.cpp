@@ -24,4 +24,22 @@ const char* statusName(Status s) {
   return "ERROR_UNKNOWN";
 }
 
+bool isCommunicatorFault(Status s) {
+  switch (s) {
+    case Status::ERROR_RT_FAIL:
+    case Status::ERROR_HCCL_FAIL:
+    case Status::ERROR_COMM_TIMEOUT:
+    case Status::ERROR_COMM_PEER_DIED:
+    case Status::ERROR_NCCL_FAIL: return true;
+    default: return false;
+  }
+}
+
+namespace detail {
+
+void raise(Status status, const char* func, const char* file, uint32_t line, const std::string& message) {
+  throw StatusError(status, func, file, line, std::string(statusName(status)) + ": " + message);
+}
+
+}  // namespace detail
 }  // namespace atb_ops

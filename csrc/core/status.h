@@ -2,8 +2,10 @@
 #pragma once
 
 #include <c10/util/Exception.h>
+#include <c10/util/StringUtil.h>
 
 #include <cstdint>
+#include <string>
 
 namespace atb_ops {
 
@@ -30,11 +32,37 @@ enum class Status : int32_t {
 
 const char* statusName(Status s);
 
+// Faults after which the ranks of a communicator may be out of step: the communicator is unusable.
+bool isCommunicatorFault(Status s);
+
+// A c10::Error (so Python sees RuntimeError) that remembers its status, so the layers above can tell a
+// bad argument from a broken communicator without parsing messages.
+class StatusError : public c10::Error {
+ public:
+  StatusError(Status status, const char* func, const char* file, uint32_t line, std::string message)
+      : c10::Error(c10::SourceLocation{func, file, line}, std::move(message)), status_(status) {}
+  Status status() const { return status_; }
+
+ private:
+  Status status_;
+};
+
+namespace detail {
+[[noreturn]] void raise(Status status, const char* func, const char* file, uint32_t line, const std::string& message);
+}  // namespace detail
+
 }  // namespace atb_ops
 
-// Raises RuntimeError in Python whose message starts with the ATB error name,
-// e.g. "ERROR_INVALID_PARAM: rankSize must be > 0, got 0".
-#define ATB_CHECK(cond, status, ...) \
-  TORCH_CHECK((cond), ::atb_ops::statusName(::atb_ops::Status::status), ": ", __VA_ARGS__)
+// Raises a StatusError whose message starts with the ATB error name, e.g.
+// "ERROR_INVALID_PARAM: rankSize must be > 0, got 0".
+#define ATB_CHECK(cond, status, ...)                                                                           \
+  do {                                                                                                         \
+    if (C10_UNLIKELY(!(cond))) {                                                                               \
+      ::atb_ops::detail::raise(::atb_ops::Status::status, __func__, __FILE__, static_cast<uint32_t>(__LINE__), \
+                               ::c10::str(__VA_ARGS__));                                                       \
+    }                                                                                                          \
+  } while (0)
 
-#define ATB_FAIL(status, ...) ATB_CHECK(false, status, __VA_ARGS__)
+#define ATB_FAIL(status, ...)                                                                                \
+  ::atb_ops::detail::raise(::atb_ops::Status::status, __func__, __FILE__, static_cast<uint32_t>(__LINE__), \
+                           ::c10::str(__VA_ARGS__))

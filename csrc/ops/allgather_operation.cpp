@@ -1,6 +1,7 @@
 // AllGatherOperation: every rank's x, stacked in rank order.
 //   inputs : x [*]
 //   output : [rankSize, *x.shape]
+// Backends: hccl, lccl (ATB's), and every atb_ops backend.
 
 #include "core/status.h"
 #include "ops/operation.h"
@@ -13,29 +14,23 @@ class AllGatherOperation final : public CommOperation {
  public:
   AllGatherOperation() : CommOperation("AllGatherOperation") {}
 
-  std::vector<Shape> inferShape(const std::vector<at::Tensor>& inputs) const override {
-    checkInputCount(inputs, 1);
+  size_t inputNum() const override { return 1; }
+  size_t outputNum() const override { return 1; }
+
+  std::vector<TensorDesc> inferShape(const std::vector<at::Tensor>& inputs) const override {
+    checkInputs(inputs, 1);
     Shape shape{param().rankSize};
     for (int64_t s : inputs[0].sizes()) shape.push_back(s);
-    return {shape};
+    return {TensorDesc{inputs[0].scalar_type(), shape}};
   }
 
-  std::vector<at::Tensor> execute(const std::vector<at::Tensor>& inputs) override {
-    const Shape shape = inferShape(inputs).front();
-    const at::Tensor x = inputs[0].contiguous();
-    const auto comm = communicatorFor(x);
-    at::Tensor out = comm->emptyOutput(shape, x.options());
-    comm->allgather(x, out);
-    return {out};
-  }
+ protected:
+  void readParam(JsonFields&, const CommParam&) override {}
+  bool acceptsBackend(const std::string&) const override { return true; }
 
-  void executeOut(const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs) override {
-    const Shape shape = inferShape(inputs).front();
+  void run(const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) override {
     const at::Tensor x = inputs[0].contiguous();
-    ATB_CHECK(outputs.size() == 1, ERROR_INVALID_PARAM, name(), " takes 1 output tensor, got ", outputs.size());
-    checkOutput(outputs[0], shape, x);
-    at::Tensor out = outputs[0];
-    communicatorFor(x)->allgather(x, out);
+    communicatorFor(x)->allgather(x, outputs[0]);
   }
 };
 

@@ -1,65 +1,97 @@
 #include "ops/operation.h"
 
-#include <c10/util/Exception.h>
+#include <ATen/ops/empty.h>
 
+#include "comm/comm_cache.h"
 #include "core/dtype.h"
-#include "core/env.h"
+#include "core/json_fields.h"
 #include "core/status.h"
 
 namespace atb_ops {
 
 void Operation::setVariantPack(const std::string& json) {
-  ATB_FAIL(ERROR_INVALID_PARAM, name(), " takes no variant pack param, got '", json, "'");
+  ATB_FAIL(ERROR_INVALID_PARAM, name(), " takes no variant pack param, got '", excerpt(json), "'");
+}
+
+std::vector<at::Tensor> Operation::execute(const std::vector<at::Tensor>& inputs) {
+  const std::vector<TensorDesc> descs = inferShape(inputs);
+  std::vector<at::Tensor> outputs;
+  outputs.reserve(descs.size());
+  for (const TensorDesc& d : descs) outputs.push_back(allocate(d, inputs.at(0)));
+  run(inputs, outputs);
+  if (inPlaceInput() >= 0) return {inputs[static_cast<size_t>(inPlaceInput())]};
+  return outputs;
+}
+
+void Operation::executeOut(const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs) {
+  const std::vector<TensorDesc> descs = inferShape(inputs);
+  ATB_CHECK(outputs.size() == descs.size(), ERROR_INVALID_PARAM, name(), " takes ", descs.size(),
+            " output tensor(s), got ", outputs.size());
+  const c10::Device device = inputs.at(0).device();
+  bool aliased = false;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    checkOutput(outputs[i], descs[i], device, name(), i);
+    for (const at::Tensor& in : inputs) aliased = aliased || mayOverlap(outputs[i], in);
+    for (size_t j = 0; j < i; ++j) {
+      ATB_CHECK(!mayOverlap(outputs[i], outputs[j]), ERROR_INVALID_PARAM, name(), " outputs ", j, " and ", i,
+                " share memory");
+    }
+  }
+  if (!aliased) {
+    std::vector<at::Tensor> targets(outputs);
+    run(inputs, targets);
+    return;
+  }
+  // An output over an input: compute into fresh tensors, then copy, so no rank reads what was overwritten.
+  std::vector<at::Tensor> staged;
+  for (const TensorDesc& d : descs) staged.push_back(at::empty(d.shape, inputs[0].options().dtype(d.dtype)));
+  run(inputs, staged);
+  for (size_t i = 0; i < outputs.size(); ++i) const_cast<at::Tensor&>(outputs[i]).copy_(staged[i]);
 }
 
 void CommOperation::setParam(const std::string& json) {
-  param_ = parseCommParam(json, name_);
-  if (param_.backend == "hccl" && !hasBackend("hccl")) {
-    // Decided here, before any tensor is seen, so strict mode fails at set_param like ATB would.
-    ATB_CHECK(!strictBackend(), ERROR_INVALID_PARAM, name_,
-              " param 'backend' is 'hccl' but this atb_ops has no HCCL backend (no Ascend toolkit at build), and "
-              "ATB_OPS_STRICT_BACKEND=1 forbids running on another backend");
-  }
+  const nlohmann::json obj = parseJsonObject(json, name_ + " param");
+  JsonFields fields(obj, name_ + " param");
+  CommParam p = readCommParam(fields, defaults());
+  ATB_CHECK(isKnownBackend(p.backend) && acceptsBackend(p.backend), ERROR_INVALID_PARAM, name_, " param 'backend' is '",
+            p.backend, "'; ", name_, " accepts ", acceptsBackend("lccl") ? "hccl, lccl" : "hccl",
+            " (ATB's), nccl, shm, gloo or auto");
+  validateCommParam(p, name_);
+  paramSet_ = false;
+  readParam(fields, p);
+  fields.rejectUnknownKeys();
+  checkBackendAvailable(p.backend, readOptions(), name_);
+  param_ = p;
+  comm_.reset();  // a new param may name another communicator
   paramSet_ = true;
 }
 
+bool CommOperation::acceptsBackend(const std::string& backend) const {
+  return backend != "lccl";
+}
+
 const CommParam& CommOperation::param() const {
-  ATB_CHECK(paramSet_, ERROR_INVALID_PARAM, name_, ": set_param must be called before execute");
+  ATB_CHECK(paramSet_, ERROR_INVALID_PARAM, name_, ": set_param must be called before execute or infer_shape");
   return param_;
 }
 
-std::shared_ptr<Communicator> CommOperation::communicatorFor(const at::Tensor& x) const {
+std::shared_ptr<Communicator> CommOperation::communicatorFor(const at::Tensor& x) {
   const CommParam& p = param();
-  CommConfig c;
-  c.backend = resolveBackend(p.backend, x.device().type());
-  c.rank = p.rank;
-  c.rankSize = p.rankSize;
-  c.rankRoot = p.rankRoot;
-  c.handle = p.hcclComm;
-  c.commMode = p.commMode;
-  c.rankTableFile = p.rankTableFile;
-  c.commDomain = p.commDomain;
-  c.deviceIndex = x.device().has_index() ? x.device().index() : -1;
-  return getCommunicator(c);
+  if (comm_ && commDevice_ == x.device()) return comm_;
+  comm_ = acquireCommunicator(configFromParam(p, x.device()));
+  commDevice_ = x.device();
+  return comm_;
 }
 
-void CommOperation::checkInputCount(const std::vector<at::Tensor>& inputs, size_t expected) const {
-  ATB_CHECK(inputs.size() == expected, ERROR_INVALID_IN_TENSOR_NUM, name_, " takes ", expected, " input tensors, got ",
-            inputs.size());
+at::Tensor CommOperation::allocate(const TensorDesc& desc, const at::Tensor& firstInput) {
+  return communicatorFor(firstInput)->emptyOutput(desc.shape, firstInput.options().dtype(desc.dtype));
+}
+
+void CommOperation::checkInputs(const std::vector<at::Tensor>& inputs, size_t expected) const {
+  ATB_CHECK(inputs.size() == expected, ERROR_INVALID_IN_TENSOR_NUM, name_, " takes ", expected,
+            " input tensor(s), got ", inputs.size());
   ATB_CHECK(inputs[0].defined(), ERROR_INVALID_PARAM, name_, " input 0 (x) is an undefined tensor");
   checkSupportedDtype(inputs[0].scalar_type(), name_ + " input x");
-}
-
-void CommOperation::checkOutput(const at::Tensor& out, const Shape& expected, const at::Tensor& x) const {
-  ATB_CHECK(out.defined(), ERROR_INVALID_PARAM, name_, " output is an undefined tensor");
-  ATB_CHECK(out.sizes() == c10::IntArrayRef(expected), ERROR_INVALID_TENSOR_SIZE, name_, " output has shape ",
-            out.sizes(), "; expected ", c10::IntArrayRef(expected));
-  ATB_CHECK(out.scalar_type() == x.scalar_type(), ERROR_INVALID_TENSOR_DTYPE, name_, " output has dtype ",
-            out.scalar_type(), " but x has ", x.scalar_type());
-  ATB_CHECK(out.device() == x.device(), ERROR_INVALID_PARAM, name_, " output is on ", out.device(), " but x is on ",
-            x.device());
-  ATB_CHECK(out.is_contiguous(), ERROR_INVALID_PARAM, name_, " output must be contiguous (strides ", out.strides(),
-            ")");
 }
 
 }  // namespace atb_ops

@@ -1,4 +1,5 @@
-// An ATB-style operation: a name, a param set once, shape inference apart from execution.
+// An ATB-style operation: a name, a param set once, shape inference apart from execution, and one flow
+// for every operator: validate everything, then allocate or check the outputs, then communicate.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -9,10 +10,9 @@
 
 #include "comm/communicator.h"
 #include "core/params.h"
+#include "core/tensor_checks.h"
 
 namespace atb_ops {
-
-using Shape = std::vector<int64_t>;
 
 class Operation {
  public:
@@ -20,45 +20,67 @@ class Operation {
 
   virtual const std::string& name() const = 0;
 
-  // Parses and validates the whole param; raises ERROR_INVALID_PARAM naming the field and value.
+  // Parses and validates the whole param (ATB's creation checks); raises naming the field and value.
   virtual void setParam(const std::string& json) = 0;
-
-  // Per-execute data (AllToAllVV2's counts and displacements). Operations without one raise.
+  // Per-execute data (the V operators' counts). Operators without one raise.
   virtual void setVariantPack(const std::string& json);
 
-  // Validates the inputs and returns the output shapes; no communication.
-  virtual std::vector<Shape> inferShape(const std::vector<at::Tensor>& inputs) const = 0;
+  // ATB's GetInputNum / GetOutputNum for the current param.
+  virtual size_t inputNum() const = 0;
+  virtual size_t outputNum() const = 0;
 
-  // Validates, allocates the outputs, runs.
-  virtual std::vector<at::Tensor> execute(const std::vector<at::Tensor>& inputs) = 0;
+  // Validates the inputs and describes the outputs; no communication.
+  virtual std::vector<TensorDesc> inferShape(const std::vector<at::Tensor>& inputs) const = 0;
 
-  // Validates inputs and the caller's outputs (shape, dtype, device, contiguity), then writes into them.
-  virtual void executeOut(const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs) = 0;
+  // Validates, allocates the outputs, runs; returns the outputs. Operators that write into an input
+  // (Broadcast, Recv) return that input.
+  std::vector<at::Tensor> execute(const std::vector<at::Tensor>& inputs);
+  // Validates inputs and the caller's outputs (shape, dtype, device, contiguity), then writes into them. An
+  // output that shares bytes with an input is written through a temporary, so the result is never corrupt.
+  void executeOut(const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs);
+
+ protected:
+  // Runs on validated inputs into outputs of the inferred shapes.
+  virtual void run(const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) = 0;
+  // A fresh output (the communicator may place it where peers reach it faster).
+  virtual at::Tensor allocate(const TensorDesc& desc, const at::Tensor& firstInput) = 0;
+  // Which input an in-place operator writes (and returns from execute); -1 for none.
+  virtual int inPlaceInput() const { return -1; }
 };
 
 // Raises ERROR_INVALID_PARAM for unknown names, listing the known ones.
 std::unique_ptr<Operation> createOperation(const std::string& name);
 
-// Shared by the collective operations: the param, and the communicator that serves a tensor's device.
+// Shared by the communication operators: the param's common fields, the communicator that serves a tensor's
+// device (kept after the first execute), and the input-count and dtype checks.
 class CommOperation : public Operation {
  public:
   explicit CommOperation(std::string name) : name_(std::move(name)) {}
   const std::string& name() const override { return name_; }
-  void setParam(const std::string& json) override;
+  void setParam(const std::string& json) final;
 
  protected:
+  // Reads this operator's own fields from `fields` after the common ones (`common`, already checked), and
+  // runs its own creation checks.
+  virtual void readParam(JsonFields& fields, const CommParam& common) = 0;
+  // The backend names this operator accepts (ATB: "hccl" only, or "hccl" and "lccl"); extended here with
+  // the CPU and CUDA backends.
+  virtual bool acceptsBackend(const std::string& backend) const;
+  // The default param of this operator (ATB's ReduceScatter defaults to "lccl").
+  virtual CommParam defaults() const { return CommParam{}; }
+
   const CommParam& param() const;
-  // The cached communicator for the backend that runs param().backend on this tensor's device.
-  std::shared_ptr<Communicator> communicatorFor(const at::Tensor& x) const;
-  // Checks an input count and the first input, which every collective has.
-  void checkInputCount(const std::vector<at::Tensor>& inputs, size_t expected) const;
-  // Checks a caller-provided output against the expected shape, dtype and device of x.
-  void checkOutput(const at::Tensor& out, const Shape& expected, const at::Tensor& x) const;
+  std::shared_ptr<Communicator> communicatorFor(const at::Tensor& x);
+  at::Tensor allocate(const TensorDesc& desc, const at::Tensor& firstInput) override;
+  // Input count, x defined and of a supported dtype.
+  void checkInputs(const std::vector<at::Tensor>& inputs, size_t expected) const;
 
  private:
   std::string name_;
   CommParam param_;
   bool paramSet_ = false;
+  std::shared_ptr<Communicator> comm_;  // for commDevice_
+  c10::Device commDevice_{c10::DeviceType::CPU};
 };
 
 }  // namespace atb_ops

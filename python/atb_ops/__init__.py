@@ -8,11 +8,11 @@ collectives and the communication backends.
 from __future__ import annotations
 
 import atexit
+from pathlib import Path
 
 import torch
 
-from atb_ops import _C, _nccl_bootstrap, _ops, distributed, quant
-from atb_ops._gloo_groups import resolve_group as _resolve_gloo_group
+from atb_ops import _C, _hooks, _ops, distributed, quant
 from atb_ops.errors import AtbError
 
 __all__ = [
@@ -27,10 +27,9 @@ __all__ = [
     "shm_is_shared",
     "validate_layout",
 ]
-__version__ = "0.1.0"
+__version__ = (Path(__file__).resolve().parent / "VERSION").read_text().strip()
 
-_C.set_group_resolver(_resolve_gloo_group)
-_nccl_bootstrap.install(_C)
+_hooks.install(_C)
 # Communicators hold process groups and shared mappings: drop them while Python is still whole.
 atexit.register(_C.clear_communicators)
 

@@ -1,12 +1,12 @@
-"""Which backend a torch.distributed group's collectives run on, decided once per group.
+"""The communicator a torch.distributed group's collectives run on, resolved once per group and device.
 
-CPU tensors take the node-local shared-memory path when every rank of the group is on this host, and
-the group's own backend (gloo) otherwise. ATB_OPS_CPU_PATH=shm|group|auto (default auto) forces it.
+CPU tensors take the node-local shared-memory path when every rank of the group is on this host, and the
+group's own backend (gloo) otherwise; ATB_OPS_CPU_PATH=shm|group|auto (default auto) forces it. CUDA tensors
+take NCCL. The result is a communicator handle for the torch.ops.atb_ops ops.
 """
 
 from __future__ import annotations
 
-import os
 import socket
 import uuid
 from dataclasses import dataclass
@@ -14,9 +14,8 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
+from atb_ops import _C
 from atb_ops.errors import AtbError
-
-CPU_PATHS = ("auto", "shm", "group")
 
 
 @dataclass(frozen=True)
@@ -30,22 +29,8 @@ class GroupPlan:
     all_local: bool  # every rank of the group runs on this host
 
 
-@dataclass(frozen=True)
-class Route:
-    """The arguments the atb_ops torch ops take to find their communicator."""
-
-    backend: str
-    comm_domain: str
-    job_key: str
-    group_name: str
-    rank: int
-    world_size: int
-
-    def args(self) -> tuple[str, str, str, str, int, int]:
-        return (self.backend, self.comm_domain, self.job_key, self.group_name, self.rank, self.world_size)
-
-
 _plans: dict[str, GroupPlan] = {}
+_handles: dict[tuple[str, str], int] = {}
 
 
 def _host_id() -> str:
@@ -87,21 +72,39 @@ def plan_for(group: dist.ProcessGroup | None) -> GroupPlan:
 
 
 def cpu_path() -> str:
-    path = os.environ.get("ATB_OPS_CPU_PATH", "auto")
-    if path not in CPU_PATHS:
-        raise AtbError(f"ATB_OPS_CPU_PATH must be one of {CPU_PATHS}, got {path!r}")
-    return path
+    """ATB_OPS_CPU_PATH as the native option parser reads it (auto, shm or group)."""
+    try:
+        return _C.options()["ATB_OPS_CPU_PATH"]
+    except RuntimeError as e:
+        raise AtbError(str(e)) from None
 
 
-def route_for(group: dist.ProcessGroup | None, x: torch.Tensor) -> Route:
-    """Where a collective on x over group runs."""
-    plan = plan_for(group)
+def comm_for(group: dist.ProcessGroup | None, x: torch.Tensor) -> int:
+    """The communicator handle for collectives on tensors like x over group (made on first use)."""
+    g = resolve_group(group)
+    key = (g.group_name, str(x.device))
+    handle = _handles.get(key)
+    if handle is not None:
+        return handle
+    plan = plan_for(g)
     domain = f"pg:{plan.group_name}"
-    if x.device.type != "cpu":
-        return Route("auto", domain, plan.job_key, plan.group_name, plan.rank, plan.world_size)
-    path = cpu_path()
-    if path == "shm" and not plan.all_local:
-        raise AtbError(f"ATB_OPS_CPU_PATH=shm but group '{plan.group_name}' spans several hosts")
-    if path == "shm" or (path == "auto" and plan.all_local):
-        return Route("shm", domain, plan.job_key, "", plan.rank, plan.world_size)
-    return Route("gloo", "", "", plan.group_name, plan.rank, plan.world_size)
+    backend, pg = "auto", None
+    if x.device.type == "cpu":
+        path = cpu_path()
+        if path == "shm" and not plan.all_local:
+            raise AtbError(f"ATB_OPS_CPU_PATH=shm but group '{plan.group_name}' spans several hosts")
+        if path == "shm" or (path == "auto" and plan.all_local):
+            backend = "shm"
+        else:
+            backend, pg = "gloo", g
+    try:
+        handle = _C.make_comm(backend, plan.rank, plan.world_size, domain, plan.job_key, x.device, pg)
+    except RuntimeError as e:
+        raise AtbError(str(e)) from None
+    _handles[key] = handle
+    return handle
+
+
+def comm_backend(group: dist.ProcessGroup | None, x: torch.Tensor) -> str:
+    """Which backend comm_for chose ("shm", "gloo", "nccl", ...), for tests and the benchmark."""
+    return _C.comm_backend(comm_for(group, x))

@@ -1,4 +1,7 @@
-"""Fake kernels and autograd for the torch.ops.atb_ops collectives (their kernels are in op_plugin/)."""
+"""Fake kernels and autograd for the torch.ops.atb_ops collectives (their kernels are in op_plugin/torch/).
+
+Every op takes `comm`, a communicator handle from atb_ops._groups.comm_for.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ import math
 
 import torch
 
-ROUTE_ARGS = 6  # backend, comm_domain, job_key, group_name, rank, world_size
+from atb_ops import _C
 
 
 def packed(counts: list[int]) -> list[int]:
@@ -16,19 +19,34 @@ def packed(counts: list[int]) -> list[int]:
 
 
 @torch.library.register_fake("atb_ops::all_to_all_v")
-def _all_to_all_v_fake(x, send_counts, sdispls, recv_counts, rdispls, *route):
+def _all_to_all_v_fake(x, send_counts, sdispls, recv_counts, rdispls, comm):
     return x.new_empty(sum(recv_counts))
 
 
 @torch.library.register_fake("atb_ops::all_gather")
-def _all_gather_fake(x, backend, comm_domain, job_key, group_name, rank, world_size):
-    return x.new_empty((world_size * x.shape[0], *x.shape[1:]))
+def _all_gather_fake(x, comm):
+    return x.new_empty((_C.comm_size(comm) * x.shape[0], *x.shape[1:]))
+
+
+@torch.library.register_fake("atb_ops::all_reduce")
+def _all_reduce_fake(x, op, comm):
+    return torch.empty_like(x)
+
+
+@torch.library.register_fake("atb_ops::reduce_scatter")
+def _reduce_scatter_fake(x, op, comm):
+    return x.new_empty((x.shape[0] // _C.comm_size(comm), *x.shape[1:]))
+
+
+@torch.library.register_fake("atb_ops::broadcast")
+def _broadcast_fake(x, root, comm):
+    return torch.empty_like(x)
 
 
 def _all_to_all_v_setup(ctx, inputs, output):
-    x, send_counts, sdispls, recv_counts, rdispls, *route = inputs
+    x, send_counts, sdispls, recv_counts, rdispls, comm = inputs
     ctx.layout = (list(send_counts), list(sdispls), list(recv_counts), list(rdispls))
-    ctx.route = route
+    ctx.comm = comm
     ctx.x_shape = x.shape
 
 
@@ -37,7 +55,7 @@ def _all_to_all_v_backward(ctx, grad):
     regions accumulate (a region sent twice gets both gradients)."""
     send_counts, sdispls, recv_counts, rdispls = ctx.layout
     back = packed(send_counts)
-    g = torch.ops.atb_ops.all_to_all_v(grad.contiguous(), recv_counts, rdispls, send_counts, back, *ctx.route)
+    g = torch.ops.atb_ops.all_to_all_v(grad.contiguous(), recv_counts, rdispls, send_counts, back, ctx.comm)
     numel = math.prod(ctx.x_shape)
     if sdispls == back and sum(send_counts) == numel:
         grad_x = g
@@ -46,26 +64,36 @@ def _all_to_all_v_backward(ctx, grad):
         for count, dst, src in zip(send_counts, sdispls, back, strict=True):
             if count:
                 grad_x[dst : dst + count] += g[src : src + count]
-    return (grad_x.view(ctx.x_shape), None, None, None, None) + (None,) * ROUTE_ARGS
+    return grad_x.view(ctx.x_shape), None, None, None, None, None
 
 
 torch.library.register_autograd("atb_ops::all_to_all_v", _all_to_all_v_backward, setup_context=_all_to_all_v_setup)
 
 
-def _all_gather_setup(ctx, inputs, output):
-    x, *route = inputs
-    ctx.route = route
-    ctx.x_shape = x.shape
+def _comm_setup(ctx, inputs, output):
+    ctx.comm = inputs[-1]
+    ctx.op = inputs[1] if len(inputs) == 3 else "sum"
 
 
 def _all_gather_backward(ctx, grad):
-    """Reduce-scatter: rank j's slice of every rank's gradient goes to rank j, which sums them."""
-    world_size = ctx.route[-1]
-    chunk = math.prod(ctx.x_shape)
-    counts = [chunk] * world_size
-    displs = packed(counts)
-    g = torch.ops.atb_ops.all_to_all_v(grad.contiguous(), counts, displs, counts, displs, *ctx.route)
-    return (g.view(world_size, *ctx.x_shape).sum(0),) + (None,) * ROUTE_ARGS
+    """Reduce-scatter (sum): rank j's slice of every rank's gradient goes to rank j."""
+    return torch.ops.atb_ops.reduce_scatter(grad.contiguous(), "sum", ctx.comm), None
 
 
-torch.library.register_autograd("atb_ops::all_gather", _all_gather_backward, setup_context=_all_gather_setup)
+def _all_reduce_backward(ctx, grad):
+    """The sum's gradient is the sum of the gradients (the same on every rank)."""
+    if ctx.op != "sum":
+        raise RuntimeError(f"atb_ops all_reduce: no gradient for op '{ctx.op}' (only 'sum')")
+    return torch.ops.atb_ops.all_reduce(grad.contiguous(), "sum", ctx.comm), None, None
+
+
+def _reduce_scatter_backward(ctx, grad):
+    """Each rank's input chunk j contributed once to rank j's output: all-gather the gradients."""
+    if ctx.op != "sum":
+        raise RuntimeError(f"atb_ops reduce_scatter: no gradient for op '{ctx.op}' (only 'sum')")
+    return torch.ops.atb_ops.all_gather(grad.contiguous(), ctx.comm), None, None
+
+
+torch.library.register_autograd("atb_ops::all_gather", _all_gather_backward, setup_context=_comm_setup)
+torch.library.register_autograd("atb_ops::all_reduce", _all_reduce_backward, setup_context=_comm_setup)
+torch.library.register_autograd("atb_ops::reduce_scatter", _reduce_scatter_backward, setup_context=_comm_setup)

@@ -17,10 +17,23 @@ import torch
 import torch.distributed as dist
 
 from atb_ops import _C, _ops
-from atb_ops._groups import group_size, resolve_group, route_for
+from atb_ops._groups import comm_for, group_size, resolve_group
 from atb_ops.errors import AtbError
 
-__all__ = ["Task", "all_gather", "all_to_all", "all_to_all_v", "alltoall_single", "global_gather", "global_scatter"]
+__all__ = [
+    "Task",
+    "all_gather",
+    "all_reduce",
+    "all_to_all",
+    "all_to_all_v",
+    "alltoall_single",
+    "broadcast",
+    "global_gather",
+    "global_scatter",
+    "reduce_scatter",
+]
+
+REDUCE_OPS = ("sum", "prod", "max", "min")
 
 Counts = Sequence[int] | torch.Tensor
 
@@ -104,7 +117,7 @@ def all_to_all_v(
         )
     ]
     _validate(*layout, n, x.numel(), -1)
-    return torch.ops.atb_ops.all_to_all_v(x, *layout, *route_for(group, x).args())
+    return torch.ops.atb_ops.all_to_all_v(x, *layout, comm_for(group, x))
 
 
 class Task:
@@ -204,14 +217,14 @@ def alltoall_single(
     recv = [r * row for r in sizes[1]]
     sd, rd = _ops.packed(send), _ops.packed(recv)
     _validate(send, sd, recv, rd, n, in_tensor.numel(), out_tensor.numel())
-    route = route_for(group, in_tensor)
+    comm = comm_for(group, in_tensor)
 
     def run() -> None:
-        result = torch.ops.atb_ops.all_to_all_v(in_tensor, send, sd, recv, rd, *route.args())
+        result = torch.ops.atb_ops.all_to_all_v(in_tensor, send, sd, recv, rd, comm)
         with torch.no_grad():
             out_tensor.copy_(result.view(out_tensor.shape))
 
-    return _ordered(route.group_name or route.comm_domain, run, sync_op)
+    return _ordered(resolve_group(group).group_name, run, sync_op)
 
 
 def _expert_counts(x_rows: int, local_count: Counts, global_count: Counts, group, scatter: bool):
@@ -357,4 +370,74 @@ def all_gather(x: torch.Tensor, group: dist.ProcessGroup | None = None) -> torch
     if x.dim() == 0:
         raise AtbError("all_gather concatenates on dim 0: x needs at least 1 dimension")
     resolve_group(group)
-    return torch.ops.atb_ops.all_gather(x, *route_for(group, x).args())
+    return torch.ops.atb_ops.all_gather(x, comm_for(group, x))
+
+
+def _check_op(op: str) -> str:
+    if op not in REDUCE_OPS:
+        raise AtbError(f"op must be one of {REDUCE_OPS}, got {op!r}")
+    return op
+
+
+def all_reduce(x: torch.Tensor, op: str = "sum", group: dist.ProcessGroup | None = None) -> torch.Tensor:
+    """The elementwise reduction of x over the group's ranks (a new tensor; x is not modified).
+
+    float16 and bfloat16 accumulate in float32; every rank gets the same bits.
+
+    Args:
+        x: Contiguous input, the same shape and dtype on every rank.
+        op: "sum", "prod", "max" or "min".
+        group: A torch.distributed ProcessGroup; None for the default group.
+
+    Returns:
+        A tensor shaped like x. Differentiable for op="sum" (its gradient is the all_reduce of the gradient).
+
+    Raises:
+        AtbError: On bad arguments, before any communication.
+    """
+    _check_tensor("x", x)
+    _check_op(op)
+    return torch.ops.atb_ops.all_reduce(x, op, comm_for(group, x))
+
+
+def reduce_scatter(x: torch.Tensor, op: str = "sum", group: dist.ProcessGroup | None = None) -> torch.Tensor:
+    """Reduce over ranks, then scatter dim 0: rank r gets the reduction of every rank's chunk r.
+
+    Args:
+        x: Contiguous [world_size * d0, *], the same shape on every rank.
+        op: "sum", "prod", "max" or "min".
+        group: A torch.distributed ProcessGroup; None for the default group.
+
+    Returns:
+        [d0, *]. Differentiable for op="sum" (its gradient is the all_gather of the gradient).
+
+    Raises:
+        AtbError: When dim 0 does not divide by the group size, and on other bad arguments.
+    """
+    _check_tensor("x", x)
+    _check_op(op)
+    n = group_size(group)
+    if x.dim() == 0 or x.shape[0] % n:
+        raise AtbError(f"reduce_scatter splits dim 0 equally: shape {list(x.shape)} does not divide by group size {n}")
+    return torch.ops.atb_ops.reduce_scatter(x, op, comm_for(group, x))
+
+
+def broadcast(x: torch.Tensor, src: int = 0, group: dist.ProcessGroup | None = None) -> torch.Tensor:
+    """Rank `src`'s x on every rank (a new tensor; x is not modified).
+
+    Args:
+        x: Contiguous input of the same shape and dtype on every rank (only src's values matter).
+        src: The rank, in the group, whose x is sent.
+        group: A torch.distributed ProcessGroup; None for the default group.
+
+    Returns:
+        A tensor shaped like x holding src's values.
+
+    Raises:
+        AtbError: When src is not a rank of the group, and on other bad arguments.
+    """
+    _check_tensor("x", x)
+    n = group_size(group)
+    if isinstance(src, bool) or not isinstance(src, int) or not 0 <= src < n:
+        raise AtbError(f"src must be a rank in [0, {n}), got {src!r}")
+    return torch.ops.atb_ops.broadcast(x, src, comm_for(group, x))

@@ -1,7 +1,6 @@
 #include "comm/c10d/c10d_communicator.h"
 
 #include <ATen/ops/empty.h>
-#include <torch/csrc/distributed/c10d/GroupRegistry.hpp>
 
 #include <unistd.h>
 
@@ -9,23 +8,15 @@
 #include <mutex>
 #include <thread>
 
-#include "core/env.h"
+#include "comm/bootstrap/bootstrap.h"
+#include "comm/c10d/existing_group.h"
+#include "comm/comm_cache.h"
 #include "core/memory.h"
 #include "core/process.h"
 #include "core/status.h"
 
 namespace atb_ops::c10dcomm {
 namespace {
-
-std::mutex& resolverMutex() {
-  static std::mutex m;
-  return m;
-}
-
-GroupResolver& resolver() {
-  static GroupResolver r;
-  return r;
-}
 
 // A flat byte view of a contiguous tensor: gloo then needs no per-dtype support.
 at::Tensor bytesOf(const at::Tensor& t) {
@@ -56,41 +47,79 @@ int64_t hostHash() {
   return static_cast<int64_t>(std::hash<std::string>{}(std::string(host) + "/" + boot) >> 1);
 }
 
-}  // namespace
-
-void setGroupResolver(GroupResolver r) {
-  std::lock_guard<std::mutex> lock(resolverMutex());
-  resolver() = std::move(r);
+c10d::ReduceOp toC10d(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum: return c10d::ReduceOp(c10d::ReduceOp::SUM);
+    case ReduceOp::kProd: return c10d::ReduceOp(c10d::ReduceOp::PRODUCT);
+    case ReduceOp::kMax: return c10d::ReduceOp(c10d::ReduceOp::MAX);
+    case ReduceOp::kMin: return c10d::ReduceOp(c10d::ReduceOp::MIN);
+  }
+  return c10d::ReduceOp(c10d::ReduceOp::SUM);
 }
 
-C10dCommunicator::C10dCommunicator(const CommConfig& c) {
-  ATB_CHECK(c.handle == 0, ERROR_INVALID_PARAM, "backend 'gloo' takes no hcclComm handle, got ", c.handle);
-  GroupResolver r;
+// gloo reduces these dtypes natively (16-bit floats are widened to float32 first, see doAllreduce).
+bool glooReduces(c10::ScalarType t) {
+  return t == at::kFloat || t == at::kDouble || t == at::kChar || t == at::kByte || t == at::kInt || t == at::kLong;
+}
+
+std::mutex& factoryMutex() {
+  static std::mutex m;
+  return m;
+}
+
+GlooFactory& factory() {
+  static auto* f = new GlooFactory();  // outlives static teardown, like the communicator cache
+  return *f;
+}
+
+c10::intrusive_ptr<c10d::Backend> ownGlooGroup(const CommConfig& c, std::string& name) {
+  GlooFactory make;
   {
-    std::lock_guard<std::mutex> lock(resolverMutex());
-    r = resolver();
+    std::lock_guard<std::mutex> lock(factoryMutex());
+    make = factory();
   }
-  groupName_ = r ? r(c) : (c.groupName.empty() ? std::string("0") : c.groupName);
-  try {
-    pg_ = c10d::resolve_process_group(groupName_);
-  } catch (const c10::Error& e) {
-    ATB_FAIL(ERROR_COMM_EMPTY, "backend 'gloo' found no torch.distributed process group '", groupName_,
-             "': call torch.distributed.init_process_group('gloo') or set MASTER_ADDR/MASTER_PORT (",
-             e.what_without_backtrace(), ")");
+  name = "commDomain '" + c.commDomain + "'";
+  ATB_CHECK(make, ERROR_COMM_EMPTY, "backend 'gloo' needs the atb_ops Python package (import atb_ops)");
+  // One group per (commDomain, rankSize), numbered like every bootstrap so re-creations never meet stale keys.
+  const std::string scope = "gloo/" + c.commDomain + "/" + std::to_string(c.rankSize);
+  const std::string prefix = "atb_ops/" + scope + "/" + std::to_string(nextGeneration(scope, c.rank));
+  return make(prefix, c.rank, c.rankSize, c.options.timeout);
+}
+
+}  // namespace
+
+C10dCommunicator::C10dCommunicator(const CommConfig& c) : Communicator("gloo", c.rank, c.rankSize, c.options) {
+  ATB_CHECK(c.handle == 0, ERROR_INVALID_PARAM, "backend 'gloo' takes no hcclComm handle, got ", c.handle);
+  if (c.group) {
+    group_ = c.group->group;
+    name_ = "group '" + group_->getGroupName() + "'";
+    ATB_CHECK(group_->getRank() == c.rank && group_->getSize() == c.rankSize, ERROR_INVALID_PARAM, "backend 'gloo': ",
+              name_, " has rank ", group_->getRank(), " of size ", group_->getSize(), " but rank ", c.rank,
+              " of rankSize ", c.rankSize, " was asked for");
+    backend_ = group_->getBackend(c10::DeviceType::CPU);
+  } else {
+    backend_ = ownGlooGroup(c, name_);
   }
-  ATB_CHECK(pg_->getRank() == c.rank && pg_->getSize() == c.rankSize, ERROR_INVALID_PARAM,
-            "backend 'gloo': param says rank ", c.rank, " of rankSize ", c.rankSize, " but process group '", groupName_,
-            "' has rank ", pg_->getRank(), " of size ", pg_->getSize());
   // Who is who: lets a failed wait name the peer that died (gloo itself reports only addresses).
   at::Tensor mine = at::empty({2}, at::kLong);
   mine[0] = hostHash();
   mine[1] = static_cast<int64_t>(::getpid());
-  at::Tensor all = at::empty({2 * pg_->getSize()}, at::kLong);
-  waitFor(pg_->_allgather_base(all, mine), "identity exchange");
-  for (int64_t r = 0; r < pg_->getSize(); ++r) {
+  at::Tensor all = at::empty({2 * size()}, at::kLong);
+  waitFor(backend_->_allgather_base(all, mine), "identity exchange");
+  for (int64_t r = 0; r < size(); ++r) {
     peerHosts_.push_back(all[2 * r].item<int64_t>());
     peerPids_.push_back(all[2 * r + 1].item<int64_t>());
   }
+}
+
+C10dCommunicator::~C10dCommunicator() {
+  // A gloo group whose peers vanished can block its destructor on work that never completes: a failed
+  // one is left to the process's end instead of hanging it.
+  if (failed()) backend_.release();
+}
+
+bool C10dCommunicator::crossCheck() const {
+  return options().crossRankCheck.value_or(true);
 }
 
 std::string C10dCommunicator::deadPeers() const {
@@ -106,7 +135,7 @@ std::string C10dCommunicator::deadPeers() const {
 }
 
 void C10dCommunicator::waitFor(const c10::intrusive_ptr<c10d::Work>& work, const char* what) const {
-  const auto timeout = peerTimeout();
+  const auto timeout = options().timeout;
   std::string error;
   try {
     work->wait(timeout);
@@ -122,22 +151,23 @@ void C10dCommunicator::waitFor(const c10::intrusive_ptr<c10d::Work>& work, const
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     dead = deadPeers();
   }
-  ATB_CHECK(dead.empty(), ERROR_COMM_PEER_DIED, "gloo ", what, " on group '", groupName_, "' (rank ", rank(), " of ",
-            size(), "): peer ", dead, " exited: ", error);
-  ATB_FAIL(ERROR_COMM_TIMEOUT, "gloo ", what, " on group '", groupName_, "' (rank ", rank(), " of ", size(),
+  ATB_CHECK(dead.empty(), ERROR_COMM_PEER_DIED, "gloo ", what, " on ", name_, " (rank ", rank(), " of ", size(),
+            "): peer ", dead, " exited: ", error);
+  ATB_FAIL(ERROR_COMM_TIMEOUT, "gloo ", what, " on ", name_, " (rank ", rank(), " of ", size(),
            ") failed or timed out (ATB_OPS_TIMEOUT=", std::chrono::duration<double>(timeout).count(), " s): ", error);
 }
 
-void C10dCommunicator::crossCheck(const at::Tensor& send, const AllToAllVLayout& l) const {
+void C10dCommunicator::checkCounts(const at::Tensor& send, const AllToAllVLayout& l) const {
   const int64_t n = size();
   at::Tensor mine = at::empty({2 * n + 1}, at::kLong);
+  auto* m0 = mine.data_ptr<int64_t>();
   for (int64_t j = 0; j < n; ++j) {
-    mine[j] = l.sendCounts[j];
-    mine[n + j] = l.recvCounts[j];
+    m0[j] = l.sendCounts[j];
+    m0[n + j] = l.recvCounts[j];
   }
-  mine[2 * n] = static_cast<int64_t>(send.scalar_type());
+  m0[2 * n] = static_cast<int64_t>(send.scalar_type());
   at::Tensor all = at::empty({n * (2 * n + 1)}, at::kLong);
-  waitFor(pg_->_allgather_base(all, mine), "count cross-check");
+  waitFor(backend_->_allgather_base(all, mine), "count cross-check");
   const int64_t* m = all.data_ptr<int64_t>();
   const int64_t stride = 2 * n + 1;
   for (int64_t r = 0; r < n; ++r) {
@@ -150,14 +180,14 @@ void C10dCommunicator::crossCheck(const at::Tensor& send, const AllToAllVLayout&
       [&](int32_t j, int32_t i) { return m[j * stride + n + i]; }, "gloo alltoallv (count cross-check)");
 }
 
-void C10dCommunicator::alltoallv(const at::Tensor& send, const AllToAllVLayout& l, at::Tensor& recv) {
-  if (crossRankCheck(/*backendDefault=*/true)) crossCheck(send, l);
+void C10dCommunicator::doAlltoallv(const at::Tensor& send, const AllToAllVLayout& l, at::Tensor& recv) {
+  if (crossCheck()) checkCounts(send, l);
   const int64_t es = send.element_size();
   at::Tensor sendBytes = bytesOf(send);
   at::Tensor recvBytes = bytesOf(recv);
 
   // Displacements with gaps, overlaps or another order: gather into rank order first.
-  at::Tensor in = sendBytes;
+  at::Tensor in;
   if (!packedInRankOrder(l.sendCounts, l.sdispls)) {
     in = at::empty({l.totalSend() * es}, sendBytes.options());
     int64_t offset = 0;
@@ -175,7 +205,7 @@ void C10dCommunicator::alltoallv(const at::Tensor& send, const AllToAllVLayout& 
 
   std::vector<int64_t> inSplits = scaled(l.sendCounts, es);
   std::vector<int64_t> outSplits = scaled(l.recvCounts, es);
-  waitFor(pg_->all_to_all_single(out, in, outSplits, inSplits), "alltoallv");
+  waitFor(backend_->alltoall_base(out, in, outSplits, inSplits), "alltoallv");
 
   if (!recvPacked) {
     int64_t offset = 0;
@@ -187,7 +217,7 @@ void C10dCommunicator::alltoallv(const at::Tensor& send, const AllToAllVLayout& 
   }
 }
 
-void C10dCommunicator::allgather(const at::Tensor& send, at::Tensor& recv) {
+void C10dCommunicator::doAllgather(const at::Tensor& send, at::Tensor& recv) {
   at::Tensor in = bytesOf(send);
   at::Tensor out = bytesOf(recv);
   // gloo's allgather is 3-4x slower than its all_to_all_single moving the same bytes once messages reach
@@ -196,24 +226,100 @@ void C10dCommunicator::allgather(const at::Tensor& send, at::Tensor& recv) {
   constexpr int64_t kAllToAllFromBytes = int64_t{1} << 20;
   if (size() > 1 && in.numel() >= kAllToAllFromBytes) {
     at::Tensor copies = at::empty({size(), in.numel()}, in.options());
-    adviseHugePages(copies);
+    if (options().hugePages) adviseHugePages(copies);
     copies.copy_(in.unsqueeze(0).expand({size(), in.numel()}));
     copies = copies.view({-1});
     std::vector<int64_t> inSplits(static_cast<size_t>(size()), in.numel());
     std::vector<int64_t> outSplits = inSplits;
-    waitFor(pg_->all_to_all_single(out, copies, outSplits, inSplits), "allgather");
+    waitFor(backend_->alltoall_base(out, copies, outSplits, inSplits), "allgather");
     return;
   }
-  waitFor(pg_->_allgather_base(out, in), "allgather");
+  waitFor(backend_->_allgather_base(out, in), "allgather");
 }
 
-void C10dCommunicator::barrier() {
-  waitFor(pg_->barrier(), "barrier");
+void C10dCommunicator::doAllreduce(const at::Tensor& send, at::Tensor& recv, ReduceOp op) {
+  const c10::ScalarType acc = accumulationType(send.scalar_type());
+  if (!glooReduces(acc)) {
+    Communicator::doAllreduce(send, recv, op);  // int16, bool: alltoallv of bytes, reduced here
+    return;
+  }
+  // gloo reduces in place: work on the output (widened when the dtype is 16-bit).
+  at::Tensor work = acc == recv.scalar_type() ? recv.view({-1}) : send.view({-1}).to(acc);
+  if (acc == recv.scalar_type() && recv.data_ptr() != send.data_ptr()) work.copy_(send.view({-1}));
+  std::vector<at::Tensor> tensors{work};
+  c10d::AllreduceOptions opts;
+  opts.reduceOp = toC10d(op);
+  opts.timeout = options().timeout;
+  waitFor(backend_->allreduce(tensors, opts), "allreduce");
+  if (work.data_ptr() != recv.data_ptr()) recv.view({-1}).copy_(work);
+}
+
+void C10dCommunicator::doBroadcast(at::Tensor& tensor, int32_t root) {
+  std::vector<at::Tensor> tensors{bytesOf(tensor)};
+  c10d::BroadcastOptions opts;
+  opts.rootRank = root;
+  opts.timeout = options().timeout;
+  waitFor(backend_->broadcast(tensors, opts), "broadcast");
+}
+
+void C10dCommunicator::doSend(const at::Tensor& tensor, int32_t peer) {
+  if (crossCheck()) {
+    // gloo aborts the process when a message is longer than the receive buffer: agree on sizes first.
+    at::Tensor header = at::empty({2}, at::kLong);
+    header[0] = static_cast<int64_t>(tensor.nbytes());
+    header[1] = static_cast<int64_t>(tensor.scalar_type());
+    std::vector<at::Tensor> h{header};
+    waitFor(backend_->send(h, peer, 0), "send (size check)");
+    at::Tensor answer = at::empty({2}, at::kLong);
+    std::vector<at::Tensor> a{answer};
+    waitFor(backend_->recv(a, peer, 0), "send (size check)");
+    const int64_t wantBytes = answer[0].item<int64_t>();
+    const auto wantType = static_cast<c10::ScalarType>(answer[1].item<int64_t>());
+    ATB_CHECK(wantBytes == static_cast<int64_t>(tensor.nbytes()) && wantType == tensor.scalar_type(),
+              ERROR_INVALID_PARAM, "gloo send: rank ", rank(), " sent ", tensor.numel(), " elements of ",
+              tensor.scalar_type(), " to rank ", peer, ", which expected ",
+              wantBytes / static_cast<int64_t>(c10::elementSize(wantType)), " elements of ", wantType);
+  }
+  std::vector<at::Tensor> t{bytesOf(tensor)};
+  if (t[0].numel() > 0) waitFor(backend_->send(t, peer, 0), "send");
+}
+
+void C10dCommunicator::doRecv(at::Tensor& tensor, int32_t peer) {
+  if (crossCheck()) {
+    at::Tensor header = at::empty({2}, at::kLong);
+    std::vector<at::Tensor> h{header};
+    waitFor(backend_->recv(h, peer, 0), "recv (size check)");
+    at::Tensor mine = at::empty({2}, at::kLong);
+    mine[0] = static_cast<int64_t>(tensor.nbytes());
+    mine[1] = static_cast<int64_t>(tensor.scalar_type());
+    std::vector<at::Tensor> m{mine};
+    waitFor(backend_->send(m, peer, 0), "recv (size check)");
+    const int64_t sentBytes = header[0].item<int64_t>();
+    const auto sentType = static_cast<c10::ScalarType>(header[1].item<int64_t>());
+    ATB_CHECK(sentBytes == static_cast<int64_t>(tensor.nbytes()) && sentType == tensor.scalar_type(),
+              ERROR_INVALID_PARAM, "gloo recv: rank ", rank(), " expected ", tensor.numel(), " elements of ",
+              tensor.scalar_type(), " from rank ", peer, ", which sent ",
+              sentBytes / static_cast<int64_t>(c10::elementSize(sentType)), " elements of ", sentType);
+  }
+  std::vector<at::Tensor> t{bytesOf(tensor)};
+  if (t[0].numel() > 0) waitFor(backend_->recv(t, peer, 0), "recv");
+}
+
+void C10dCommunicator::doBarrier() {
+  c10d::BarrierOptions opts;
+  opts.timeout = options().timeout;
+  waitFor(backend_->barrier(opts), "barrier");
+}
+
+void setGlooFactory(GlooFactory f) {
+  std::lock_guard<std::mutex> lock(factoryMutex());
+  factory() = std::move(f);
 }
 
 namespace {
 const bool registered = [] {
-  registerBackend("gloo", [](const CommConfig& c) { return std::make_shared<C10dCommunicator>(c); });
+  registerBackend("gloo", c10::DeviceType::CPU,
+                  [](const CommConfig& c) { return std::make_shared<C10dCommunicator>(c); });
   return true;
 }();
 }  // namespace

@@ -1,45 +1,55 @@
-// The "gloo" backend: any torch.distributed ProcessGroup (gloo for CPU tensors; reaches other hosts).
-// Data moves as bytes, so every dtype works (gloo has no int16) and displacements are honoured by
-// packing into / unpacking from staging buffers only when they are not already packed.
+// The "gloo" backend: a torch.distributed gloo backend for CPU tensors (it reaches other hosts).
+//   - For an ATB param: a gloo group of its own per (commDomain, rankSize), built on the job's
+//     torch.distributed store under a prefix, so communicators of different commDomains never share a
+//     socket or a message, and the ranks' order of creating domains does not matter.
+//   - For atb_ops.distributed: the caller's own ProcessGroup.
+// Data moves as bytes where the collective does not compute (every dtype works; gloo has no int16), and
+// 16-bit floats are reduced in float32.
 #pragma once
 
+#include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
+#include <chrono>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "comm/communicator.h"
 
 namespace atb_ops::c10dcomm {
 
-// Maps a config to the name of a registered c10d group (making the group if need be). Installed by
-// the Python binding, which knows torch.distributed; without one, the config's groupName (or "0",
-// the default group's name) is resolved directly.
-using GroupResolver = std::function<std::string(const CommConfig&)>;
-void setGroupResolver(GroupResolver resolver);
+// Makes a gloo backend of `size` ranks on the job's store under `prefix`. Installed by the Python package:
+// torch ships no gloo headers, so only torch.distributed's own binding can construct one.
+using GlooFactory = std::function<c10::intrusive_ptr<c10d::Backend>(const std::string& prefix, int32_t rank,
+                                                                    int32_t size, std::chrono::milliseconds timeout)>;
+void setGlooFactory(GlooFactory factory);
 
 class C10dCommunicator final : public Communicator {
  public:
   explicit C10dCommunicator(const CommConfig& config);
+  ~C10dCommunicator() override;
 
-  const std::string& backend() const override { return backend_; }
-  int32_t rank() const override { return pg_->getRank(); }
-  int32_t size() const override { return pg_->getSize(); }
-
-  void alltoallv(const at::Tensor& send, const AllToAllVLayout& layout, at::Tensor& recv) override;
-  void allgather(const at::Tensor& send, at::Tensor& recv) override;
-  void barrier() override;
+ protected:
+  void doAlltoallv(const at::Tensor& send, const AllToAllVLayout& layout, at::Tensor& recv) override;
+  void doAllgather(const at::Tensor& send, at::Tensor& recv) override;
+  void doAllreduce(const at::Tensor& send, at::Tensor& recv, ReduceOp op) override;
+  void doBroadcast(at::Tensor& tensor, int32_t root) override;
+  void doSend(const at::Tensor& tensor, int32_t peer) override;
+  void doRecv(at::Tensor& tensor, int32_t peer) override;
+  void doBarrier() override;
 
  private:
   void waitFor(const c10::intrusive_ptr<c10d::Work>& work, const char* what) const;
-  // ATB_OPS_CHECK=1: every rank learns every rank's counts and dtype before any data moves.
-  void crossCheck(const at::Tensor& send, const AllToAllVLayout& layout) const;
+  bool crossCheck() const;
+  // Every rank learns every rank's counts and dtype before any data moves.
+  void checkCounts(const at::Tensor& send, const AllToAllVLayout& layout) const;
   // Ranks on this host whose process has exited, for error messages ("" when none is known dead).
   std::string deadPeers() const;
 
-  std::string backend_ = "gloo";
-  std::string groupName_;
-  c10::intrusive_ptr<c10d::ProcessGroup> pg_;
+  std::string name_;  // for messages: "group 'x'" or "commDomain 'y'"
+  c10::intrusive_ptr<c10d::ProcessGroup> group_;  // the caller's group, kept alive
+  c10::intrusive_ptr<c10d::Backend> backend_;
   std::vector<int64_t> peerHosts_;  // per rank: a hash of its host's boot id (pids compare only within a host)
   std::vector<int64_t> peerPids_;
 };

@@ -2,9 +2,10 @@
 //
 // The backend logic (count arrays, path choice, communicator ownership, root-info exchange) is written
 // against this interface with opaque types only, so it compiles without the Ascend headers, is always
-// built into atb_ops._C, and is unit-tested on CPU with a recording mock (mock_hccl_api.h). The real
-// implementation (npu/hccl_api_impl.cpp) is compiled only when the Ascend toolkit is found; it
-// static_asserts every constant below against hccl_types.h.
+// built into libatb_ops, unit-tested with a recording mock (tests/native/hccl_mock_api.h), and run with
+// real data on CPU ranks through HCCL's own C API as implemented by csrc/hccl_cpu (cpu/). The NPU
+// implementation (npu/hccl_api_impl.cpp) is compiled only when the Ascend toolkit is found; both
+// static_assert every constant below against hccl_types.h.
 #pragma once
 
 #include <array>
@@ -91,6 +92,22 @@ class HcclApi {
                             CommHandle comm, StreamHandle stream) = 0;
   virtual int32_t allGather(void* sendBuf, void* recvBuf, uint64_t sendCount, int32_t dataType, CommHandle comm,
                             StreamHandle stream) = 0;
+  virtual int32_t allGatherV(void* sendBuf, uint64_t sendCount, void* recvBuf, const uint64_t* recvCounts,
+                             const uint64_t* recvDispls, int32_t dataType, CommHandle comm, StreamHandle stream) = 0;
+  // `op` is an HcclReduceOp (sum 0, prod 1, max 2, min 3: atb_ops::ReduceOp's order).
+  virtual int32_t allReduce(void* sendBuf, void* recvBuf, uint64_t count, int32_t dataType, int32_t op,
+                            CommHandle comm, StreamHandle stream) = 0;
+  virtual int32_t reduceScatter(void* sendBuf, void* recvBuf, uint64_t recvCount, int32_t dataType, int32_t op,
+                                CommHandle comm, StreamHandle stream) = 0;
+  virtual int32_t reduceScatterV(void* sendBuf, const uint64_t* sendCounts, const uint64_t* sendDispls, void* recvBuf,
+                                 uint64_t recvCount, int32_t dataType, int32_t op, CommHandle comm,
+                                 StreamHandle stream) = 0;
+  virtual int32_t broadcast(void* buf, uint64_t count, int32_t dataType, uint32_t root, CommHandle comm,
+                            StreamHandle stream) = 0;
+  virtual int32_t send(void* sendBuf, uint64_t count, int32_t dataType, uint32_t destRank, CommHandle comm,
+                       StreamHandle stream) = 0;
+  virtual int32_t recv(void* recvBuf, uint64_t count, int32_t dataType, uint32_t srcRank, CommHandle comm,
+                       StreamHandle stream) = 0;
   virtual int32_t batchSendRecv(SendRecvItem* items, uint32_t itemNum, CommHandle comm, StreamHandle stream) = 0;
   virtual int32_t barrier(CommHandle comm, StreamHandle stream) = 0;
 

@@ -3,13 +3,13 @@
 #include <c10/util/Exception.h>
 
 #include <condition_variable>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <vector>
 
-#include "comm/hccl/hccl_bootstrap.h"
+#include "comm/bootstrap/bootstrap.h"
 #include "comm/hccl/hccl_check.h"
-#include "core/env.h"
 #include "core/status.h"
 
 namespace atb_ops::hccl {
@@ -99,7 +99,7 @@ HcclCommRef initAll(const std::shared_ptr<HcclApi>& api, const CommConfig& c) {
     p->done = true;
     p->cv.notify_all();
   } else {
-    const auto timeout = peerTimeout();
+    const auto timeout = c.options.timeout;
     if (!p->cv.wait_until(lock, Clock::now() + timeout, [&] { return p->done; })) {
       std::string missing;
       for (int32_t r = 0; r < c.rankSize; ++r) {
@@ -184,11 +184,19 @@ HcclCommRef acquireComm(const std::shared_ptr<HcclApi>& api, const CommConfig& c
     ref = initAll(api, c);
   } else {
     ScopedDevice device(*api, deviceFor(c));
-    const RootInfo info = exchangeRootInfo(c, [&] {
+    // rankRoot's HcclGetRootInfo, shared with every rank through the bootstrap (store or node-local).
+    std::unique_ptr<Bootstrap> bootstrap = makeBootstrap(c, "hccl");
+    std::string bytes;
+    if (c.rank == c.rankRoot) {
       RootInfo made{};
       ATB_HCCL_CHECK(*api, "HcclGetRootInfo", api->getRootInfo(&made), "on root rank ", c.rankRoot, " ", describe(c));
-      return made;
-    });
+      bytes.assign(made.data(), made.size());
+    }
+    bytes = bootstrap->broadcast(bytes);
+    ATB_CHECK(bytes.size() == kRootInfoBytes, ERROR_HCCL_FAIL, "hccl: the bootstrap (", bootstrap->describe(),
+              ") delivered ", bytes.size(), " bytes; root info is ", kRootInfoBytes, " bytes ", describe(c));
+    RootInfo info;
+    std::memcpy(info.data(), bytes.data(), kRootInfoBytes);
     CommHandle comm = nullptr;
     ATB_HCCL_CHECK(*api, "HcclCommInitRootInfo",
                    api->commInitRootInfo(static_cast<uint32_t>(c.rankSize), info, static_cast<uint32_t>(c.rank), &comm),

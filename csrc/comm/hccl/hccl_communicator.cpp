@@ -9,7 +9,6 @@
 
 #include "comm/hccl/hccl_check.h"
 #include "comm/hccl/hccl_dtype.h"
-#include "core/env.h"
 #include "core/status.h"
 
 namespace atb_ops::hccl {
@@ -17,9 +16,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v == nullptr ? std::string() : std::string(v);
+// HCCL rejects a null buffer even when nothing moves: an empty tensor gets a one-element stand-in.
+void* bufferOf(const at::Tensor& t, at::Tensor& standIn) {
+  if (t.numel() > 0) return t.data_ptr();
+  if (!standIn.defined()) standIn = at::empty({1}, t.options());
+  return standIn.data_ptr();
 }
 
 std::vector<uint64_t> toU64(const std::vector<int64_t>& v) {
@@ -47,21 +48,12 @@ class ScopedEvent {
 
 }  // namespace
 
-AlltoallvPath alltoallvPathFromEnv() {
-  const std::string v = env("ATB_OPS_HCCL_ALLTOALLV");
-  if (v.empty() || v == "alltoallv" || v == "native") return AlltoallvPath::kAlltoAllV;
-  if (v == "p2p" || v == "batch_send_recv") return AlltoallvPath::kBatchSendRecv;
-  ATB_FAIL(ERROR_INVALID_PARAM, "ATB_OPS_HCCL_ALLTOALLV must be 'alltoallv' (HcclAlltoAllV, the default) or 'p2p' ",
-           "(HcclBatchSendRecv), got '", v, "'");
+AlltoallvPath alltoallvPath(const Options& options) {
+  return options.hcclAlltoallv == "p2p" ? AlltoallvPath::kBatchSendRecv : AlltoallvPath::kAlltoAllV;
 }
 
 const char* pathName(AlltoallvPath p) {
   return p == AlltoallvPath::kAlltoAllV ? "HcclAlltoAllV" : "HcclBatchSendRecv";
-}
-
-bool blockingFromEnv() {
-  const std::string v = env("ATB_OPS_HCCL_BLOCKING");
-  return !v.empty() && v != "0";
 }
 
 std::vector<SendRecvItem> pairwiseItems(int32_t rank, int32_t size, char* sendBase, char* recvBase, int64_t elemSize,
@@ -84,9 +76,8 @@ std::vector<SendRecvItem> pairwiseItems(int32_t rank, int32_t size, char* sendBa
 }
 
 HcclCommunicator::HcclCommunicator(const CommConfig& config, std::shared_ptr<HcclApi> api)
-    : api_(std::move(api)),
-      rank_(config.rank),
-      size_(config.rankSize),
+    : Communicator("hccl", config.rank, config.rankSize, config.options),
+      api_(std::move(api)),
       device_(deviceFor(config)),
       commDomain_(config.commDomain) {
   TORCH_CHECK(api_ != nullptr, "HcclCommunicator needs an HcclApi");
@@ -94,13 +85,12 @@ HcclCommunicator::HcclCommunicator(const CommConfig& config, std::shared_ptr<Hcc
 }
 
 std::string HcclCommunicator::describe() const {
-  return "on rank " + std::to_string(rank_) + " of " + std::to_string(size_) + ", commDomain '" + commDomain_ +
+  return "on rank " + std::to_string(rank()) + " of " + std::to_string(size()) + ", commDomain '" + commDomain_ +
          "', device " + std::to_string(device_);
 }
 
-void HcclCommunicator::checkUsable(const char* what) const {
-  ATB_CHECK(brokenBy_.empty(), ERROR_HCCL_FAIL, "hccl ", what, ": this communicator failed earlier and is unusable (",
-            brokenBy_, ")");
+void HcclCommunicator::finish(StreamHandle stream, const char* what) {
+  if (options().hcclBlocking) waitForStream(stream, what);
 }
 
 HcclCommunicator::Launch HcclCommunicator::launchFor(const at::Tensor& t, const char* what) const {
@@ -112,19 +102,17 @@ HcclCommunicator::Launch HcclCommunicator::launchFor(const at::Tensor& t, const 
   return Launch{device, api_->currentStream(device)};
 }
 
-void HcclCommunicator::alltoallv(const at::Tensor& send, const AllToAllVLayout& layout, at::Tensor& recv) {
+void HcclCommunicator::doAlltoallv(const at::Tensor& send, const AllToAllVLayout& layout, at::Tensor& recv) {
   static constexpr const char* kWhat = "alltoallv";
-  checkUsable(kWhat);
   const int32_t dataType = dataTypeFor(send.scalar_type(), "hccl alltoallv input");
   const Launch launch = launchFor(send, kWhat);
   ScopedDevice device(*api_, launch.device);
-  // Read per call, so a job can switch paths between steps without rebuilding its operations.
-  if (alltoallvPathFromEnv() == AlltoallvPath::kBatchSendRecv) {
+  if (alltoallvPath(options()) == AlltoallvPath::kBatchSendRecv) {
     alltoallvPairwise(send, layout, recv, dataType, launch.stream);
   } else {
     alltoallvNative(send, layout, recv, dataType, launch.stream);
   }
-  if (blockingFromEnv()) waitForStream(launch.stream, kWhat);
+  finish(launch.stream, kWhat);
 }
 
 void HcclCommunicator::alltoallvNative(const at::Tensor& send, const AllToAllVLayout& l, at::Tensor& recv,
@@ -134,16 +122,12 @@ void HcclCommunicator::alltoallvNative(const at::Tensor& send, const AllToAllVLa
   const std::vector<uint64_t> sdispls = toU64(l.sdispls);
   const std::vector<uint64_t> recvCounts = toU64(l.recvCounts);
   const std::vector<uint64_t> rdispls = toU64(l.rdispls);
-  // An empty tensor may have no storage, and HCCL rejects a null buffer even when every count is 0; a rank
-  // that sends or receives nothing must still take part, so it gets a one-element stand-in.
-  at::Tensor standIn;
-  auto buffer = [&](const at::Tensor& t) -> void* {
-    if (t.numel() > 0) return t.data_ptr();
-    if (!standIn.defined()) standIn = at::empty({1}, t.options());
-    return standIn.data_ptr();
-  };
+  // A rank that sends or receives nothing must still take part, with stand-in buffers.
+  at::Tensor sendStandIn;
+  at::Tensor recvStandIn;
   ATB_HCCL_CHECK(*api_, "HcclAlltoAllV",
-                 api_->alltoAllV(buffer(send), sendCounts.data(), sdispls.data(), dataType, buffer(recv),
+                 api_->alltoAllV(bufferOf(send, sendStandIn), sendCounts.data(), sdispls.data(), dataType,
+                                 bufferOf(recv, recvStandIn),
                                  recvCounts.data(), rdispls.data(), dataType, comm_.get(), stream),
                  describe());
 }
@@ -152,19 +136,20 @@ void HcclCommunicator::alltoallvPairwise(const at::Tensor& send, const AllToAllV
                                          int32_t dataType, StreamHandle stream) {
   const int64_t es = send.element_size();
   // The one count pair of the cross-rank matrix a rank can check alone; HCCL would never see it here.
-  ATB_CHECK(l.sendCounts[rank_] == l.recvCounts[rank_], ERROR_INVALID_PARAM, "hccl alltoallv ", describe(),
-            ": sendCounts[", rank_, "]=", l.sendCounts[rank_], " (to itself) differs from recvCounts[", rank_,
-            "]=", l.recvCounts[rank_], " (from itself)");
-  if (l.sendCounts[rank_] > 0) {
+  const int32_t me = rank();
+  ATB_CHECK(l.sendCounts[me] == l.recvCounts[me], ERROR_INVALID_PARAM, "hccl alltoallv ", describe(), ": sendCounts[",
+            me, "]=", l.sendCounts[me], " (to itself) differs from recvCounts[", me, "]=", l.recvCounts[me],
+            " (from itself)");
+  if (l.sendCounts[me] > 0) {
     // The rank's own share never leaves the device: an ATen copy on the same current stream, which
     // torch_npu flushes ahead of the batch when the stream is fetched for HCCL.
     recv.view({-1})
-        .narrow(0, l.rdispls[rank_], l.recvCounts[rank_])
-        .copy_(send.reshape({-1}).narrow(0, l.sdispls[rank_], l.sendCounts[rank_]));
+        .narrow(0, l.rdispls[me], l.recvCounts[me])
+        .copy_(send.reshape({-1}).narrow(0, l.sdispls[me], l.sendCounts[me]));
   }
   auto* sendBase = send.numel() > 0 ? static_cast<char*>(send.data_ptr()) : nullptr;
   auto* recvBase = recv.numel() > 0 ? static_cast<char*>(recv.data_ptr()) : nullptr;
-  std::vector<SendRecvItem> items = pairwiseItems(rank_, size_, sendBase, recvBase, es, dataType, l);
+  std::vector<SendRecvItem> items = pairwiseItems(me, size(), sendBase, recvBase, es, dataType, l);
   // Every peer this rank exchanges with is in the list; one with nothing either way has no matching
   // entry on the other side, so an empty list is simply nothing to do.
   if (items.empty()) return;
@@ -173,9 +158,8 @@ void HcclCommunicator::alltoallvPairwise(const at::Tensor& send, const AllToAllV
                  items.size(), " send/recv items ", describe());
 }
 
-void HcclCommunicator::allgather(const at::Tensor& send, at::Tensor& recv) {
+void HcclCommunicator::doAllgather(const at::Tensor& send, at::Tensor& recv) {
   static constexpr const char* kWhat = "allgather";
-  checkUsable(kWhat);
   const int32_t dataType = dataTypeFor(send.scalar_type(), "hccl allgather input");
   // Every rank gathers the same numel: with none, no rank calls HCCL.
   if (send.numel() == 0) return;
@@ -185,12 +169,108 @@ void HcclCommunicator::allgather(const at::Tensor& send, at::Tensor& recv) {
                  api_->allGather(send.data_ptr(), recv.data_ptr(), static_cast<uint64_t>(send.numel()), dataType,
                                  comm_.get(), launch.stream),
                  describe());
-  if (blockingFromEnv()) waitForStream(launch.stream, kWhat);
+  finish(launch.stream, kWhat);
 }
 
-void HcclCommunicator::barrier() {
+void HcclCommunicator::doAllgatherv(const at::Tensor& send, const VLayout& r, at::Tensor& recv) {
+  static constexpr const char* kWhat = "allgatherv";
+  const int32_t dataType = dataTypeFor(send.scalar_type(), "hccl allgatherv input");
+  const std::vector<uint64_t> counts = toU64(r.counts);
+  const std::vector<uint64_t> displs = toU64(r.displs);
+  const Launch launch = launchFor(send, kWhat);
+  ScopedDevice device(*api_, launch.device);
+  at::Tensor sendStandIn;
+  at::Tensor recvStandIn;
+  ATB_HCCL_CHECK(*api_, "HcclAllGatherV",
+                 api_->allGatherV(bufferOf(send, sendStandIn), static_cast<uint64_t>(send.numel()),
+                                  bufferOf(recv, recvStandIn), counts.data(), displs.data(), dataType, comm_.get(),
+                                  launch.stream),
+                 describe());
+  finish(launch.stream, kWhat);
+}
+
+void HcclCommunicator::doAllreduce(const at::Tensor& send, at::Tensor& recv, ReduceOp op) {
+  static constexpr const char* kWhat = "allreduce";
+  const int32_t dataType = dataTypeFor(send.scalar_type(), "hccl allreduce input");
+  if (send.numel() == 0) return;
+  const Launch launch = launchFor(send, kWhat);
+  ScopedDevice device(*api_, launch.device);
+  ATB_HCCL_CHECK(*api_, "HcclAllReduce",
+                 api_->allReduce(send.data_ptr(), recv.data_ptr(), static_cast<uint64_t>(send.numel()), dataType,
+                                 static_cast<int32_t>(op), comm_.get(), launch.stream),
+                 "(", reduceOpName(op), ") ", describe());
+  finish(launch.stream, kWhat);
+}
+
+void HcclCommunicator::doReduceScatterV(const at::Tensor& send, const VLayout& s, at::Tensor& recv, ReduceOp op) {
+  static constexpr const char* kWhat = "reduce_scatter";
+  const int32_t dataType = dataTypeFor(send.scalar_type(), "hccl reduce_scatter input");
+  const int64_t m = recv.numel();
+  bool equal = true;
+  for (int32_t i = 0; i < size() && equal; ++i) equal = s.counts[i] == m && s.displs[i] == i * m;
+  const Launch launch = launchFor(send, kWhat);
+  ScopedDevice device(*api_, launch.device);
+  at::Tensor sendStandIn;
+  at::Tensor recvStandIn;
+  if (equal) {
+    if (m == 0) return;
+    ATB_HCCL_CHECK(*api_, "HcclReduceScatter",
+                   api_->reduceScatter(send.data_ptr(), recv.data_ptr(), static_cast<uint64_t>(m), dataType,
+                                       static_cast<int32_t>(op), comm_.get(), launch.stream),
+                   "(", reduceOpName(op), ") ", describe());
+  } else {
+    const std::vector<uint64_t> counts = toU64(s.counts);
+    const std::vector<uint64_t> displs = toU64(s.displs);
+    ATB_HCCL_CHECK(*api_, "HcclReduceScatterV",
+                   api_->reduceScatterV(bufferOf(send, sendStandIn), counts.data(), displs.data(),
+                                        bufferOf(recv, recvStandIn), static_cast<uint64_t>(m), dataType,
+                                        static_cast<int32_t>(op), comm_.get(), launch.stream),
+                   "(", reduceOpName(op), ") ", describe());
+  }
+  finish(launch.stream, kWhat);
+}
+
+void HcclCommunicator::doBroadcast(at::Tensor& tensor, int32_t root) {
+  static constexpr const char* kWhat = "broadcast";
+  const int32_t dataType = dataTypeFor(tensor.scalar_type(), "hccl broadcast tensor");
+  if (tensor.numel() == 0) return;
+  const Launch launch = launchFor(tensor, kWhat);
+  ScopedDevice device(*api_, launch.device);
+  ATB_HCCL_CHECK(*api_, "HcclBroadcast",
+                 api_->broadcast(tensor.data_ptr(), static_cast<uint64_t>(tensor.numel()), dataType,
+                                 static_cast<uint32_t>(root), comm_.get(), launch.stream),
+                 "from root ", root, " ", describe());
+  finish(launch.stream, kWhat);
+}
+
+void HcclCommunicator::doSend(const at::Tensor& tensor, int32_t peer) {
+  static constexpr const char* kWhat = "send";
+  const int32_t dataType = dataTypeFor(tensor.scalar_type(), "hccl send tensor");
+  const Launch launch = launchFor(tensor, kWhat);
+  ScopedDevice device(*api_, launch.device);
+  at::Tensor standIn;
+  ATB_HCCL_CHECK(*api_, "HcclSend",
+                 api_->send(bufferOf(tensor, standIn), static_cast<uint64_t>(tensor.numel()), dataType,
+                            static_cast<uint32_t>(peer), comm_.get(), launch.stream),
+                 "to rank ", peer, " ", describe());
+  finish(launch.stream, kWhat);
+}
+
+void HcclCommunicator::doRecv(at::Tensor& tensor, int32_t peer) {
+  static constexpr const char* kWhat = "recv";
+  const int32_t dataType = dataTypeFor(tensor.scalar_type(), "hccl recv tensor");
+  const Launch launch = launchFor(tensor, kWhat);
+  ScopedDevice device(*api_, launch.device);
+  at::Tensor standIn;
+  ATB_HCCL_CHECK(*api_, "HcclRecv",
+                 api_->recv(bufferOf(tensor, standIn), static_cast<uint64_t>(tensor.numel()), dataType,
+                            static_cast<uint32_t>(peer), comm_.get(), launch.stream),
+                 "from rank ", peer, " ", describe());
+  finish(launch.stream, kWhat);
+}
+
+void HcclCommunicator::doBarrier() {
   static constexpr const char* kWhat = "barrier";
-  checkUsable(kWhat);
   ScopedDevice device(*api_, device_);
   StreamHandle stream = api_->currentStream(device_);
   ATB_HCCL_CHECK(*api_, "HcclBarrier", api_->barrier(comm_.get(), stream), describe());
@@ -202,7 +282,7 @@ void HcclCommunicator::waitForStream(StreamHandle stream, const char* what) {
   ScopedEvent event(*api_);
   ATB_ACL_CHECK(*api_, "aclrtRecordEvent", api_->recordEvent(event.get(), stream), "after hccl ", what, " ",
                 describe());
-  const auto timeout = peerTimeout();
+  const auto timeout = options().timeout;
   const auto deadline = Clock::now() + timeout;
   int polls = 0;
   while (true) {
@@ -215,12 +295,11 @@ void HcclCommunicator::waitForStream(StreamHandle stream, const char* what) {
     ATB_HCCL_CHECK(*api_, "HcclGetCommAsyncError", api_->getCommAsyncError(comm_.get(), &asyncError),
                    "while waiting for ", what, " ", describe());
     if (asyncError != kSuccess) {
-      brokenBy_ = "HCCL reported asynchronous error " + std::to_string(asyncError) + " (" + resultName(asyncError) +
-                  ": " + api_->errorString(asyncError) + ") during " + what;
-      ATB_FAIL(ERROR_HCCL_FAIL, "hccl ", what, " ", describe(), ": ", brokenBy_, " after ", polls, " polls");
+      ATB_FAIL(ERROR_HCCL_FAIL, "hccl ", what, " ", describe(), ": HCCL reported asynchronous error ", asyncError,
+               " (", resultName(asyncError), ": ", api_->errorString(asyncError), ") during ", what, " after ", polls,
+               " polls");
     }
     if (Clock::now() >= deadline) {
-      brokenBy_ = std::string("timed out in ") + what;
       ATB_FAIL(ERROR_COMM_TIMEOUT, "hccl ", what, " ", describe(),
                " did not complete within ATB_OPS_TIMEOUT=", std::chrono::duration<double>(timeout).count(),
                " s and HCCL reported no error; a peer rank may ",

@@ -45,6 +45,9 @@ enum class NcclDataType : int32_t {
 
 const char* dataTypeName(NcclDataType t);
 
+// Mirrors ncclRedOp_t's built-in operators (the same order as atb_ops::ReduceOp).
+enum class NcclRedOp : int32_t { Sum = 0, Prod = 1, Max = 2, Min = 3 };
+
 // ncclUniqueId is a plain 128-byte struct (NCCL_UNIQUE_ID_BYTES).
 constexpr size_t kUniqueIdBytes = 128;
 struct UniqueId {
@@ -72,6 +75,12 @@ class NcclApi {
                           StreamHandle stream) = 0;
   virtual NcclResult allGather(const void* sendBuf, void* recvBuf, size_t sendCount, NcclDataType type, CommHandle comm,
                                StreamHandle stream) = 0;
+  virtual NcclResult allReduce(const void* sendBuf, void* recvBuf, size_t count, NcclDataType type, NcclRedOp op,
+                               CommHandle comm, StreamHandle stream) = 0;
+  virtual NcclResult reduceScatter(const void* sendBuf, void* recvBuf, size_t recvCount, NcclDataType type,
+                                   NcclRedOp op, CommHandle comm, StreamHandle stream) = 0;
+  virtual NcclResult broadcast(const void* sendBuf, void* recvBuf, size_t count, NcclDataType type, int root,
+                               CommHandle comm, StreamHandle stream) = 0;
 
   virtual NcclResult getUniqueId(UniqueId* id) = 0;
   // blocking=false creates a non-blocking communicator (ncclConfig_t.blocking = 0): calls may return

@@ -2,6 +2,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <cstring>
 #include <thread>
 
 #include "core/status.h"
@@ -57,6 +58,20 @@ class GroupGuard {
 
 }  // namespace
 
+bool ncclReduces(c10::ScalarType dtype) {
+  switch (dtype) {
+    case c10::ScalarType::Char:
+    case c10::ScalarType::Byte:
+    case c10::ScalarType::Int:
+    case c10::ScalarType::Long:
+    case c10::ScalarType::Half:
+    case c10::ScalarType::BFloat16:
+    case c10::ScalarType::Float:
+    case c10::ScalarType::Double: return true;
+    default: return false;
+  }
+}
+
 WireFormat wireFormatFor(c10::ScalarType dtype, bool asBytes) {
   const auto bytes = [&] { return WireFormat{NcclDataType::Uint8, static_cast<int64_t>(c10::elementSize(dtype))}; };
   switch (dtype) {
@@ -101,15 +116,18 @@ std::unique_ptr<NcclComm> NcclComm::adopt(NcclApi& api, CommHandle comm, int32_t
 }
 
 std::unique_ptr<NcclComm> NcclComm::create(NcclApi& api, int32_t rank, int32_t size, int32_t rankRoot,
-                                           UniqueIdExchange& exchange, std::chrono::milliseconds timeout) {
+                                           Bootstrap& bootstrap, std::chrono::milliseconds timeout) {
   UniqueId id;
+  std::string bytes;
   if (rank == rankRoot) {
     ATB_NCCL_CHECK(api, nullptr, "ncclGetUniqueId", api.getUniqueId(&id), "backend 'nccl' root rank ", rankRoot,
-                   " drawing the unique id (", exchange.describe(), ")");
-    exchange.publish(id);
-  } else {
-    id = exchange.fetch(timeout);
+                   " drawing the unique id (", bootstrap.describe(), ")");
+    bytes.assign(id.bytes.data(), kUniqueIdBytes);
   }
+  bytes = bootstrap.broadcast(bytes);
+  ATB_CHECK(bytes.size() == kUniqueIdBytes, ERROR_COMM_EMPTY, "backend 'nccl' rank ", rank, ": the bootstrap (",
+            bootstrap.describe(), ") delivered ", bytes.size(), " bytes, not a ", kUniqueIdBytes, "-byte unique id");
+  std::memcpy(id.bytes.data(), bytes.data(), kUniqueIdBytes);
   CommHandle handle = nullptr;
   const NcclResult r = api.commInitRank(&handle, size, id, rank, /*blocking=*/false);
   // Owned from here on, so every failure below frees what NCCL allocated.
@@ -121,13 +139,12 @@ std::unique_ptr<NcclComm> NcclComm::create(NcclApi& api, int32_t rank, int32_t s
     }
     raiseNcclError(
         api, handle, r, "ncclCommInitRankConfig",
-        c10::str("backend 'nccl' rank ", rank, " of ", size, " creating its communicator (", exchange.describe(), ")"),
+        c10::str("backend 'nccl' rank ", rank, " of ", size, " creating its communicator (", bootstrap.describe(), ")"),
         __FILE__, __LINE__);
   }
   ATB_CHECK(handle != nullptr, ERROR_NCCL_FAIL, "backend 'nccl' rank ", rank, " of ", size,
-            ": ncclCommInitRankConfig returned no communicator (", exchange.describe(), ")");
+            ": ncclCommInitRankConfig returned no communicator (", bootstrap.describe(), ")");
   c->waitReady("communicator creation (waits for every rank to join)");
-  exchange.finished();
   return c;
 }
 
@@ -231,6 +248,73 @@ void NcclComm::allgather(const void* send, void* recv, int64_t numel, c10::Scala
                    __FILE__, __LINE__);
   }
   if (r == NcclResult::InProgress) waitReady("allgather");
+}
+
+namespace {
+
+NcclRedOp toNccl(ReduceOp op) {
+  return static_cast<NcclRedOp>(static_cast<int32_t>(op));
+}
+
+}  // namespace
+
+void NcclComm::allreduce(const void* send, void* recv, int64_t numel, c10::ScalarType dtype, ReduceOp op,
+                         StreamHandle stream) {
+  const WireFormat wire = wireFormatFor(dtype);
+  ensureUsable("allreduce");
+  if (numel == 0) return;
+  const NcclResult r = api_.allReduce(send, recv, static_cast<size_t>(numel), wire.type, toNccl(op), comm_, stream);
+  if (r != NcclResult::Success && r != NcclResult::InProgress) {
+    raiseNcclError(api_, comm_, r, "ncclAllReduce",
+                   c10::str(who(), " allreduce (", reduceOpName(op), ") of ", numel, " elements"), __FILE__, __LINE__);
+  }
+  if (r == NcclResult::InProgress) waitReady("allreduce");
+}
+
+void NcclComm::reduceScatter(const void* send, void* recv, int64_t recvNumel, c10::ScalarType dtype, ReduceOp op,
+                             StreamHandle stream) {
+  const WireFormat wire = wireFormatFor(dtype);
+  ensureUsable("reduce_scatter");
+  if (recvNumel == 0) return;
+  const NcclResult r =
+      api_.reduceScatter(send, recv, static_cast<size_t>(recvNumel), wire.type, toNccl(op), comm_, stream);
+  if (r != NcclResult::Success && r != NcclResult::InProgress) {
+    raiseNcclError(api_, comm_, r, "ncclReduceScatter",
+                   c10::str(who(), " reduce_scatter (", reduceOpName(op), ") of ", recvNumel, " elements per rank"),
+                   __FILE__, __LINE__);
+  }
+  if (r == NcclResult::InProgress) waitReady("reduce_scatter");
+}
+
+void NcclComm::broadcast(void* buf, int64_t numel, c10::ScalarType dtype, int32_t root, StreamHandle stream) {
+  const WireFormat wire = wireFormatFor(dtype, /*asBytes=*/true);
+  ensureUsable("broadcast");
+  if (numel == 0) return;
+  const auto items = static_cast<size_t>(numel * wire.itemsPerElement);
+  const NcclResult r = api_.broadcast(buf, buf, items, wire.type, root, comm_, stream);
+  if (r != NcclResult::Success && r != NcclResult::InProgress) {
+    raiseNcclError(api_, comm_, r, "ncclBroadcast", c10::str(who(), " broadcast of ", numel, " elements from rank ", root),
+                   __FILE__, __LINE__);
+  }
+  if (r == NcclResult::InProgress) waitReady("broadcast");
+}
+
+void NcclComm::sendRecv(bool isSend, void* buf, int64_t numel, c10::ScalarType dtype, int32_t peer,
+                        StreamHandle stream) {
+  const WireFormat wire = wireFormatFor(dtype, /*asBytes=*/true);
+  const char* what = isSend ? "send" : "recv";
+  ensureUsable(what);
+  if (numel == 0) return;
+  const auto items = static_cast<size_t>(numel * wire.itemsPerElement);
+  GroupGuard group(api_, comm_, who() + " " + what + ": ncclGroupStart");
+  if (isSend) {
+    ATB_NCCL_CHECK(api_, comm_, "ncclSend", api_.send(buf, items, wire.type, peer, comm_, stream), who(), " sending ",
+                   numel, " elements to rank ", peer);
+  } else {
+    ATB_NCCL_CHECK(api_, comm_, "ncclRecv", api_.recv(buf, items, wire.type, peer, comm_, stream), who(), " receiving ",
+                   numel, " elements from rank ", peer);
+  }
+  if (group.end(who() + " " + what + ": ncclGroupEnd") == NcclResult::InProgress) waitReady(what);
 }
 
 void NcclComm::waitStream(StreamHandle stream, const char* what) {

@@ -11,7 +11,9 @@
 #include <string>
 
 #include "comm/nccl/nccl_api.h"
+#include "comm/bootstrap/bootstrap.h"
 #include "core/layout.h"
+#include "core/reduce.h"
 
 namespace atb_ops::nccl {
 
@@ -21,24 +23,13 @@ struct WireFormat {
   int64_t itemsPerElement;
 };
 
+// Whether NCCL reduces this dtype itself (it has no int16 or bool arithmetic).
+bool ncclReduces(c10::ScalarType dtype);
+
 // The NCCL type of a tensor dtype; dtypes NCCL lacks (bool, int16) go as Uint8 bytes, and asBytes=true
 // sends any dtype as elementSize bytes per element (point-to-point moves bytes either way).
 // Raises ERROR_INVALID_TENSOR_DTYPE for dtypes atb_ops does not move.
 WireFormat wireFormatFor(c10::ScalarType dtype, bool asBytes = false);
-
-// Shares rankRoot's ncclUniqueId with the other ranks of one communicator (see nccl_bootstrap.h).
-class UniqueIdExchange {
- public:
-  virtual ~UniqueIdExchange() = default;
-  // Root only: makes `id` visible to the other ranks.
-  virtual void publish(const UniqueId& id) = 0;
-  // Non-root ranks: the root's id; raises ERROR_COMM_TIMEOUT naming the root after `timeout`.
-  virtual UniqueId fetch(std::chrono::milliseconds timeout) = 0;
-  // Every rank has joined the communicator: whatever publish left behind can go.
-  virtual void finished() {}
-  // For error messages: where the id is exchanged.
-  virtual std::string describe() const = 0;
-};
 
 // One NCCL communicator, either adopted (the param's hcclComm: the caller's, never destroyed or aborted
 // here) or created here (owned: destroyed with this object, aborted on a timeout or an asynchronous fault).
@@ -53,11 +44,11 @@ class NcclComm {
   static std::unique_ptr<NcclComm> adopt(NcclApi& api, CommHandle comm, int32_t rank, int32_t size,
                                          std::chrono::milliseconds timeout);
 
-  // rankRoot draws the id (ncclGetUniqueId) and publishes it; the others fetch it; every rank then
+  // rankRoot draws the id (ncclGetUniqueId) and broadcasts it through `bootstrap`; every rank then
   // creates a non-blocking communicator and waits for it, so a rank that never joins is a timeout,
   // not a hang.
   static std::unique_ptr<NcclComm> create(NcclApi& api, int32_t rank, int32_t size, int32_t rankRoot,
-                                          UniqueIdExchange& exchange, std::chrono::milliseconds timeout);
+                                          Bootstrap& bootstrap, std::chrono::milliseconds timeout);
 
   CommHandle handle() const { return comm_; }
   bool owned() const { return owned_; }
@@ -76,6 +67,13 @@ class NcclComm {
 
   // ncclAllGather of `numel` elements per rank, on `stream`.
   void allgather(const void* send, void* recv, int64_t numel, c10::ScalarType dtype, StreamHandle stream);
+  // ncclAllReduce / ncclReduceScatter (recvNumel per rank) / ncclBroadcast of dtypes ncclReduces() accepts.
+  void allreduce(const void* send, void* recv, int64_t numel, c10::ScalarType dtype, ReduceOp op, StreamHandle stream);
+  void reduceScatter(const void* send, void* recv, int64_t recvNumel, c10::ScalarType dtype, ReduceOp op,
+                     StreamHandle stream);
+  void broadcast(void* buf, int64_t numel, c10::ScalarType dtype, int32_t root, StreamHandle stream);
+  // One ncclSend or ncclRecv of `numel` elements (as bytes), in a group of its own.
+  void sendRecv(bool isSend, void* buf, int64_t numel, c10::ScalarType dtype, int32_t peer, StreamHandle stream);
 
   // Blocks until the work enqueued on `stream` is done, polling cudaStreamQuery and
   // ncclCommGetAsyncError; a timeout or an asynchronous NCCL error aborts the communicator (if owned).

@@ -13,7 +13,7 @@
 #include <iterator>
 #include <utility>
 
-#include "core/env.h"
+#include "core/options.h"
 #include "core/status.h"
 
 namespace atb_ops::shm {
@@ -25,6 +25,14 @@ size_t roundUpTo(size_t n, size_t a) {
   return (n + a - 1) / a * a;
 }
 
+// Half the physical memory, at most 64 GiB: address space only, pages come when used.
+int64_t defaultArenaBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGESIZE);
+  const int64_t half = pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page / 2 : int64_t{1} << 30;
+  return std::min<int64_t>(half, int64_t{64} << 30);
+}
+
 }  // namespace
 
 Arena& Arena::instance() {
@@ -33,7 +41,7 @@ Arena& Arena::instance() {
 }
 
 Arena::Arena() {
-  const int64_t wanted = shmArenaBytes();  // raises on a malformed ATB_OPS_SHM_ARENA
+  const int64_t wanted = readOptions().shmArenaBytes.value_or(defaultArenaBytes());
   if (wanted <= 0) return;
   const size_t bytes = roundUpTo(static_cast<size_t>(wanted), kBlockAlign);
   const int fd = ::memfd_create("atb_ops_arena", MFD_CLOEXEC);

@@ -1,274 +1,66 @@
 #include "comm/shm/shm_communicator.h"
 
-#include <sched.h>
-#include <sys/uio.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/from_blob.h>
 #include <unistd.h>
 
-#include <ATen/ops/empty.h>
-
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
-#include <chrono>
-#include <cmath>
 #include <cstring>
-#include <thread>
 
-#include "comm/shm/arena.h"
+#include "comm/comm_cache.h"
 #include "comm/shm/peer_wait.h"
-#include "comm/shm/rendezvous.h"
-#include "core/env.h"
+#include "core/process.h"
 #include "core/status.h"
 
 namespace atb_ops::shm {
-
-constexpr uint64_t kSegmentMagic = 0x32306d6873627461ULL;  // "atbshm02"
-constexpr uint32_t kNotEager = 0xffffffffu;
-constexpr size_t kMaxEagerBytes = size_t{256} << 10;  // per rank and parity, whatever the limit
-constexpr size_t kEagerAlign = 64;
-constexpr size_t kCpuWords = 16;  // 1024 CPUs
-constexpr int64_t kArenaOutputMin = int64_t{64} << 10;
-
-struct alignas(64) SegmentHeader {
-  std::atomic<uint64_t> magic;  // written last by the root: a reader that sees it sees the rest
-  uint64_t keyHash;
-  int32_t rankSize;
-  int32_t rootPid;
-  std::atomic<int32_t> attached;
-  // A rank that gives up (a peer died, timed out, a copy failed) leaves its reason here, so peers
-  // waiting on someone else learn of it within one health check instead of waiting out the timeout.
-  std::atomic<int32_t> abortClaim;
-  std::atomic<int32_t> abortedBy;  // rank + 1; 0 while healthy
-  uint32_t eagerBytes;             // the root's choice; every rank lays its slot out with it
-  char abortReason[232];
-};
-
-// One per rank, written only by that rank (pid once at attach, the sequence words every call).
-struct alignas(64) SlotHead {
-  std::atomic<uint32_t> postSeq;  // futex word: this rank's post for collective #postSeq is complete
-  std::atomic<uint32_t> postWaiters;
-  std::atomic<uint32_t> doneSeq;  // futex word: this rank finished touching its peers' buffers for #doneSeq
-  std::atomic<uint32_t> doneWaiters;
-  std::atomic<int32_t> pid;
-  uint64_t cpus[kCpuWords];  // the CPUs this rank may run on (sched_getaffinity at attach)
-  // This rank's shared-memory arena (arena.h): its address here, its size (0: none) and its memfd.
-  uint64_t arenaBase;
-  uint64_t arenaBytes;
-  int32_t arenaFd;
-  std::atomic<int32_t> arenaMapped;  // 0 not yet, 1 this rank mapped every peer's arena, 2 it could not
-};
-
-// What rank r posts about peer j for one call: where r's bytes for j live and where j's bytes go (both
-// in r's address space), how many bytes flow each way, and whether the bytes for j wait in r's eager
-// buffer.
-struct PeerEntry {
-  uint64_t sendAddr;
-  uint64_t recvAddr;
-  uint64_t sendBytes;
-  uint64_t recvBytes;
-  uint32_t eagerOffset;  // kNotEager: j reads sendAddr directly
-  uint32_t reserved;
-};
-
-struct alignas(64) PostBlock {
-  int32_t dtype;
-  int32_t elemSize;
-  // PeerEntry entries[rankSize] follow
-};
-
 namespace {
 
-using Clock = std::chrono::steady_clock;
+constexpr int64_t kArenaOutputMin = int64_t{64} << 10;
 
 size_t roundUp(size_t n, size_t a) {
   return (n + a - 1) / a * a;
 }
 
-SegmentHeader& headerOf(const MappedSegment& s) {
-  return *static_cast<SegmentHeader*>(s.base());
+const char* kindName(int32_t kind) {
+  switch (static_cast<CallKind>(kind)) {
+    case CallKind::kAlltoallv: return "alltoallv (or allgather, barrier)";
+    case CallKind::kAllreduce: return "allreduce";
+    case CallKind::kReduceScatter: return "reduce_scatter";
+    case CallKind::kBroadcast: return "broadcast";
+  }
+  return "an unknown collective";
 }
 
-std::string describe(const CommConfig& c, const std::string& jobKey) {
-  return "commDomain '" + c.commDomain + "', rankSize " + std::to_string(c.rankSize) + ", job '" + jobKey + "'";
+std::string dtypeName(int32_t dtype) {
+  return c10::toString(static_cast<c10::ScalarType>(dtype));
 }
 
-void sleepBackoff(int& attempt) {
-  std::this_thread::sleep_for(std::chrono::microseconds(attempt < 50 ? 200 : 2000));
-  ++attempt;
+// The shard of an allreduce that rank j reduces: [begin, end) elements.
+std::pair<int64_t, int64_t> shardOf(int64_t numel, int32_t n, int32_t j) {
+  const int64_t chunk = (numel + n - 1) / n;
+  const int64_t begin = std::min(numel, chunk * j);
+  return {begin, std::min(numel, begin + chunk)};
 }
 
 }  // namespace
 
 ShmCommunicator::ShmCommunicator(const CommConfig& config)
-    : rank_(config.rank), size_(config.rankSize), eagerLimit_(shmEagerLimit()), split_(shmSplit()), spin_(true) {
+    : Communicator("shm", config.rank, config.rankSize, config.options),
+      eagerLimit_(config.options.shmEager),
+      split_(config.options.shmSplit) {
   ATB_CHECK(config.handle == 0, ERROR_INVALID_PARAM, "backend 'shm' takes no hcclComm handle, got ", config.handle);
-  push_.assign(static_cast<size_t>(size_) * size_, 0);
-  load_.assign(size_, 0.0);
-  attach(config);
-}
-
-void ShmCommunicator::setGeometry(size_t eagerBytes) {
-  eagerBytes_ = eagerBytes;
-  postStride_ = roundUp(sizeof(PostBlock) + sizeof(PeerEntry) * size_, 64);
-  slotStride_ = roundUp(sizeof(SlotHead) + 2 * postStride_ + 2 * eagerBytes_, 64);
-}
-
-SlotHead& ShmCommunicator::slot(int32_t r) const {
-  auto* base = static_cast<char*>(segment_.base()) + sizeof(SegmentHeader) + slotStride_ * r;
-  return *reinterpret_cast<SlotHead*>(base);
-}
-
-PostBlock& ShmCommunicator::post(int32_t r, uint32_t parity) const {
-  auto* base = reinterpret_cast<char*>(&slot(r)) + sizeof(SlotHead) + postStride_ * parity;
-  return *reinterpret_cast<PostBlock*>(base);
-}
-
-PeerEntry* ShmCommunicator::entries(int32_t r, uint32_t parity) const {
-  return reinterpret_cast<PeerEntry*>(reinterpret_cast<char*>(&post(r, parity)) + sizeof(PostBlock));
-}
-
-char* ShmCommunicator::eagerBuffer(int32_t r, uint32_t parity) const {
-  return reinterpret_cast<char*>(&slot(r)) + sizeof(SlotHead) + 2 * postStride_ + eagerBytes_ * parity;
-}
-
-void ShmCommunicator::attach(const CommConfig& c) {
-  Arena& arena = Arena::instance();  // raises on a malformed ATB_OPS_SHM_ARENA, before anything is claimed
-  const std::string jobKey = c.jobKey.empty() ? defaultJobKey(c.commMode) : c.jobKey;
-  const uint64_t keyHash = fnv1a(jobKey + "|" + c.commDomain + "|" + std::to_string(size_));
-  const std::string rdvPath = rendezvousPath(keyHash);
-  // The root sizes the eager buffers (its ATB_OPS_SHM_EAGER); the others read the size from the header.
-  const size_t rootEager = std::min(kMaxEagerBytes, roundUp(static_cast<size_t>(eagerLimit_), kEagerAlign) * size_);
-  setGeometry(rootEager);
-  const size_t headerBytes = sizeof(SegmentHeader);
-  const auto timeout = peerTimeout();
-  const auto deadline = Clock::now() + timeout;
-  const pid_t self = ::getpid();
-
-  auto claimSlot = [&]() {
-    int32_t expected = 0;
-    ATB_CHECK(slot(rank_).pid.compare_exchange_strong(expected, self), ERROR_INVALID_PARAM, "shm: rank ", rank_, " of ",
-              describe(c, jobKey), " is already taken by pid ", expected, "; every rank needs its own 'rank'");
-    cpu_set_t mine;
-    CPU_ZERO(&mine);
-    if (sched_getaffinity(0, sizeof(mine), &mine) != 0) CPU_SET(0, &mine);
-    for (size_t w = 0; w < kCpuWords; ++w) {
-      uint64_t bits = 0;
-      for (size_t b = 0; b < 64; ++b) {
-        if (CPU_ISSET(w * 64 + b, &mine)) bits |= uint64_t{1} << b;
-      }
-      slot(rank_).cpus[w] = bits;
-    }
-    slot(rank_).arenaBase = reinterpret_cast<uint64_t>(arena.base());
-    slot(rank_).arenaBytes = arena.enabled() ? arena.bytes() : 0;
-    slot(rank_).arenaFd = arena.fd();
-    headerOf(segment_).attached.fetch_add(1);  // publishes the slot's pid and cpus
-  };
-
-  if (rank_ == c.rankRoot) {
-    segment_ = MappedSegment::create(userPrefix() + randomToken(), headerBytes + slotStride_ * size_);
-    SegmentHeader& h = headerOf(segment_);
-    h.keyHash = keyHash;
-    h.rankSize = size_;
-    h.rootPid = self;
-    h.eagerBytes = static_cast<uint32_t>(eagerBytes_);
-    h.magic.store(kSegmentMagic, std::memory_order_release);
-    claimSlot();
-    publishRendezvous(rdvPath, RendezvousRecord{segment_.name(), self, processStartTime(self)});
-  } else {
-    int attempt = 0;
-    while (true) {
-      if (auto record = readLiveRendezvous(rdvPath)) {
-        MappedSegment seg = MappedSegment::open(record->segmentName);
-        if (seg.valid() && seg.size() >= headerBytes &&
-            headerOf(seg).magic.load(std::memory_order_acquire) == kSegmentMagic && headerOf(seg).keyHash == keyHash &&
-            headerOf(seg).rankSize == size_) {
-          setGeometry(headerOf(seg).eagerBytes);
-          if (seg.size() == headerBytes + slotStride_ * size_) {
-            segment_ = std::move(seg);
-            break;
-          }
-        }
-      }
-      ATB_CHECK(Clock::now() < deadline, ERROR_COMM_TIMEOUT, "shm rendezvous: root rank ", c.rankRoot,
-                " did not publish the communicator for ", describe(c, jobKey),
-                " within ATB_OPS_TIMEOUT=", std::chrono::duration<double>(timeout).count(), " s");
-      sleepBackoff(attempt);
-    }
-    claimSlot();
-  }
-
-  // The root's names go once everyone holds a mapping, or once the rendezvous has failed: either way
-  // nothing is left behind in /dev/shm for a later run to trip over.
-  auto removeNames = [&]() {
-    if (rank_ != c.rankRoot) return;
-    if (auto record = readLiveRendezvous(rdvPath); record && record->segmentName == segment_.name()) {
-      ::unlink(rdvPath.c_str());
-    }
-    unlinkSegment(segment_.name());
-  };
-  // Everyone meets here, so a missing rank is reported at creation, not at the first collective.
-  int attempt = 0;
-  while (headerOf(segment_).attached.load() < size_) {
-    if (Clock::now() >= deadline) {
-      std::string missing;
-      for (int32_t r = 0; r < size_; ++r) {
-        if (slot(r).pid.load() == 0) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-      }
-      removeNames();
-      ATB_FAIL(ERROR_COMM_TIMEOUT, "shm rendezvous: rank(s) ", missing, " of ", describe(c, jobKey),
-               " did not join within ATB_OPS_TIMEOUT=", std::chrono::duration<double>(timeout).count(), " s");
-    }
-    sleepBackoff(attempt);
-  }
-  removeNames();
-  // Spin while waiting only if the ranks can all run at once: on the CPUs they may use together (each
-  // rank pinned to its own core counts), there is one per rank.
-  int cpus = 0;
-  for (size_t w = 0; w < kCpuWords; ++w) {
-    uint64_t all = 0;
-    for (int32_t r = 0; r < size_; ++r) all |= slot(r).cpus[w];
-    cpus += __builtin_popcountll(all);
-  }
-  spin_ = size_ <= cpus;
-  mapPeerArenas(c, jobKey, deadline);
-}
-
-void ShmCommunicator::mapPeerArenas(const CommConfig& c, const std::string& jobKey, Clock::time_point deadline) {
-  const pid_t self = ::getpid();
-  Arena& arena = Arena::instance();
-  peerArena_.clear();
-  peerArena_.resize(size_);
-  peerBase_.assign(size_, nullptr);
-  bool ok = true;
-  for (int32_t p = 0; p < size_; ++p) {
-    const SlotHead& peer = slot(p);
-    if (peer.arenaBytes == 0) {
-      ok = false;
-    } else if (peer.pid.load() == self) {
-      peerBase_[p] = arena.base();  // a thread of this process (commMode 1): the same arena
-    } else {
-      peerArena_[p] = PeerArenaMapping::map(peer.pid.load(), peer.arenaFd, peer.arenaBytes);
-      peerBase_[p] = peerArena_[p].base();
-      ok = ok && peerArena_[p].valid();
-    }
-  }
-  slot(rank_).arenaMapped.store(ok ? 1 : 2);
-  // Every rank must agree whether the arena paths are on, so all wait for all verdicts.
-  int attempt = 0;
-  arenaOk_ = true;
-  for (int32_t p = 0; p < size_; ++p) {
-    int32_t verdict;
-    while ((verdict = slot(p).arenaMapped.load()) == 0) {
-      ATB_CHECK(Clock::now() < deadline, ERROR_COMM_TIMEOUT, "shm rendezvous: rank ", p, " (pid ", slot(p).pid.load(),
-                ") of ", describe(c, jobKey), " did not finish mapping its peers' arenas within ATB_OPS_TIMEOUT");
-      sleepBackoff(attempt);
-    }
-    arenaOk_ = arenaOk_ && verdict == 1;
-  }
-  if (!arenaOk_) {
-    peerArena_.clear();
-    peerBase_.assign(size_, nullptr);
-  }
+  att_ = attachSegment(config, memory_);
+  const size_t n = static_cast<size_t>(size());
+  push_.assign(n * n, 0);
+  plan_.n = size();
+  plan_.direct.assign(n * n, 0);
+  plan_.eager.assign(n * n, 0);
+  plan_.self.assign(n, 0);
+  plan_.pullMemcpy.assign(n * n, 0);
+  plan_.pushMemcpy.assign(n * n, 0);
+  plan_.split = split_;
+  sent_.assign(n, 0);
+  received_.assign(n, 0);
 }
 
 at::Tensor ShmCommunicator::emptyOutput(c10::IntArrayRef sizes, const at::TensorOptions& options) {
@@ -276,224 +68,194 @@ at::Tensor ShmCommunicator::emptyOutput(c10::IntArrayRef sizes, const at::Tensor
   int64_t numel = 1;
   for (int64_t s : sizes) numel *= s;
   const int64_t bytes = numel * static_cast<int64_t>(c10::elementSize(c10::typeMetaToScalarType(options.dtype())));
-  if (arenaOk_ && size_ > 1 && options.device().is_cpu() && bytes >= kArenaOutputMin) {
+  if (att_.arenasShared && size() > 1 && options.device().is_cpu() && bytes >= kArenaOutputMin) {
     return emptyShared(sizes, options);
   }
   return at::empty(sizes, options);
 }
 
-void ShmCommunicator::checkPostedMatrix(uint32_t parity, const char* what) const {
-  const PostBlock& mine = post(rank_, parity);
-  for (int32_t i = 0; i < size_; ++i) {
-    const PostBlock& theirs = post(i, parity);
-    ATB_CHECK(theirs.dtype == mine.dtype && theirs.elemSize == mine.elemSize, ERROR_INVALID_TENSOR_DTYPE, what,
-              ": rank ", i, " moves dtype ", c10::toString(static_cast<c10::ScalarType>(theirs.dtype)), " but rank ",
-              rank_, " moves ", c10::toString(static_cast<c10::ScalarType>(mine.dtype)));
-  }
-  const int64_t es = mine.elemSize;
-  checkCountMatrix(
-      size_, [&](int32_t i, int32_t j) { return static_cast<int64_t>(entries(i, parity)[j].sendBytes) / es; },
-      [&](int32_t j, int32_t i) { return static_cast<int64_t>(entries(j, parity)[i].recvBytes) / es; }, what);
+at::Tensor ShmCommunicator::over(const void* data, int64_t numel, c10::ScalarType dtype) {
+  return at::from_blob(const_cast<void*>(data), {numel}, at::TensorOptions().dtype(dtype));
 }
 
-bool ShmCommunicator::inArena(int32_t owner, uint64_t addr, uint64_t bytes) const {
-  const SlotHead& o = slot(owner);
-  return o.arenaBytes > 0 && addr >= o.arenaBase && bytes <= o.arenaBytes && addr - o.arenaBase <= o.arenaBytes - bytes;
+// --- the call protocol ---
+
+ShmCommunicator::Call ShmCommunicator::begin(const char* what, CallKind kind, const at::Tensor& t, int32_t op,
+                                             int32_t root, uint64_t totalBytes) {
+  if (att_.view.header().abortedBy.load(std::memory_order_acquire) != 0) checkHealth(what);
+  const uint32_t seq = ++seq_;
+  Call c{what, seq, seq & 1u};
+  PostBlock& p = myPost(c);
+  p.kind = static_cast<int32_t>(kind);
+  p.dtype = static_cast<int32_t>(t.scalar_type());
+  p.elemSize = static_cast<int32_t>(t.element_size());
+  p.op = op;
+  p.root = root;
+  p.eager = 0;
+  p.totalBytes = totalBytes;
+  return c;
 }
 
-char* ShmCommunicator::arenaPtr(int32_t owner, uint64_t addr) const {
-  return peerBase_[owner] + (addr - slot(owner).arenaBase);
+void ShmCommunicator::announce(const Call& c, Word word, Word waiters) {
+  SlotHead& s = att_.view.slot(rank());
+  publish(s.*word, s.*waiters, c.seq);
 }
 
-uint64_t ShmCommunicator::directBytes(uint32_t parity, int32_t src, int32_t dst) const {
-  const PeerEntry& e = entries(src, parity)[dst];
-  return (src == dst || e.eagerOffset != kNotEager) ? 0 : e.sendBytes;
-}
-
-bool ShmCommunicator::pullByMemcpy(uint32_t parity, int32_t src, int32_t dst) const {
-  const PeerEntry& e = entries(src, parity)[dst];
-  return arenaOk_ && inArena(src, e.sendAddr, e.sendBytes);
-}
-
-bool ShmCommunicator::pushByMemcpy(uint32_t parity, int32_t src, int32_t dst) const {
-  return arenaOk_ && inArena(dst, entries(dst, parity)[src].recvAddr, entries(src, parity)[dst].sendBytes);
-}
-
-void ShmCommunicator::planSplit(uint32_t parity) {
-  // Every direct message src -> dst is split into a head the receiver pulls and a tail the sender
-  // pushes (push_[src * size + dst] bytes). Costs are in memcpy-byte units: a byte costs 1 where the
-  // other side's buffer is in its arena (a memcpy through the mapping), 2 otherwise (process_vm_readv/
-  // writev pin pages and copy page by page). Each message starts on its cheaper side (ties: the
-  // receiver, which keeps the output in its own cache); then, if ATB_OPS_SHM_SPLIT allows, large
-  // messages move bytes from the busier side to the other until loads even out. Every rank computes
-  // the same plan from the same posted matrix.
-  constexpr uint64_t kMinSplit = uint64_t{256} << 10;  // a split costs a copy call on each side
-  constexpr uint64_t kGranule = 4096;
-  for (int32_t r = 0; r < size_; ++r) load_[r] = static_cast<double>(entries(r, parity)[r].sendBytes);
-  bool any = false;
-  for (int32_t src = 0; src < size_; ++src) {
-    for (int32_t dst = 0; dst < size_; ++dst) {
-      uint64_t& pushed = push_[static_cast<size_t>(src) * size_ + dst];
-      const uint64_t direct = directBytes(parity, src, dst);
-      const double pullCost = pullByMemcpy(parity, src, dst) ? 1.0 : 2.0;
-      const double pushCost = pushByMemcpy(parity, src, dst) ? 1.0 : 2.0;
-      pushed = pushCost < pullCost ? direct : 0;
-      const double bytes = static_cast<double>(direct);
-      if (pushed > 0) {
-        load_[src] += pushCost * bytes;
-      } else if (direct > 0) {
-        load_[dst] += pullCost * bytes;
-      } else if (src != dst) {
-        load_[dst] += static_cast<double>(entries(src, parity)[dst].sendBytes);  // eager: the receiver copies
-      }
-      any = any || direct >= kMinSplit;
+template <typename Wanted>
+void ShmCommunicator::awaitPeers(const Call& c, Word word, Word waiters, Wanted wanted) {
+  const HealthCheck health = [this, &c] { checkHealth(c.what); };
+  try {
+    for (int32_t step = 1; step < size(); ++step) {
+      const int32_t p = (rank() + step) % size();
+      if (!wanted(p)) continue;
+      SlotHead& peer = att_.view.slot(p);
+      waitReached(peer.*word, peer.*waiters, c.seq, WaitTarget{c.what, p, memory_.pid(p)}, options().timeout, health,
+                  att_.spin);
     }
-  }
-  if (!split_ || !any) return;
-  for (int pass = 0; pass < 2; ++pass) {
-    for (int32_t src = 0; src < size_; ++src) {
-      for (int32_t dst = 0; dst < size_; ++dst) {
-        const uint64_t direct = directBytes(parity, src, dst);
-        if (direct < kMinSplit || load_[dst] == load_[src]) continue;
-        uint64_t& pushed = push_[static_cast<size_t>(src) * size_ + dst];
-        const double pullCost = pullByMemcpy(parity, src, dst) ? 1.0 : 2.0;
-        const double pushCost = pushByMemcpy(parity, src, dst) ? 1.0 : 2.0;
-        const double gap = std::abs(load_[dst] - load_[src]) / (pullCost + pushCost);
-        const bool toSender = load_[dst] > load_[src];
-        const uint64_t room = toSender ? direct - pushed : pushed;
-        const uint64_t delta = std::min<uint64_t>(room, static_cast<uint64_t>(gap)) / kGranule * kGranule;
-        if (delta == 0) continue;
-        const double d = static_cast<double>(delta);
-        if (toSender) {
-          pushed += delta;
-          load_[dst] -= pullCost * d;
-          load_[src] += pushCost * d;
-        } else {
-          pushed -= delta;
-          load_[src] -= pushCost * d;
-          load_[dst] += pullCost * d;
-        }
-      }
-    }
+  } catch (const c10::Error& e) {
+    abortPeers(e.what_without_backtrace());
+    throw;
   }
 }
 
-namespace {
-
-// Copies `bytes` between this process and `pid` (read: remote -> local; write: local -> remote).
-// Returns false with `error` set when the kernel refuses.
-bool crossCopy(pid_t pid, int32_t peer, bool write, char* local, uint64_t remote, uint64_t bytes, std::string& error) {
-  if (pid == ::getpid()) {  // commMode 1: the ranks are threads of this process
-    if (write) {
-      std::memcpy(reinterpret_cast<void*>(remote), local, bytes);
-    } else {
-      std::memcpy(local, reinterpret_cast<const void*>(remote), bytes);
-    }
-    return true;
+void ShmCommunicator::checkSameCall(const Call& c) const {
+  const PostBlock& mine = myPost(c);
+  for (int32_t i = 0; i < size(); ++i) {
+    const PostBlock& theirs = att_.view.post(i, c.parity);
+    ATB_CHECK(theirs.kind == mine.kind, ERROR_INVALID_PARAM, c.what, ": rank ", i, " called ", kindName(theirs.kind),
+              " while rank ", rank(), " called ", kindName(mine.kind),
+              "; every rank must issue the same calls on one communicator in the same order");
+    ATB_CHECK(theirs.dtype == mine.dtype && theirs.elemSize == mine.elemSize, ERROR_INVALID_TENSOR_DTYPE, c.what,
+              ": rank ", i, " moves dtype ", dtypeName(theirs.dtype), " but rank ", rank(), " moves ",
+              dtypeName(mine.dtype));
+    ATB_CHECK(theirs.op == mine.op, ERROR_INVALID_PARAM, c.what, ": rank ", i, " reduces with '",
+              reduceOpName(static_cast<ReduceOp>(theirs.op)), "' but rank ", rank(), " with '",
+              reduceOpName(static_cast<ReduceOp>(mine.op)), "'");
+    ATB_CHECK(theirs.root == mine.root, ERROR_INVALID_PARAM, c.what, ": rank ", i, " names root ", theirs.root,
+              " but rank ", rank(), " names root ", mine.root);
+    ATB_CHECK(theirs.totalBytes == mine.totalBytes, ERROR_INVALID_TENSOR_SIZE, c.what, ": rank ", i, " passes ",
+              theirs.totalBytes / std::max(theirs.elemSize, 1), " elements but rank ", rank(), " passes ",
+              mine.totalBytes / std::max(mine.elemSize, 1));
   }
-  while (bytes > 0) {
-    iovec mine{local, bytes};
-    iovec theirs{reinterpret_cast<void*>(remote), bytes};
-    const ssize_t n =
-        write ? ::process_vm_writev(pid, &mine, 1, &theirs, 1, 0) : ::process_vm_readv(pid, &mine, 1, &theirs, 1, 0);
-    if (n <= 0) {
-      if (n < 0 && errno == EINTR) continue;
-      error = std::string(write ? "process_vm_writev to" : "process_vm_readv from") + " rank " + std::to_string(peer) +
-              " (pid " + std::to_string(pid) + ") failed: " + std::strerror(errno) +
-              (errno == EPERM ? " (ptrace is restricted here; use backend 'gloo')" : "");
-      return false;
-    }
-    local += n;
-    remote += static_cast<uint64_t>(n);
-    bytes -= static_cast<uint64_t>(n);
+}
+
+void ShmCommunicator::checkCountMatrix(const Call& c) const {
+  const int64_t es = myPost(c).elemSize;
+  atb_ops::checkCountMatrix(
+      size(), [&](int32_t i, int32_t j) { return static_cast<int64_t>(att_.view.entries(i, c.parity)[j].sendBytes) / es; },
+      [&](int32_t j, int32_t i) { return static_cast<int64_t>(att_.view.entries(j, c.parity)[i].recvBytes) / es; },
+      c.what);
+}
+
+bool ShmCommunicator::allEager(const Call& c) const {
+  for (int32_t i = 0; i < size(); ++i) {
+    if (att_.view.post(i, c.parity).eager == 0) return false;
   }
   return true;
 }
 
-}  // namespace
-
-void ShmCommunicator::copyToSelf(uint32_t parity) const {
-  const PeerEntry& self = entries(rank_, parity)[rank_];
-  if (self.sendBytes > 0) {
-    std::memcpy(reinterpret_cast<void*>(self.recvAddr), reinterpret_cast<const void*>(self.sendAddr), self.sendBytes);
-  }
-}
-
-void ShmCommunicator::moveData(uint32_t parity, bool selfDone, std::string& error) const {
-  const PeerEntry* mine = entries(rank_, parity);
-  if (!selfDone) copyToSelf(parity);
-  for (int32_t step = 1; step < size_ && error.empty(); ++step) {
-    // Rotating the start spreads the readers over the senders instead of all hitting rank 0 first.
-    const int32_t src = (rank_ + step) % size_;
-    const PeerEntry& in = entries(src, parity)[rank_];
-    char* dst = reinterpret_cast<char*>(mine[src].recvAddr);
-    if (in.sendBytes > 0 && in.eagerOffset != kNotEager) {
-      std::memcpy(dst, eagerBuffer(src, parity) + in.eagerOffset, in.sendBytes);
-    } else if (const uint64_t head = directBytes(parity, src, rank_) - pushed(src, rank_); head > 0) {
-      if (pullByMemcpy(parity, src, rank_)) {
-        std::memcpy(dst, arenaPtr(src, in.sendAddr), head);
-      } else if (!crossCopy(slot(src).pid.load(), src, false, dst, in.sendAddr, head, error)) {
-        return;
-      }
-    }
-    // Our pushes go the other way round the ring, so a receiver gets its pull and the push at once.
-    const int32_t to = (rank_ - step + size_) % size_;
-    if (const uint64_t tail = pushed(rank_, to); tail > 0) {
-      const uint64_t offset = mine[to].sendBytes - tail;
-      char* local = reinterpret_cast<char*>(mine[to].sendAddr) + offset;
-      const uint64_t remote = entries(to, parity)[rank_].recvAddr + offset;
-      if (pushByMemcpy(parity, rank_, to)) {
-        std::memcpy(arenaPtr(to, remote), local, tail);
-      } else if (!crossCopy(slot(to).pid.load(), to, true, local, remote, tail, error)) {
-        return;
-      }
-    }
-  }
-}
-
-bool ShmCommunicator::touchesMyBuffers(uint32_t parity, int32_t p) const {
-  const bool pullsMine = directBytes(parity, rank_, p) > pushed(rank_, p);  // p reads our send buffer
-  const bool pushesMine = pushed(p, rank_) > 0;                             // p writes our receive buffer
-  return pullsMine || pushesMine;
-}
-
 void ShmCommunicator::abortPeers(const std::string& reason) {
-  SegmentHeader& h = headerOf(segment_);
+  SegmentHeader& h = att_.view.header();
   int32_t unclaimed = 0;
-  if (!h.abortClaim.compare_exchange_strong(unclaimed, rank_ + 1)) return;  // someone said it first
+  if (!h.abortClaim.compare_exchange_strong(unclaimed, rank() + 1)) return;  // someone said it first
   std::strncpy(h.abortReason, reason.c_str(), sizeof(h.abortReason) - 1);
-  h.abortedBy.store(rank_ + 1, std::memory_order_release);
+  h.abortedBy.store(rank() + 1, std::memory_order_release);
+}
+
+void ShmCommunicator::failCall(const Call& c, const std::string& error) {
+  abortPeers(std::string(c.what) + ": " + error);
+  ATB_FAIL(ERROR_RT_FAIL, c.what, ": ", error);
 }
 
 void ShmCommunicator::checkHealth(const char* what) const {
-  const SegmentHeader& h = headerOf(segment_);
+  const SegmentHeader& h = att_.view.header();
   const int32_t by = h.abortedBy.load(std::memory_order_acquire);
   ATB_CHECK(by == 0, ERROR_COMM_PEER_DIED, what, ": rank ", by - 1, " gave up on this communicator: ",
             std::string(h.abortReason, strnlen(h.abortReason, sizeof(h.abortReason))));
-  for (int32_t p = 0; p < size_; ++p) {
-    const pid_t pid = slot(p).pid.load();
-    ATB_CHECK(p == rank_ || processAlive(pid), ERROR_COMM_PEER_DIED, what, ": rank ", p, " (pid ", pid,
+  for (int32_t p = 0; p < size(); ++p) {
+    const pid_t pid = memory_.pid(p);
+    ATB_CHECK(p == rank() || processAlive(pid), ERROR_COMM_PEER_DIED, what, ": rank ", p, " (pid ", pid,
               ") exited while this rank waited on the collective");
   }
 }
 
-void ShmCommunicator::alltoallv(const at::Tensor& send, const AllToAllVLayout& layout, at::Tensor& recv) {
-  static constexpr const char* kWhat = "shm alltoallv";
-  ATB_CHECK(brokenBy_.empty(), ERROR_COMM_EMPTY, kWhat,
-            ": this communicator failed earlier and is unusable: ", brokenBy_);
-  if (headerOf(segment_).abortedBy.load(std::memory_order_acquire) != 0) checkHealth(kWhat);
-  const uint32_t seq = ++seq_;
-  const uint32_t parity = seq & 1u;
-  const int64_t es = send.element_size();
+// --- alltoallv ---
 
+uint64_t ShmCommunicator::directBytes(const Call& c, int32_t src, int32_t dst) const {
+  const PeerEntry& e = att_.view.entries(src, c.parity)[dst];
+  return (src == dst || e.eagerOffset != kNotEager) ? 0 : e.sendBytes;
+}
+
+void ShmCommunicator::planMoves(const Call& c) {
+  const int32_t n = size();
+  for (int32_t src = 0; src < n; ++src) {
+    const PeerEntry* out = att_.view.entries(src, c.parity);
+    plan_.self[src] = out[src].sendBytes;
+    for (int32_t dst = 0; dst < n; ++dst) {
+      const size_t k = static_cast<size_t>(src) * n + dst;
+      const uint64_t direct = directBytes(c, src, dst);
+      plan_.direct[k] = direct;
+      plan_.eager[k] = (src != dst && direct == 0) ? out[dst].sendBytes : 0;
+      if (direct > 0) {
+        const PeerEntry& theirs = att_.view.entries(dst, c.parity)[src];
+        plan_.pullMemcpy[k] = att_.arenasShared && memory_.direct(src, out[dst].sendAddr, direct);
+        plan_.pushMemcpy[k] = att_.arenasShared && memory_.direct(dst, theirs.recvAddr, direct);
+      } else {
+        plan_.pullMemcpy[k] = 0;
+        plan_.pushMemcpy[k] = 0;
+      }
+    }
+  }
+  planSplit(plan_, push_);
+}
+
+void ShmCommunicator::copyToSelf(const Call& c) const {
+  const PeerEntry& self = myEntries(c)[rank()];
+  if (self.sendBytes > 0) {
+    std::memmove(reinterpret_cast<void*>(self.recvAddr), reinterpret_cast<const void*>(self.sendAddr), self.sendBytes);
+  }
+}
+
+void ShmCommunicator::moveData(const Call& c, bool selfDone, std::string& error) const {
+  const PeerEntry* mine = myEntries(c);
+  if (!selfDone) copyToSelf(c);
+  for (int32_t step = 1; step < size() && error.empty(); ++step) {
+    // Rotating the start spreads the readers over the senders instead of all hitting rank 0 first.
+    const int32_t src = (rank() + step) % size();
+    const PeerEntry& in = att_.view.entries(src, c.parity)[rank()];
+    char* dst = reinterpret_cast<char*>(mine[src].recvAddr);
+    if (in.sendBytes > 0 && in.eagerOffset != kNotEager) {
+      std::memcpy(dst, att_.view.eager(src, c.parity) + in.eagerOffset, in.sendBytes);
+    } else if (const uint64_t head = directBytes(c, src, rank()) - pushed(src, rank()); head > 0) {
+      if (!memory_.read(src, in.sendAddr, dst, head, error)) return;
+    }
+    // Our pushes go the other way round the ring, so a receiver gets its pull and the push at once.
+    const int32_t to = (rank() - step + size()) % size();
+    if (const uint64_t tail = pushed(rank(), to); tail > 0) {
+      const uint64_t offset = mine[to].sendBytes - tail;
+      const char* local = reinterpret_cast<const char*>(mine[to].sendAddr) + offset;
+      const uint64_t remote = att_.view.entries(to, c.parity)[rank()].recvAddr + offset;
+      if (!memory_.write(to, local, remote, tail, error)) return;
+    }
+  }
+}
+
+bool ShmCommunicator::touchesMyBuffers(const Call& c, int32_t p) const {
+  const bool pullsMine = directBytes(c, rank(), p) > pushed(rank(), p);  // p reads our send buffer
+  const bool pushesMine = pushed(p, rank()) > 0;                          // p writes our receive buffer
+  return pullsMine || pushesMine;
+}
+
+void ShmCommunicator::doAlltoallv(const at::Tensor& send, const AllToAllVLayout& layout, at::Tensor& recv) {
+  const Call c = begin("shm alltoallv", CallKind::kAlltoallv, send, 0, 0, 0);
+  const int64_t es = send.element_size();
   // Post: addresses and sizes, small messages copied into the eager buffer of this parity.
-  PostBlock& mine = post(rank_, parity);
-  PeerEntry* out = entries(rank_, parity);
+  PeerEntry* out = myEntries(c);
   const auto* sendBase = static_cast<const char*>(send.data_ptr());
   auto* recvBase = static_cast<char*>(recv.data_ptr());
-  char* eager = eagerBuffer(rank_, parity);
+  char* eager = att_.view.eager(rank(), c.parity);
   size_t eagerUsed = 0;
-  for (int32_t j = 0; j < size_; ++j) {
+  for (int32_t j = 0; j < size(); ++j) {
     PeerEntry& e = out[j];
     const char* src = sendBase + layout.sdispls[j] * es;
     const uint64_t bytes = static_cast<uint64_t>(layout.sendCounts[j] * es);
@@ -503,70 +265,263 @@ void ShmCommunicator::alltoallv(const at::Tensor& send, const AllToAllVLayout& l
     e.recvBytes = static_cast<uint64_t>(layout.recvCounts[j] * es);
     e.eagerOffset = kNotEager;
     const size_t room = roundUp(bytes, kEagerAlign);
-    if (j != rank_ && bytes > 0 && static_cast<int64_t>(bytes) <= eagerLimit_ && eagerUsed + room <= eagerBytes_) {
+    if (j != rank() && bytes > 0 && static_cast<int64_t>(bytes) <= eagerLimit_ &&
+        eagerUsed + room <= att_.view.eagerBytes()) {
       std::memcpy(eager + eagerUsed, src, bytes);
       e.eagerOffset = static_cast<uint32_t>(eagerUsed);
       eagerUsed += room;
     }
   }
-  mine.dtype = static_cast<int32_t>(send.scalar_type());
-  mine.elemSize = static_cast<int32_t>(es);
-  const auto timeout = peerTimeout();
-  const HealthCheck health = [this] { checkHealth(kWhat); };
-  publish(slot(rank_).postSeq, slot(rank_).postWaiters, seq);
+  announce(c, &SlotHead::postSeq, &SlotHead::postWaiters);
   // The self copy needs no peer: it overlaps the wait for the others' posts. Only when it fits its receive
   // region; otherwise the matrix check below raises on every rank.
-  const bool selfDone = out[rank_].sendBytes == out[rank_].recvBytes;
-  if (selfDone) copyToSelf(parity);
-  try {
-    for (int32_t step = 1; step < size_; ++step) {
-      const int32_t p = (rank_ + step) % size_;
-      SlotHead& peer = slot(p);
-      waitReached(peer.postSeq, peer.postWaiters, seq, WaitTarget{kWhat, p, peer.pid.load()}, timeout, health, spin_);
-    }
-  } catch (const c10::Error& e) {
-    brokenBy_ = e.what_without_backtrace();
-    abortPeers(brokenBy_);
-    throw;
-  }
-  // Every rank checks the same posted matrix, so on a mismatch all raise together and stay in step.
-  checkPostedMatrix(parity, kWhat);
-  planSplit(parity);
+  const bool selfDone = out[rank()].sendBytes == out[rank()].recvBytes;
+  if (selfDone) copyToSelf(c);
+  awaitAll(c, &SlotHead::postSeq, &SlotHead::postWaiters);
+  // Every rank checks the same posts, so on a mismatch all raise together and stay in step.
+  checkSameCall(c);
+  checkCountMatrix(c);
+  planMoves(c);
 
-  std::string copyError;
-  moveData(parity, selfDone, copyError);
-  try {
-    publish(slot(rank_).doneSeq, slot(rank_).doneWaiters, seq);
-    // Wait only for peers that touch this rank's buffers: they pull from our send buffer or push into
-    // our receive buffer. Eager messages were copied with the post and need nobody.
-    for (int32_t step = 1; step < size_; ++step) {
-      const int32_t p = (rank_ + step) % size_;
-      if (!touchesMyBuffers(parity, p)) continue;
-      SlotHead& peer = slot(p);
-      waitReached(peer.doneSeq, peer.doneWaiters, seq, WaitTarget{kWhat, p, peer.pid.load()}, timeout, health, spin_);
-    }
-  } catch (const c10::Error& e) {
-    brokenBy_ = e.what_without_backtrace();
-    abortPeers(brokenBy_);
-    throw;
-  }
-  if (!copyError.empty()) {
-    brokenBy_ = copyError;
-    abortPeers(brokenBy_);
-    ATB_FAIL(ERROR_RT_FAIL, kWhat, ": ", copyError);
-  }
+  std::string error;
+  moveData(c, selfDone, error);
+  if (!error.empty()) failCall(c, error);
+  announce(c, &SlotHead::doneSeq, &SlotHead::doneWaiters);
+  // Wait only for peers that touch this rank's buffers: they pull from our send buffer or push into our
+  // receive buffer. Eager messages were copied with the post and need nobody.
+  awaitPeers(c, &SlotHead::doneSeq, &SlotHead::doneWaiters, [&](int32_t p) { return touchesMyBuffers(c, p); });
 }
 
-void ShmCommunicator::barrier() {
-  at::Tensor none = at::empty({0}, at::kByte);
-  AllToAllVLayout zero{std::vector<int64_t>(size_, 0), std::vector<int64_t>(size_, 0), std::vector<int64_t>(size_, 0),
-                       std::vector<int64_t>(size_, 0)};
-  alltoallv(none, zero, none);
+// --- reductions ---
+
+void ShmCommunicator::doAllreduce(const at::Tensor& send, at::Tensor& recv, ReduceOp op) {
+  const uint64_t bytes = send.nbytes();
+  const Call c = begin("shm allreduce", CallKind::kAllreduce, send, static_cast<int32_t>(op), 0, bytes);
+  const c10::ScalarType dtype = send.scalar_type();
+  const int64_t es = send.element_size();
+  const int64_t numel = send.numel();
+  PeerEntry& me = myEntries(c)[rank()];
+  me.sendAddr = reinterpret_cast<uint64_t>(send.data_ptr());
+  me.recvAddr = reinterpret_cast<uint64_t>(recv.data_ptr());
+  if (static_cast<int64_t>(bytes) <= eagerLimit_ && bytes <= att_.view.eagerBytes()) {
+    if (bytes > 0) std::memcpy(att_.view.eager(rank(), c.parity), send.data_ptr(), bytes);
+    myPost(c).eager = 1;
+  }
+  announce(c, &SlotHead::postSeq, &SlotHead::postWaiters);
+  awaitAll(c, &SlotHead::postSeq, &SlotHead::postWaiters);
+  checkSameCall(c);
+  if (numel == 0) return;
+
+  if (allEager(c)) {
+    // Small: everyone reduces every copy itself, in rank order; nobody waits for anybody's reads.
+    std::vector<at::Tensor> parts;
+    for (int32_t p = 0; p < size(); ++p) parts.push_back(over(att_.view.eager(p, c.parity), numel, dtype));
+    reduceInOrder(parts, recv, op);
+    return;
+  }
+
+  // Large, phase 1: this rank reduces its shard of everyone's input, in rank order.
+  const auto [begin, end] = shardOf(numel, size(), rank());
+  std::string error;
+  if (end > begin) {
+    const int64_t m = end - begin;
+    at::Tensor acc = at::empty({m}, at::TensorOptions().dtype(accumulationType(dtype)));
+    for (int32_t p = 0; p < size() && error.empty(); ++p) {
+      const uint64_t addr = att_.view.entries(p, c.parity)[p].sendAddr + static_cast<uint64_t>(begin * es);
+      const char* src = p == rank() ? reinterpret_cast<const char*>(addr)
+                                    : memory_.view(p, addr, static_cast<uint64_t>(m * es), scratch_, error);
+      if (src == nullptr) break;
+      const at::Tensor part = over(src, m, dtype);
+      if (p == 0) {
+        acc.copy_(part);
+      } else {
+        accumulate(acc, part, op);
+      }
+    }
+    if (!error.empty()) failCall(c, error);
+    over(static_cast<char*>(recv.data_ptr()) + begin * es, m, dtype).copy_(acc);
+  }
+  // Everyone read its shard of our input and wrote its own shard: our output may now be overwritten and
+  // its shards read.
+  announce(c, &SlotHead::phaseSeq, &SlotHead::phaseWaiters);
+  awaitAll(c, &SlotHead::phaseSeq, &SlotHead::phaseWaiters);
+  // Phase 2: copy every other rank's reduced shard from its output.
+  for (int32_t step = 1; step < size() && error.empty(); ++step) {
+    const int32_t p = (rank() + step) % size();
+    const auto [b, e] = shardOf(numel, size(), p);
+    if (e == b) continue;
+    const uint64_t remote = att_.view.entries(p, c.parity)[p].recvAddr + static_cast<uint64_t>(b * es);
+    memory_.read(p, remote, static_cast<char*>(recv.data_ptr()) + b * es, static_cast<uint64_t>((e - b) * es), error);
+  }
+  if (!error.empty()) failCall(c, error);
+  announce(c, &SlotHead::doneSeq, &SlotHead::doneWaiters);
+  awaitPeers(c, &SlotHead::doneSeq, &SlotHead::doneWaiters, [&](int32_t) { return end > begin; });
+}
+
+void ShmCommunicator::doReduceScatterV(const at::Tensor& send, const VLayout& s, at::Tensor& recv, ReduceOp op) {
+  const int64_t es = send.element_size();
+  const uint64_t mineBytes = static_cast<uint64_t>(s.counts[rank()] * es);
+  const Call c =
+      begin("shm reduce_scatter", CallKind::kReduceScatter, send, static_cast<int32_t>(op), 0, send.nbytes());
+  const c10::ScalarType dtype = send.scalar_type();
+  PeerEntry* out = myEntries(c);
+  const auto* base = static_cast<const char*>(send.data_ptr());
+  uint64_t total = 0;
+  for (int32_t j = 0; j < size(); ++j) total += roundUp(static_cast<size_t>(s.counts[j] * es), kEagerAlign);
+  const bool eager = static_cast<int64_t>(send.nbytes()) <= eagerLimit_ && total <= att_.view.eagerBytes();
+  size_t used = 0;
+  for (int32_t j = 0; j < size(); ++j) {
+    PeerEntry& e = out[j];
+    e.sendAddr = reinterpret_cast<uint64_t>(base + s.displs[j] * es);
+    e.sendBytes = static_cast<uint64_t>(s.counts[j] * es);
+    e.recvBytes = j == rank() ? mineBytes : 0;
+    e.recvAddr = reinterpret_cast<uint64_t>(recv.data_ptr());
+    e.eagerOffset = kNotEager;
+    if (eager) {
+      std::memcpy(att_.view.eager(rank(), c.parity) + used, base + s.displs[j] * es, e.sendBytes);
+      e.eagerOffset = static_cast<uint32_t>(used);
+      used += roundUp(e.sendBytes, kEagerAlign);
+    }
+  }
+  myPost(c).eager = eager ? 1 : 0;
+  announce(c, &SlotHead::postSeq, &SlotHead::postWaiters);
+  awaitAll(c, &SlotHead::postSeq, &SlotHead::postWaiters);
+  checkSameCall(c);
+  for (int32_t p = 0; p < size(); ++p) {
+    for (int32_t j = 0; j < size(); ++j) {
+      const uint64_t theirs = att_.view.entries(p, c.parity)[j].sendBytes;
+      ATB_CHECK(theirs == out[j].sendBytes, ERROR_INVALID_PARAM, c.what, ": rank ", p, " gives rank ", j, " ",
+                theirs / es, " elements but rank ", rank(), " gives it ", out[j].sendBytes / es,
+                "; every rank must pass the same counts");
+    }
+  }
+  const bool everyoneEager = allEager(c);
+  const int64_t m = s.counts[rank()];
+  std::string error;
+  if (m > 0) {
+    at::Tensor acc = at::empty({m}, at::TensorOptions().dtype(accumulationType(dtype)));
+    for (int32_t p = 0; p < size() && error.empty(); ++p) {
+      const PeerEntry& theirs = att_.view.entries(p, c.parity)[rank()];
+      const char* src = nullptr;
+      if (p == rank()) {
+        src = reinterpret_cast<const char*>(theirs.sendAddr);
+      } else if (everyoneEager) {
+        src = att_.view.eager(p, c.parity) + theirs.eagerOffset;
+      } else {
+        src = memory_.view(p, theirs.sendAddr, theirs.sendBytes, scratch_, error);
+      }
+      if (src == nullptr) break;
+      const at::Tensor part = over(src, m, dtype);
+      if (p == 0) {
+        acc.copy_(part);
+      } else {
+        accumulate(acc, part, op);
+      }
+    }
+    if (!error.empty()) failCall(c, error);
+    recv.view({-1}).copy_(acc);
+  }
+  if (everyoneEager) return;
+  announce(c, &SlotHead::doneSeq, &SlotHead::doneWaiters);
+  awaitPeers(c, &SlotHead::doneSeq, &SlotHead::doneWaiters, [&](int32_t p) { return out[p].sendBytes > 0; });
+}
+
+// --- broadcast ---
+
+void ShmCommunicator::doBroadcast(at::Tensor& tensor, int32_t root) {
+  const uint64_t bytes = tensor.nbytes();
+  const Call c = begin("shm broadcast", CallKind::kBroadcast, tensor, 0, root, bytes);
+  PeerEntry& me = myEntries(c)[rank()];
+  me.sendAddr = reinterpret_cast<uint64_t>(tensor.data_ptr());
+  me.recvAddr = me.sendAddr;
+  if (rank() == root && static_cast<int64_t>(bytes) <= eagerLimit_ && bytes <= att_.view.eagerBytes()) {
+    if (bytes > 0) std::memcpy(att_.view.eager(rank(), c.parity), tensor.data_ptr(), bytes);
+    myPost(c).eager = 1;
+  }
+  announce(c, &SlotHead::postSeq, &SlotHead::postWaiters);
+  awaitAll(c, &SlotHead::postSeq, &SlotHead::postWaiters);
+  checkSameCall(c);
+  const bool eager = att_.view.post(root, c.parity).eager != 0;
+  if (rank() != root && bytes > 0) {
+    if (eager) {
+      std::memcpy(tensor.data_ptr(), att_.view.eager(root, c.parity), bytes);
+    } else {
+      std::string error;
+      const uint64_t remote = att_.view.entries(root, c.parity)[root].sendAddr;
+      if (!memory_.read(root, remote, tensor.data_ptr(), bytes, error)) failCall(c, error);
+    }
+  }
+  if (eager || bytes == 0) return;
+  announce(c, &SlotHead::doneSeq, &SlotHead::doneWaiters);
+  if (rank() == root) awaitAll(c, &SlotHead::doneSeq, &SlotHead::doneWaiters);
+}
+
+// --- point to point ---
+
+void ShmCommunicator::doSend(const at::Tensor& tensor, int32_t peer) {
+  static constexpr const char* kWhat = "shm send";
+  P2pChannel& ch = att_.view.channel(rank(), peer);
+  const uint32_t seq = ++sent_[peer];
+  ch.addr = reinterpret_cast<uint64_t>(tensor.data_ptr());
+  ch.bytes = tensor.nbytes();
+  ch.dtype = static_cast<int32_t>(tensor.scalar_type());
+  publish(ch.sendSeq, ch.sendWaiters, seq);
+  // Synchronous, like HCCL's and NCCL's send: the buffer is read in place, so wait for the receiver.
+  const HealthCheck health = [this] { checkHealth(kWhat); };
+  try {
+    waitReached(ch.ackSeq, ch.ackWaiters, seq, WaitTarget{"shm send (waiting for the matching recv)", peer,
+                                                          memory_.pid(peer)},
+                options().timeout, health, att_.spin);
+  } catch (const c10::Error& e) {
+    abortPeers(e.what_without_backtrace());
+    throw;
+  }
+  const auto status = static_cast<P2pStatus>(ch.status);
+  ATB_CHECK(status != P2pStatus::kMismatch, ERROR_INVALID_PARAM, kWhat, ": rank ", rank(), " sent ",
+            tensor.numel(), " elements of ", tensor.scalar_type(), " to rank ", peer, ", which expected ",
+            ch.expectedBytes / std::max<int64_t>(1, c10::elementSize(static_cast<c10::ScalarType>(ch.expectedDtype))),
+            " elements of ", dtypeName(ch.expectedDtype));
+  ATB_CHECK(status == P2pStatus::kDelivered, ERROR_RT_FAIL, kWhat, ": rank ", peer, " could not read the message");
+}
+
+void ShmCommunicator::doRecv(at::Tensor& tensor, int32_t peer) {
+  static constexpr const char* kWhat = "shm recv";
+  P2pChannel& ch = att_.view.channel(peer, rank());
+  const uint32_t seq = ++received_[peer];
+  const HealthCheck health = [this] { checkHealth(kWhat); };
+  try {
+    waitReached(ch.sendSeq, ch.sendWaiters, seq, WaitTarget{"shm recv (waiting for the matching send)", peer,
+                                                            memory_.pid(peer)},
+                options().timeout, health, att_.spin);
+  } catch (const c10::Error& e) {
+    abortPeers(e.what_without_backtrace());
+    throw;
+  }
+  const uint64_t bytes = tensor.nbytes();
+  const int32_t dtype = static_cast<int32_t>(tensor.scalar_type());
+  if (ch.bytes != bytes || ch.dtype != dtype) {
+    const uint64_t sentBytes = ch.bytes;
+    const int32_t sentDtype = ch.dtype;
+    ch.expectedBytes = bytes;
+    ch.expectedDtype = dtype;
+    ch.status = static_cast<int32_t>(P2pStatus::kMismatch);
+    publish(ch.ackSeq, ch.ackWaiters, seq);
+    ATB_FAIL(ERROR_INVALID_PARAM, kWhat, ": rank ", rank(), " expected ", tensor.numel(), " elements of ",
+             tensor.scalar_type(), " from rank ", peer, ", which sent ",
+             sentBytes / std::max<int64_t>(1, c10::elementSize(static_cast<c10::ScalarType>(sentDtype))),
+             " elements of ", dtypeName(sentDtype));
+  }
+  std::string error;
+  const bool ok = memory_.read(peer, ch.addr, tensor.data_ptr(), bytes, error);
+  ch.status = static_cast<int32_t>(ok ? P2pStatus::kDelivered : P2pStatus::kCopyFailed);
+  publish(ch.ackSeq, ch.ackWaiters, seq);
+  ATB_CHECK(ok, ERROR_RT_FAIL, kWhat, ": ", error);
 }
 
 namespace {
 const bool registered = [] {
-  registerBackend("shm", [](const CommConfig& c) { return std::make_shared<ShmCommunicator>(c); });
+  registerBackend("shm", c10::DeviceType::CPU,
+                  [](const CommConfig& c) { return std::make_shared<ShmCommunicator>(c); });
   return true;
 }();
 }  // namespace

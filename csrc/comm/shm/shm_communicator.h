@@ -1,101 +1,97 @@
-// The "shm" backend: CPU ranks on one host, one shared control segment per communicator.
+// The "shm" backend: CPU ranks on one host, one shared control segment per communicator (segment_layout.h).
 //
-// Per call each rank posts, in its own slot, where its send regions and receive regions live. Small
-// messages (<= ATB_OPS_SHM_EAGER bytes) are copied into the slot's eager buffer with the post, so the
-// receiver copies them out of shared memory with no system call and nobody waits for the read.
-// Larger messages move once, straight between the ranks' buffers: the receiver reads a head and the
-// sender writes a tail (planSplit balances the two when some ranks are busier than others), each with
-// a memcpy through the peer's mapping when that buffer is in the peer's shared-memory arena (arena.h),
-// else with process_vm_readv / process_vm_writev. Ranks whose buffers a peer touched then wait for
-// that peer's "done", so buffers outlive every access to them.
-//
-// Posts and eager buffers alternate between two copies by call parity: a rank can be at most one
-// call ahead of any peer (it waits for every peer's post of the next call), so the copy it
-// overwrites was read two calls ago.
+// Every collective is one call protocol: each rank posts, in its own slot, what it calls and where its
+// buffers live (small payloads copied into its eager buffer with the post), waits for every peer's post,
+// checks that all ranks called the same thing with matching sizes (all see the same posts, so all raise
+// the same error), moves data, and finally waits only for the peers that touched its buffers.
+//   alltoallv   messages <= ATB_OPS_SHM_EAGER go through the eager buffers; larger ones move once, straight
+//               between the ranks' buffers, the receiver pulling a head and the sender pushing a tail
+//               (split_planner.h), by memcpy through arena mappings or process_vm_readv/writev.
+//   allreduce   small: every rank reduces all eager copies in rank order; large: rank j reduces shard j
+//               from every rank's input, then every rank copies the other shards from their owners.
+//   reduce-scatter(v), broadcast: one direct (or eager) read per rank.
+//   send / recv: a channel per ordered pair; the receiver pulls and acknowledges.
+// Reductions always run in rank order, so every rank gets bit-identical results; float16 and bfloat16
+// accumulate in float32.
 #pragma once
 
-#include <memory>
+#include <atomic>
 #include <string>
 #include <vector>
 
-#include <chrono>
-
 #include "comm/communicator.h"
-#include "comm/shm/arena.h"
-#include "comm/shm/shm_segment.h"
+#include "comm/shm/peer_memory.h"
+#include "comm/shm/shm_attach.h"
+#include "comm/shm/split_planner.h"
 
 namespace atb_ops::shm {
-
-struct SegmentHeader;
-struct SlotHead;
-struct PostBlock;
-struct PeerEntry;
 
 class ShmCommunicator final : public Communicator {
  public:
   explicit ShmCommunicator(const CommConfig& config);
 
-  const std::string& backend() const override { return backend_; }
-  int32_t rank() const override { return rank_; }
-  int32_t size() const override { return size_; }
-
-  void alltoallv(const at::Tensor& send, const AllToAllVLayout& layout, at::Tensor& recv) override;
-  void barrier() override;
   // In the shared-memory arena when every rank mapped every peer's arena and it is worth it (>= 64 KiB).
   at::Tensor emptyOutput(c10::IntArrayRef sizes, const at::TensorOptions& options) override;
 
+ protected:
+  void doAlltoallv(const at::Tensor& send, const AllToAllVLayout& layout, at::Tensor& recv) override;
+  void doAllreduce(const at::Tensor& send, at::Tensor& recv, ReduceOp op) override;
+  void doReduceScatterV(const at::Tensor& send, const VLayout& sendLayout, at::Tensor& recv, ReduceOp op) override;
+  void doBroadcast(at::Tensor& tensor, int32_t root) override;
+  void doSend(const at::Tensor& tensor, int32_t peer) override;
+  void doRecv(at::Tensor& tensor, int32_t peer) override;
+
  private:
-  void attach(const CommConfig& config);
-  // Maps every peer's arena; all ranks then agree whether the arena routes are on.
-  void mapPeerArenas(const CommConfig& config, const std::string& jobKey,
-                     std::chrono::steady_clock::time_point deadline);
-  void setGeometry(size_t eagerBytes);
-  SlotHead& slot(int32_t r) const;
-  PostBlock& post(int32_t r, uint32_t parity) const;
-  PeerEntry* entries(int32_t r, uint32_t parity) const;
-  char* eagerBuffer(int32_t r, uint32_t parity) const;
-  // Checks the whole posted count matrix; every rank sees the same matrix and raises the same error.
-  void checkPostedMatrix(uint32_t parity, const char* what) const;
-  // Fills push_: how many tail bytes of each direct message its sender writes (the receiver reads the
-  // head). Every rank computes the same plan from the same posted matrix.
-  void planSplit(uint32_t parity);
-  uint64_t pushed(int32_t src, int32_t dst) const { return push_[static_cast<size_t>(src) * size_ + dst]; }
-  // Bytes of message src -> dst that move directly between the buffers (not eager, not to itself).
-  uint64_t directBytes(uint32_t parity, int32_t src, int32_t dst) const;
-  // Whether the receiver's head / the sender's tail of src -> dst is a memcpy through the peer's arena
-  // mapping (else process_vm_readv / process_vm_writev).
-  bool pullByMemcpy(uint32_t parity, int32_t src, int32_t dst) const;
-  bool pushByMemcpy(uint32_t parity, int32_t src, int32_t dst) const;
-  bool inArena(int32_t owner, uint64_t addr, uint64_t bytes) const;
-  // Where `owner`'s arena address `addr` is mapped in this process.
-  char* arenaPtr(int32_t owner, uint64_t addr) const;
-  // Whether peer p reads this rank's send buffer or writes its receive buffer during this call.
-  bool touchesMyBuffers(uint32_t parity, int32_t p) const;
-  void copyToSelf(uint32_t parity) const;
-  // Self copy (unless done), eager copies, pulls and pushes; the first failure is left in `error`.
-  void moveData(uint32_t parity, bool selfDone, std::string& error) const;
-  // Publishes this rank's reason for giving up, once per communicator (the first rank to fail wins).
+  using Word = std::atomic<uint32_t> SlotHead::*;
+  struct Call {
+    const char* what;
+    uint32_t seq;
+    uint32_t parity;
+  };
+
+  Call begin(const char* what, CallKind kind, const at::Tensor& t, int32_t op, int32_t root, uint64_t totalBytes);
+  PostBlock& myPost(const Call& c) const { return att_.view.post(rank(), c.parity); }
+  PeerEntry* myEntries(const Call& c) const { return att_.view.entries(rank(), c.parity); }
+  // Publishes `word` = c.seq for this rank.
+  void announce(const Call& c, Word word, Word waiters);
+  // Waits until every peer p with wanted(p) has published `word` >= c.seq; on a fault, tells the peers.
+  template <typename Wanted>
+  void awaitPeers(const Call& c, Word word, Word waiters, Wanted wanted);
+  void awaitAll(const Call& c, Word word, Word waiters) {
+    awaitPeers(c, word, waiters, [](int32_t) { return true; });
+  }
+  // Every rank called the same collective on the same dtype (and op, root, bytes where they apply).
+  void checkSameCall(const Call& c) const;
+  // alltoallv: what each rank sends to j is what j expects.
+  void checkCountMatrix(const Call& c) const;
+  bool allEager(const Call& c) const;
+  // Gives up on this call: tells the peers why (so they stop waiting) and raises ERROR_RT_FAIL.
+  [[noreturn]] void failCall(const Call& c, const std::string& error);
   void abortPeers(const std::string& reason);
   // Raises when a peer process is gone or a peer gave up; runs while waits sleep.
   void checkHealth(const char* what) const;
 
-  std::string backend_ = "shm";
-  int32_t rank_;
-  int32_t size_;
-  size_t postStride_ = 0;
-  size_t eagerBytes_ = 0;  // eager buffer per rank and parity
-  size_t slotStride_ = 0;
-  int64_t eagerLimit_ = 0;  // this rank's largest eager message
-  bool split_ = true;
-  bool spin_ = true;  // false when ranks outnumber the CPUs they may use together: waiting yields
+  // alltoallv's pieces.
+  void planMoves(const Call& c);
+  uint64_t directBytes(const Call& c, int32_t src, int32_t dst) const;
+  uint64_t pushed(int32_t src, int32_t dst) const { return push_[static_cast<size_t>(src) * size() + dst]; }
+  void copyToSelf(const Call& c) const;
+  void moveData(const Call& c, bool selfDone, std::string& error) const;
+  bool touchesMyBuffers(const Call& c, int32_t peer) const;
+
+  // A CPU tensor over `bytes` bytes of `data` (no copy), as `dtype`.
+  static at::Tensor over(const void* data, int64_t numel, c10::ScalarType dtype);
+
+  int64_t eagerLimit_;
+  bool split_;
   uint32_t seq_ = 0;
-  std::vector<uint64_t> push_;  // [src * size + dst]
-  std::vector<double> load_;
-  bool arenaOk_ = false;                     // every rank mapped every peer's arena
-  std::vector<PeerArenaMapping> peerArena_;  // [rank]; empty for this process's own arena
-  std::vector<char*> peerBase_;              // [rank] where that rank's arena is mapped here
-  std::string brokenBy_;                     // first fault that left peers out of step; later calls fail fast with it
-  MappedSegment segment_;
+  Attachment att_;
+  PeerMemory memory_;
+  SplitInput plan_;
+  std::vector<uint64_t> push_;  // [src * size + dst] tail bytes the sender writes
+  std::vector<uint32_t> sent_;  // [peer] point-to-point messages sent to / received from each peer
+  std::vector<uint32_t> received_;
+  std::vector<char> scratch_;
 };
 
 }  // namespace atb_ops::shm

@@ -18,6 +18,7 @@
 #include "torch_npu/csrc/core/npu/NPUFunctions.h"
 #include "torch_npu/csrc/core/npu/NPUStream.h"
 
+#include "core/reduce.h"
 #include "core/status.h"
 
 namespace atb_ops::hccl {
@@ -39,6 +40,9 @@ static_assert(dtype::kInt8 == HCCL_DATA_TYPE_INT8 && dtype::kInt16 == HCCL_DATA_
                   dtype::kUint16 == HCCL_DATA_TYPE_UINT16 && dtype::kUint32 == HCCL_DATA_TYPE_UINT32 &&
                   dtype::kFp64 == HCCL_DATA_TYPE_FP64 && dtype::kBfp16 == HCCL_DATA_TYPE_BFP16,
               "HcclDataType codes moved");
+static_assert(HCCL_REDUCE_SUM == static_cast<int>(ReduceOp::kSum) && HCCL_REDUCE_PROD == static_cast<int>(ReduceOp::kProd) &&
+                  HCCL_REDUCE_MAX == static_cast<int>(ReduceOp::kMax) && HCCL_REDUCE_MIN == static_cast<int>(ReduceOp::kMin),
+              "HcclReduceOp codes moved");
 static_assert(static_cast<int32_t>(SendRecvType::kSend) == HCCL_SEND &&
                   static_cast<int32_t>(SendRecvType::kRecv) == HCCL_RECV,
               "HcclSendRecvType codes moved");
@@ -125,6 +129,48 @@ class RealHcclApi final : public HcclApi {
   int32_t allGather(void* sendBuf, void* recvBuf, uint64_t sendCount, int32_t dataType, CommHandle comm,
                     StreamHandle stream) override {
     return HcclAllGather(sendBuf, recvBuf, sendCount, toHccl(dataType), comm, stream);
+  }
+
+  int32_t allGatherV(void* sendBuf, uint64_t sendCount, void* recvBuf, const uint64_t* recvCounts,
+                     const uint64_t* recvDispls, int32_t dataType, CommHandle comm, StreamHandle stream) override {
+    ATB_HCCL_OPTIONAL(HcclAllGatherV);
+    ATB_HCCL_REQUIRE(HcclAllGatherV, "AllGatherVOperation");
+    return HcclAllGatherVPtr(sendBuf, sendCount, recvBuf, recvCounts, recvDispls, toHccl(dataType), comm, stream);
+  }
+
+  int32_t allReduce(void* sendBuf, void* recvBuf, uint64_t count, int32_t dataType, int32_t op, CommHandle comm,
+                    StreamHandle stream) override {
+    return HcclAllReduce(sendBuf, recvBuf, count, toHccl(dataType), static_cast<HcclReduceOp>(op), comm, stream);
+  }
+
+  int32_t reduceScatter(void* sendBuf, void* recvBuf, uint64_t recvCount, int32_t dataType, int32_t op,
+                        CommHandle comm, StreamHandle stream) override {
+    return HcclReduceScatter(sendBuf, recvBuf, recvCount, toHccl(dataType), static_cast<HcclReduceOp>(op), comm,
+                             stream);
+  }
+
+  int32_t reduceScatterV(void* sendBuf, const uint64_t* sendCounts, const uint64_t* sendDispls, void* recvBuf,
+                         uint64_t recvCount, int32_t dataType, int32_t op, CommHandle comm,
+                         StreamHandle stream) override {
+    ATB_HCCL_OPTIONAL(HcclReduceScatterV);
+    ATB_HCCL_REQUIRE(HcclReduceScatterV, "ReduceScatterVOperation");
+    return HcclReduceScatterVPtr(sendBuf, sendCounts, sendDispls, recvBuf, recvCount, toHccl(dataType),
+                                 static_cast<HcclReduceOp>(op), comm, stream);
+  }
+
+  int32_t broadcast(void* buf, uint64_t count, int32_t dataType, uint32_t root, CommHandle comm,
+                    StreamHandle stream) override {
+    return HcclBroadcast(buf, count, toHccl(dataType), root, comm, stream);
+  }
+
+  int32_t send(void* sendBuf, uint64_t count, int32_t dataType, uint32_t destRank, CommHandle comm,
+               StreamHandle stream) override {
+    return HcclSend(sendBuf, count, toHccl(dataType), destRank, comm, stream);
+  }
+
+  int32_t recv(void* recvBuf, uint64_t count, int32_t dataType, uint32_t srcRank, CommHandle comm,
+               StreamHandle stream) override {
+    return HcclRecv(recvBuf, count, toHccl(dataType), srcRank, comm, stream);
   }
 
   int32_t batchSendRecv(SendRecvItem* items, uint32_t itemNum, CommHandle comm, StreamHandle stream) override {

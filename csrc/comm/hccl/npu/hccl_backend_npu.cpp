@@ -1,6 +1,6 @@
 // Registers backend "hccl": HcclCommunicator (the mock-tested logic) over the real HcclApi. Built only with
 // the Ascend toolkit and torch_npu; without it "hccl" is absent and NPU-less machines fall back (see SPEC).
-#include "comm/communicator.h"
+#include "comm/comm_cache.h"
 #include "comm/hccl/hccl_communicator.h"
 #include "comm/hccl/npu/real_hccl_api.h"
 
@@ -8,7 +8,7 @@ namespace atb_ops::hccl {
 namespace {
 
 const bool registered = [] {
-  registerBackend("hccl", [](const CommConfig& c) -> std::shared_ptr<Communicator> {
+  registerBackend("hccl", c10::DeviceType::PrivateUse1, [](const CommConfig& c) -> std::shared_ptr<Communicator> {
     return makeHcclCommunicator(c, realHcclApi());
   });
   return true;

@@ -34,6 +34,9 @@ static_assert(static_cast<int>(NcclDataType::Float16) == ncclFloat16, "ncclFloat
 static_assert(static_cast<int>(NcclDataType::Float32) == ncclFloat32, "ncclFloat32");
 static_assert(static_cast<int>(NcclDataType::Float64) == ncclFloat64, "ncclFloat64");
 static_assert(static_cast<int>(NcclDataType::Bfloat16) == ncclBfloat16, "ncclBfloat16");
+static_assert(static_cast<int>(NcclRedOp::Sum) == ncclSum && static_cast<int>(NcclRedOp::Prod) == ncclProd &&
+                  static_cast<int>(NcclRedOp::Max) == ncclMax && static_cast<int>(NcclRedOp::Min) == ncclMin,
+              "ncclRedOp_t");
 
 NcclResult wrap(ncclResult_t r) {
   return static_cast<NcclResult>(r);
@@ -62,6 +65,20 @@ class RealNcclApi final : public NcclApi {
   NcclResult allGather(const void* sendBuf, void* recvBuf, size_t sendCount, NcclDataType t, CommHandle c,
                        StreamHandle s) override {
     return wrap(ncclAllGather(sendBuf, recvBuf, sendCount, type(t), comm(c), stream(s)));
+  }
+
+  NcclResult allReduce(const void* sendBuf, void* recvBuf, size_t count, NcclDataType t, NcclRedOp op, CommHandle c,
+                       StreamHandle s) override {
+    return wrap(ncclAllReduce(sendBuf, recvBuf, count, type(t), static_cast<ncclRedOp_t>(op), comm(c), stream(s)));
+  }
+  NcclResult reduceScatter(const void* sendBuf, void* recvBuf, size_t recvCount, NcclDataType t, NcclRedOp op,
+                           CommHandle c, StreamHandle s) override {
+    return wrap(
+        ncclReduceScatter(sendBuf, recvBuf, recvCount, type(t), static_cast<ncclRedOp_t>(op), comm(c), stream(s)));
+  }
+  NcclResult broadcast(const void* sendBuf, void* recvBuf, size_t count, NcclDataType t, int root, CommHandle c,
+                       StreamHandle s) override {
+    return wrap(ncclBroadcast(sendBuf, recvBuf, count, type(t), root, comm(c), stream(s)));
   }
 
   NcclResult getUniqueId(UniqueId* id) override {

@@ -1,0 +1,109 @@
+#include "comm/comm_config.h"
+
+#include <c10/util/Exception.h>
+
+
+#include "comm/c10d/existing_group.h"
+#include "comm/comm_cache.h"
+#include "core/status.h"
+
+namespace atb_ops {
+namespace {
+
+const char* deviceName(c10::DeviceType d) {
+  switch (d) {
+    case c10::DeviceType::CPU: return "cpu";
+    case c10::DeviceType::CUDA: return "cuda";
+    case c10::DeviceType::PrivateUse1: return "npu";
+    default: return "unsupported";
+  }
+}
+
+std::string nativeBackendFor(c10::DeviceType d) {
+  switch (d) {
+    case c10::DeviceType::CPU: return "shm";
+    case c10::DeviceType::CUDA: return "nccl";
+    case c10::DeviceType::PrivateUse1: return "hccl";
+    default:
+      ATB_FAIL(ERROR_INVALID_PARAM, "tensors on device type ", c10::DeviceTypeName(d),
+               " are not supported; use cpu, cuda or npu tensors");
+  }
+}
+
+}  // namespace
+
+std::string resolveBackend(const std::string& requested, const c10::Device& device, const Options& options) {
+  const c10::DeviceType type = device.type();
+  const std::string native = nativeBackendFor(type);
+  if (requested == "auto") return native;
+  if (requested == "shm" || requested == "gloo") {
+    ATB_CHECK(type == c10::DeviceType::CPU, ERROR_INVALID_PARAM, "backend '", requested, "' moves CPU tensors, got a ",
+              deviceName(type), " tensor; use backend 'auto' or '", native, "'");
+    return requested;
+  }
+  if (requested == "nccl") {
+    ATB_CHECK(type == c10::DeviceType::CUDA, ERROR_INVALID_PARAM, "backend 'nccl' moves CUDA tensors, got a ",
+              deviceName(type), " tensor; use backend 'auto' or '", native, "'");
+    ATB_CHECK(hasBackend("nccl", type), ERROR_INVALID_PARAM,
+              "backend 'nccl' is not built into this atb_ops (torch without CUDA, or no nccl.h at build time)");
+    return requested;
+  }
+  if (requested == "hccl" || requested == "lccl") {
+    if (hasBackend("hccl", type)) {
+      // No LCCL here: its operators run through HCCL, which has every collective LCCL offers.
+      if (requested == "lccl") {
+        TORCH_WARN_ONCE("atb_ops: backend 'lccl' runs through HCCL ('hccl') on ", deviceName(type), " tensors");
+      }
+      return "hccl";
+    }
+    ATB_CHECK(!options.strictBackend, ERROR_INVALID_PARAM, "backend '", requested, "' asked for ", deviceName(type),
+              " tensors, and ATB_OPS_STRICT_BACKEND=1 forbids running them on '", native, "'");
+    TORCH_WARN_ONCE("atb_ops: backend '", requested, "' on ", deviceName(type), " tensors runs on the '", native,
+                    "' backend (set ATB_OPS_STRICT_BACKEND=1 to make this an error)");
+    return native;
+  }
+  ATB_FAIL(ERROR_INVALID_PARAM, "backend '", requested, "' is unknown; expected hccl, lccl, nccl, shm, gloo or auto");
+}
+
+void checkBackendAvailable(const std::string& requested, const Options& options, const std::string& opName) {
+  if (!options.strictBackend || (requested != "hccl" && requested != "lccl")) return;
+  ATB_CHECK(hasBackend("hccl"), ERROR_INVALID_PARAM, opName, " param 'backend' is '", requested,
+            "' but this atb_ops has no HCCL backend (no Ascend toolkit at build, and not under `python -m atb_ops "
+            "run`), and ATB_OPS_STRICT_BACKEND=1 forbids running on another backend");
+}
+
+CommConfig configFromParam(const CommParam& p, const c10::Device& device) {
+  CommConfig c;
+  c.options = readOptions();
+  c.backend = resolveBackend(p.backend, device, c.options);
+  c.deviceType = device.type();
+  c.deviceIndex = device.has_index() ? device.index() : -1;
+  c.rank = p.rank;
+  c.rankSize = p.rankSize;
+  c.rankRoot = p.rankRoot;
+  c.handle = p.hcclComm;
+  c.commMode = p.commMode;
+  c.rankTableFile = p.rankTableFile;
+  c.commDomain = p.commDomain;
+  return c;
+}
+
+CommConfig configForGroup(const std::string& backend, int32_t rank, int32_t size, const std::string& commDomain,
+                          const std::string& jobKey, const c10::Device& device,
+                          c10::intrusive_ptr<c10d::ProcessGroup> group) {
+  CommParam p;
+  p.rank = rank;
+  p.rankSize = size;
+  p.backend = backend;
+  p.commDomain = commDomain;
+  validateCommParam(p, "atb_ops.distributed");
+  CommConfig c = configFromParam(p, device);
+  c.jobKey = jobKey;
+  if (c.backend == "gloo" && group) {
+    c.groupId = group.get();
+    c.group = std::make_shared<ExistingGroup>(ExistingGroup{std::move(group)});
+  }
+  return c;
+}
+
+}  // namespace atb_ops

@@ -1,0 +1,73 @@
+// What a backend needs to build (or adopt) a communicator, built in ONE place from whatever asks: an ATB
+// param (csrc/ops), a torch op or binding over a torch.distributed group (op_plugin), HCCL's C API on CPU
+// (csrc/hccl_cpu). Backend choice, with the hccl/lccl fallback policy, is decided here too.
+#pragma once
+
+#include <c10/core/Device.h>
+#include <c10/util/intrusive_ptr.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/options.h"
+#include "core/params.h"
+
+namespace c10d {
+class ProcessGroup;
+}
+
+namespace atb_ops {
+
+// A torch.distributed group the caller already has (defined in comm/c10d/, the only user).
+struct ExistingGroup;
+
+// How the ranks of a new communicator exchange their setup bytes (comm/bootstrap/).
+enum class BootstrapKind {
+  kAuto,       // the torch.distributed store when one exists, else the node-local rendezvous
+  kNodeLocal,  // the node-local rendezvous only (HCCL's C API on CPU: no Python, no store)
+};
+
+struct CommConfig {
+  std::string backend;  // resolved: shm, gloo, nccl, hccl
+  c10::DeviceType deviceType = c10::DeviceType::CPU;
+  int32_t deviceIndex = -1;
+  int32_t rank = 0;
+  int32_t rankSize = 1;
+  int32_t rankRoot = 0;
+  uint64_t handle = 0;  // hcclComm: a caller-owned vendor communicator, never destroyed by us
+  CommMode commMode = CommMode::MULTI_PROCESS;
+  std::string rankTableFile;
+  std::string commDomain;
+  // Scopes the node-local rendezvous; empty: the job of this process (comm/bootstrap/job_scope.h).
+  std::string jobKey;
+  BootstrapKind bootstrap = BootstrapKind::kAuto;
+  // backend "gloo" over an existing torch.distributed group (atb_ops.distributed): the group itself, and
+  // its identity for the communicator cache.
+  std::shared_ptr<ExistingGroup> group;
+  const void* groupId = nullptr;
+  Options options;  // the environment when this config was made
+};
+
+// The backend that runs `requested` for tensors on `device`:
+//   auto        -> the device's own: shm (CPU), nccl (CUDA), hccl (NPU);
+//   shm, gloo   -> CPU tensors only; nccl -> CUDA only;
+//   hccl, lccl  -> hccl where a backend "hccl" serves this device (an NPU, or HCCL's API on CPU under the
+//                  emulation), else the device's own with one warning (an error under ATB_OPS_STRICT_BACKEND).
+std::string resolveBackend(const std::string& requested, const c10::Device& device, const Options& options);
+
+// ATB_OPS_STRICT_BACKEND at set_param time, before any tensor is seen: "hccl"/"lccl" with no HCCL backend
+// built for any device is an error there (as ATB would fail to create the operation).
+void checkBackendAvailable(const std::string& requested, const Options& options, const std::string& opName);
+
+// The config an ATB operation's param asks for, for tensors on `device`.
+CommConfig configFromParam(const CommParam& param, const c10::Device& device);
+
+// The config of a torch.distributed group's collectives (atb_ops.distributed): `backend` ("shm", "gloo",
+// "auto", ...) for tensors on `device`; `group` is the group itself for backend "gloo", else null; the shm
+// rendezvous is scoped by `jobKey` and named by `commDomain`.
+CommConfig configForGroup(const std::string& backend, int32_t rank, int32_t size, const std::string& commDomain,
+                          const std::string& jobKey, const c10::Device& device,
+                          c10::intrusive_ptr<c10d::ProcessGroup> group);
+
+}  // namespace atb_ops

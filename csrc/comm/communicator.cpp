@@ -1,0 +1,177 @@
+#include "comm/communicator.h"
+
+#include <ATen/ops/empty.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "core/status.h"
+
+namespace atb_ops {
+namespace {
+
+std::vector<int64_t> filled(int32_t n, int64_t value) {
+  return std::vector<int64_t>(static_cast<size_t>(n), value);
+}
+
+std::vector<int64_t> strided(int32_t n, int64_t stride) {
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  for (int32_t i = 0; i < n; ++i) v[i] = i * stride;
+  return v;
+}
+
+at::Tensor flat(const at::Tensor& t) {
+  return t.view({-1});
+}
+
+}  // namespace
+
+Communicator::Communicator(std::string backend, int32_t rank, int32_t size, Options options)
+    : backend_(std::move(backend)), rank_(rank), size_(size), options_(std::move(options)), creator_(::getpid()) {}
+
+std::string Communicator::failure() const {
+  std::lock_guard<std::mutex> lock(failureMutex_);
+  return failure_;
+}
+
+void Communicator::markFailed(const std::string& why) {
+  std::lock_guard<std::mutex> lock(failureMutex_);
+  if (failure_.empty()) failure_ = why;
+}
+
+template <typename F>
+void Communicator::call(const char* what, F&& body) {
+  // A child of fork() shares the parent's segments, sockets and peer mappings: touching them would corrupt
+  // the parent's and its peers' data. NCCL and torch.distributed refuse this too.
+  const pid_t self = ::getpid();
+  ATB_CHECK(self == creator_, ERROR_COMM_EMPTY, backend_, " ", what, ": this communicator was created in pid ",
+            creator_, " and cannot be used after fork() (this is pid ", self,
+            "); create a new operation in the child");
+  // One call at a time per communicator: ranks must issue their calls on one communicator in the same
+  // order, and two threads interleaving on it could not.
+  std::lock_guard<std::mutex> serial(callMutex_);
+  const std::string broken = failure();
+  ATB_CHECK(broken.empty(), ERROR_COMM_EMPTY, backend_, " ", what,
+            ": this communicator failed earlier and is unusable: ", broken,
+            " (a new operation with the same param creates a fresh one)");
+  try {
+    body();
+  } catch (const StatusError& e) {
+    if (isCommunicatorFault(e.status())) markFailed(e.what_without_backtrace());
+    throw;
+  }
+}
+
+void Communicator::alltoallv(const at::Tensor& send, const AllToAllVLayout& layout, at::Tensor& recv) {
+  call("alltoallv", [&] { doAlltoallv(send, layout, recv); });
+}
+
+void Communicator::allgather(const at::Tensor& send, at::Tensor& recv) {
+  call("allgather", [&] { doAllgather(send, recv); });
+}
+
+void Communicator::allgatherv(const at::Tensor& send, const VLayout& recvLayout, at::Tensor& recv) {
+  call("allgatherv", [&] { doAllgatherv(send, recvLayout, recv); });
+}
+
+void Communicator::allreduce(const at::Tensor& send, at::Tensor& recv, ReduceOp op) {
+  call("allreduce", [&] { doAllreduce(send, recv, op); });
+}
+
+void Communicator::reduceScatter(const at::Tensor& send, at::Tensor& recv, ReduceOp op) {
+  const int64_t m = recv.numel();
+  const VLayout layout{filled(size(), m), strided(size(), m)};
+  call("reduce_scatter", [&] { doReduceScatterV(send, layout, recv, op); });
+}
+
+void Communicator::reduceScatterV(const at::Tensor& send, const VLayout& sendLayout, at::Tensor& recv, ReduceOp op) {
+  call("reduce_scatterv", [&] { doReduceScatterV(send, sendLayout, recv, op); });
+}
+
+void Communicator::broadcast(at::Tensor& tensor, int32_t root) {
+  call("broadcast", [&] { doBroadcast(tensor, root); });
+}
+
+void Communicator::send(const at::Tensor& tensor, int32_t peer) {
+  call("send", [&] { doSend(tensor, peer); });
+}
+
+void Communicator::recv(at::Tensor& tensor, int32_t peer) {
+  call("recv", [&] { doRecv(tensor, peer); });
+}
+
+void Communicator::barrier() {
+  call("barrier", [&] { doBarrier(); });
+}
+
+at::Tensor Communicator::emptyOutput(c10::IntArrayRef sizes, const at::TensorOptions& options) {
+  return at::empty(sizes, options);
+}
+
+// --- the algorithms a backend inherits when it has no native one: all are one alltoallv ---
+
+void Communicator::doAllgather(const at::Tensor& send, at::Tensor& recv) {
+  doAlltoallv(send, allGatherLayout(size(), send.numel()), recv);
+}
+
+void Communicator::doAllgatherv(const at::Tensor& send, const VLayout& r, at::Tensor& recv) {
+  const AllToAllVLayout l{filled(size(), send.numel()), filled(size(), 0), r.counts, r.displs};
+  doAlltoallv(send, l, recv);
+}
+
+void Communicator::doReduceScatterV(const at::Tensor& send, const VLayout& s, at::Tensor& recv, ReduceOp op) {
+  // Every rank's chunk for this rank lands in one row of `rows`, then the rows are reduced in rank order.
+  const int64_t m = recv.numel();
+  at::Tensor rows = at::empty({size(), m}, recv.options());
+  const AllToAllVLayout l{s.counts, s.displs, filled(size(), m), strided(size(), m)};
+  doAlltoallv(send, l, rows);
+  std::vector<at::Tensor> parts;
+  for (int32_t i = 0; i < size(); ++i) parts.push_back(rows[i]);
+  reduceInOrder(parts, recv, op);
+}
+
+void Communicator::doAllreduce(const at::Tensor& send, at::Tensor& recv, ReduceOp op) {
+  // Reduce-scatter into shards of ceil(numel / size), then all-gather the shards.
+  const int64_t numel = send.numel();
+  const int64_t chunk = (numel + size() - 1) / size();
+  VLayout shards;
+  for (int32_t i = 0; i < size(); ++i) {
+    const int64_t begin = std::min(numel, i * chunk);
+    shards.displs.push_back(begin);
+    shards.counts.push_back(std::min(numel, begin + chunk) - begin);
+  }
+  at::Tensor mine = at::empty({shards.counts[rank()]}, send.options());
+  doReduceScatterV(send, shards, mine, op);
+  doAllgatherv(mine, shards, recv);
+}
+
+void Communicator::doBroadcast(at::Tensor& tensor, int32_t root) {
+  const int64_t n = tensor.numel();
+  AllToAllVLayout l{filled(size(), 0), filled(size(), 0), filled(size(), 0), filled(size(), 0)};
+  at::Tensor none = at::empty({0}, tensor.options());
+  if (rank() == root) {
+    l.sendCounts = filled(size(), n);
+    l.sendCounts[root] = 0;
+    doAlltoallv(flat(tensor), l, none);
+  } else {
+    l.recvCounts[root] = n;
+    at::Tensor out = flat(tensor);
+    doAlltoallv(none, l, out);
+  }
+}
+
+void Communicator::doSend(const at::Tensor&, int32_t peer) {
+  ATB_FAIL(ERROR_INVALID_PARAM, "backend '", backend(), "' has no point-to-point send (to rank ", peer, ")");
+}
+
+void Communicator::doRecv(at::Tensor&, int32_t peer) {
+  ATB_FAIL(ERROR_INVALID_PARAM, "backend '", backend(), "' has no point-to-point recv (from rank ", peer, ")");
+}
+
+void Communicator::doBarrier() {
+  const AllToAllVLayout zero{filled(size(), 0), filled(size(), 0), filled(size(), 0), filled(size(), 0)};
+  at::Tensor none = at::empty({0}, at::kByte);
+  doAlltoallv(none, zero, none);
+}
+
+}  // namespace atb_ops

@@ -1,0 +1,85 @@
+#include "comm/shm/peer_memory.h"
+
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace atb_ops::shm {
+
+void PeerMemory::reset(int32_t n) {
+  pids_.assign(static_cast<size_t>(n), 0);
+  arenas_.assign(static_cast<size_t>(n), ArenaRange{});
+  self_ = ::getpid();
+}
+
+void PeerMemory::setArena(int32_t peer, uint64_t arenaBase, uint64_t arenaBytes, char* mapped) {
+  arenas_[peer] = ArenaRange{arenaBase, arenaBytes, mapped};
+}
+
+void PeerMemory::dropArenas() {
+  for (auto& a : arenas_) a = ArenaRange{};
+}
+
+bool PeerMemory::direct(int32_t peer, uint64_t addr, uint64_t bytes) const {
+  if (pids_[peer] == self_) return true;
+  const ArenaRange& a = arenas_[peer];
+  return a.mapped != nullptr && addr >= a.base && bytes <= a.bytes && addr - a.base <= a.bytes - bytes;
+}
+
+char* PeerMemory::local(int32_t peer, uint64_t addr) const {
+  if (pids_[peer] == self_) return reinterpret_cast<char*>(addr);
+  return arenas_[peer].mapped + (addr - arenas_[peer].base);
+}
+
+namespace {
+
+bool crossCopy(pid_t pid, int32_t peer, bool write, char* local, uint64_t remote, uint64_t bytes, std::string& error) {
+  while (bytes > 0) {
+    iovec mine{local, bytes};
+    iovec theirs{reinterpret_cast<void*>(remote), bytes};
+    const ssize_t n =
+        write ? ::process_vm_writev(pid, &mine, 1, &theirs, 1, 0) : ::process_vm_readv(pid, &mine, 1, &theirs, 1, 0);
+    if (n <= 0) {
+      if (n < 0 && errno == EINTR) continue;
+      error = std::string(write ? "process_vm_writev to" : "process_vm_readv from") + " rank " + std::to_string(peer) +
+              " (pid " + std::to_string(pid) + ") failed: " + std::strerror(errno) +
+              (errno == EPERM ? " (ptrace is restricted here; use backend 'gloo')" : "");
+      return false;
+    }
+    local += n;
+    remote += static_cast<uint64_t>(n);
+    bytes -= static_cast<uint64_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool PeerMemory::read(int32_t peer, uint64_t remote, void* dst, uint64_t bytes, std::string& error) const {
+  if (bytes == 0) return true;
+  if (direct(peer, remote, bytes)) {
+    std::memcpy(dst, local(peer, remote), bytes);
+    return true;
+  }
+  return crossCopy(pids_[peer], peer, false, static_cast<char*>(dst), remote, bytes, error);
+}
+
+bool PeerMemory::write(int32_t peer, const void* src, uint64_t remote, uint64_t bytes, std::string& error) const {
+  if (bytes == 0) return true;
+  if (direct(peer, remote, bytes)) {
+    std::memcpy(local(peer, remote), src, bytes);
+    return true;
+  }
+  return crossCopy(pids_[peer], peer, true, const_cast<char*>(static_cast<const char*>(src)), remote, bytes, error);
+}
+
+const char* PeerMemory::view(int32_t peer, uint64_t remote, uint64_t bytes, std::vector<char>& scratch,
+                             std::string& error) const {
+  if (direct(peer, remote, bytes)) return local(peer, remote);
+  if (scratch.size() < bytes) scratch.resize(bytes);
+  return read(peer, remote, scratch.data(), bytes, error) ? scratch.data() : nullptr;
+}
+
+}  // namespace atb_ops::shm

@@ -1,0 +1,53 @@
+#include "comm/shm/segment_layout.h"
+
+namespace atb_ops::shm {
+namespace {
+
+size_t roundUp(size_t n, size_t a) {
+  return (n + a - 1) / a * a;
+}
+
+size_t postStrideFor(int32_t n) {
+  return roundUp(sizeof(PostBlock) + sizeof(PeerEntry) * static_cast<size_t>(n), 64);
+}
+
+size_t slotStrideFor(int32_t n, size_t eagerBytes) {
+  return roundUp(sizeof(SlotHead) + 2 * postStrideFor(n) + 2 * eagerBytes, 64);
+}
+
+}  // namespace
+
+SegmentView::SegmentView(void* base, int32_t rankSize, size_t eagerBytes)
+    : base_(static_cast<char*>(base)),
+      size_(rankSize),
+      eagerBytes_(eagerBytes),
+      postStride_(postStrideFor(rankSize)),
+      slotStride_(slotStrideFor(rankSize, eagerBytes)) {}
+
+size_t SegmentView::bytesFor(int32_t n, size_t eagerBytes) {
+  const size_t channels = sizeof(P2pChannel) * static_cast<size_t>(n) * static_cast<size_t>(n);
+  return sizeof(SegmentHeader) + slotStrideFor(n, eagerBytes) * static_cast<size_t>(n) + channels;
+}
+
+SlotHead& SegmentView::slot(int32_t r) const {
+  return *reinterpret_cast<SlotHead*>(base_ + sizeof(SegmentHeader) + slotStride_ * static_cast<size_t>(r));
+}
+
+PostBlock& SegmentView::post(int32_t r, uint32_t parity) const {
+  return *reinterpret_cast<PostBlock*>(reinterpret_cast<char*>(&slot(r)) + sizeof(SlotHead) + postStride_ * parity);
+}
+
+PeerEntry* SegmentView::entries(int32_t r, uint32_t parity) const {
+  return reinterpret_cast<PeerEntry*>(reinterpret_cast<char*>(&post(r, parity)) + sizeof(PostBlock));
+}
+
+char* SegmentView::eager(int32_t r, uint32_t parity) const {
+  return reinterpret_cast<char*>(&slot(r)) + sizeof(SlotHead) + 2 * postStride_ + eagerBytes_ * parity;
+}
+
+P2pChannel& SegmentView::channel(int32_t src, int32_t dst) const {
+  char* channels = base_ + sizeof(SegmentHeader) + slotStride_ * static_cast<size_t>(size_);
+  return reinterpret_cast<P2pChannel*>(channels)[static_cast<size_t>(src) * size_ + dst];
+}
+
+}  // namespace atb_ops::shm

@@ -1,0 +1,127 @@
+// The shm backend's control segment: what lives where, shared by every rank of one communicator.
+//
+//   SegmentHeader
+//   rankSize x Slot:    SlotHead | PostBlock+PeerEntry[rankSize] x 2 parities | eager buffer x 2 parities
+//   rankSize^2 x P2pChannel (channel src -> dst at src * rankSize + dst)
+//
+// Posts and eager buffers alternate between two copies by call parity: a rank can be at most one call
+// ahead of any peer (it waits for every peer's post of the next call), so the copy it overwrites was read
+// two calls ago.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace atb_ops::shm {
+
+constexpr uint64_t kSegmentMagic = 0x33306d6873627461ULL;  // "atbshm03"
+constexpr uint32_t kNotEager = 0xffffffffu;
+constexpr size_t kMaxEagerBytes = size_t{256} << 10;  // per rank and parity, whatever the limit
+constexpr size_t kEagerAlign = 64;
+constexpr size_t kCpuWords = 16;  // 1024 CPUs
+// Beyond this, one host would need more ranks than it has cores to be useful, and the per-pair state
+// (posts, point-to-point channels) grows as rankSize^2: refused up front with a clear error.
+constexpr int32_t kMaxRanks = 512;
+
+struct alignas(64) SegmentHeader {
+  std::atomic<uint64_t> magic;  // written last by the root: a reader that sees it sees the rest
+  uint64_t keyHash;
+  int32_t rankSize;
+  int32_t rootPid;
+  std::atomic<int32_t> attached;
+  // A rank that gives up (a peer died, timed out, a copy failed) leaves its reason here, so peers
+  // waiting on someone else learn of it within one health check instead of waiting out the timeout.
+  std::atomic<int32_t> abortClaim;
+  std::atomic<int32_t> abortedBy;  // rank + 1; 0 while healthy
+  uint32_t eagerBytes;             // the root's choice; every rank lays its slot out with it
+  char abortReason[232];
+};
+
+// One per rank, written only by that rank (pid once at attach, the sequence words every call).
+struct alignas(64) SlotHead {
+  std::atomic<uint32_t> postSeq;  // futex word: this rank's post for collective #postSeq is complete
+  std::atomic<uint32_t> postWaiters;
+  std::atomic<uint32_t> phaseSeq;  // futex word: this rank finished the first phase of #phaseSeq
+  std::atomic<uint32_t> phaseWaiters;
+  std::atomic<uint32_t> doneSeq;  // futex word: this rank finished touching its peers' buffers for #doneSeq
+  std::atomic<uint32_t> doneWaiters;
+  std::atomic<int32_t> pid;
+  uint64_t cpus[kCpuWords];  // the CPUs this rank may run on (sched_getaffinity at attach)
+  // This rank's shared-memory arena (arena.h): its address here, its size (0: none) and its memfd.
+  uint64_t arenaBase;
+  uint64_t arenaBytes;
+  int32_t arenaFd;
+  std::atomic<int32_t> arenaMapped;  // 0 not yet, 1 this rank mapped every peer's arena, 2 it could not
+};
+
+// What the collective of a post is, so ranks that called different collectives (or the same with other
+// sizes) find out together instead of misreading each other's buffers.
+enum class CallKind : int32_t { kAlltoallv = 1, kAllreduce = 2, kReduceScatter = 3, kBroadcast = 4 };
+
+// What rank r posts about peer j for one call: where r's bytes for j live and where j's bytes go (both
+// in r's address space), how many bytes flow each way, and whether the bytes for j wait in r's eager
+// buffer.
+struct PeerEntry {
+  uint64_t sendAddr;
+  uint64_t recvAddr;
+  uint64_t sendBytes;
+  uint64_t recvBytes;
+  uint32_t eagerOffset;  // kNotEager: j reads sendAddr directly
+  uint32_t reserved;
+};
+
+struct alignas(64) PostBlock {
+  int32_t kind;  // CallKind
+  int32_t dtype;
+  int32_t elemSize;
+  int32_t op;    // ReduceOp (reductions)
+  int32_t root;  // broadcast
+  int32_t eager;  // 1: the whole call travels through the eager buffers
+  uint64_t totalBytes;  // reductions and broadcast: the tensor's bytes
+  // PeerEntry entries[rankSize] follow
+};
+
+// Point to point, src -> dst. Written by src: sendSeq, addr, bytes, dtype; by dst: ackSeq, status, and
+// what it expected when it refused a message.
+struct alignas(64) P2pChannel {
+  std::atomic<uint32_t> sendSeq;
+  std::atomic<uint32_t> sendWaiters;
+  std::atomic<uint32_t> ackSeq;
+  std::atomic<uint32_t> ackWaiters;
+  uint64_t addr;
+  uint64_t bytes;
+  int32_t dtype;
+  int32_t status;  // 0 delivered; else P2pStatus
+  uint64_t expectedBytes;
+  int32_t expectedDtype;
+  int32_t reserved;
+};
+
+enum class P2pStatus : int32_t { kDelivered = 0, kMismatch = 1, kCopyFailed = 2 };
+
+// Offsets inside a segment for one rankSize and eager size.
+class SegmentView {
+ public:
+  SegmentView() = default;
+  SegmentView(void* base, int32_t rankSize, size_t eagerBytes);
+
+  static size_t bytesFor(int32_t rankSize, size_t eagerBytes);
+
+  SegmentHeader& header() const { return *reinterpret_cast<SegmentHeader*>(base_); }
+  SlotHead& slot(int32_t r) const;
+  PostBlock& post(int32_t r, uint32_t parity) const;
+  PeerEntry* entries(int32_t r, uint32_t parity) const;
+  char* eager(int32_t r, uint32_t parity) const;
+  P2pChannel& channel(int32_t src, int32_t dst) const;
+  size_t eagerBytes() const { return eagerBytes_; }
+
+ private:
+  char* base_ = nullptr;
+  int32_t size_ = 0;
+  size_t eagerBytes_ = 0;
+  size_t postStride_ = 0;
+  size_t slotStride_ = 0;
+};
+
+}  // namespace atb_ops::shm

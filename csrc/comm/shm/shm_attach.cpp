@@ -1,0 +1,172 @@
+#include "comm/shm/shm_attach.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "comm/bootstrap/bootstrap.h"
+#include "core/json_fields.h"
+#include "core/layout.h"
+#include "core/status.h"
+
+namespace atb_ops::shm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+size_t roundUp(size_t n, size_t a) {
+  return (n + a - 1) / a * a;
+}
+
+void sleepBackoff(int& attempt) {
+  std::this_thread::sleep_for(std::chrono::microseconds(attempt < 50 ? 200 : 2000));
+  ++attempt;
+}
+
+std::string describe(const CommConfig& c) {
+  return "shm communicator (commDomain '" + c.commDomain + "', rankSize " + std::to_string(c.rankSize) + ", job '" +
+         jobKeyFor(c) + "')";
+}
+
+void claimSlot(const CommConfig& c, const SegmentView& v) {
+  const pid_t self = ::getpid();
+  int32_t expected = 0;
+  ATB_CHECK(v.slot(c.rank).pid.compare_exchange_strong(expected, self), ERROR_INVALID_PARAM, describe(c), ": rank ",
+            c.rank, " is already taken by pid ", expected, "; every rank needs its own 'rank'");
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  if (sched_getaffinity(0, sizeof(mine), &mine) != 0) CPU_SET(0, &mine);
+  SlotHead& s = v.slot(c.rank);
+  for (size_t w = 0; w < kCpuWords; ++w) {
+    uint64_t bits = 0;
+    for (size_t b = 0; b < 64; ++b) {
+      if (CPU_ISSET(w * 64 + b, &mine)) bits |= uint64_t{1} << b;
+    }
+    s.cpus[w] = bits;
+  }
+  const Arena& arena = Arena::instance();
+  s.arenaBase = reinterpret_cast<uint64_t>(arena.base());
+  s.arenaBytes = arena.enabled() ? arena.bytes() : 0;
+  s.arenaFd = arena.fd();
+  v.header().attached.fetch_add(1);  // publishes the slot's pid, cpus and arena
+}
+
+void mapPeerArenas(const CommConfig& c, Attachment& a, PeerMemory& memory, Clock::time_point deadline) {
+  const pid_t self = ::getpid();
+  Arena& arena = Arena::instance();
+  const SegmentView& v = a.view;
+  a.peerArenas.clear();
+  a.peerArenas.resize(c.rankSize);
+  bool ok = true;
+  for (int32_t p = 0; p < c.rankSize; ++p) {
+    const SlotHead& peer = v.slot(p);
+    if (peer.arenaBytes == 0) {
+      ok = false;
+    } else if (peer.pid.load() == self) {
+      memory.setArena(p, peer.arenaBase, peer.arenaBytes, arena.base());  // a thread of this process
+    } else {
+      a.peerArenas[p] = PeerArenaMapping::map(peer.pid.load(), peer.arenaFd, peer.arenaBytes);
+      memory.setArena(p, peer.arenaBase, peer.arenaBytes, a.peerArenas[p].base());
+      ok = ok && a.peerArenas[p].valid();
+    }
+  }
+  v.slot(c.rank).arenaMapped.store(ok ? 1 : 2);
+  // Every rank must agree whether the arena routes are on, so all wait for all verdicts.
+  int attempt = 0;
+  a.arenasShared = true;
+  for (int32_t p = 0; p < c.rankSize; ++p) {
+    int32_t verdict;
+    while ((verdict = v.slot(p).arenaMapped.load()) == 0) {
+      ATB_CHECK(Clock::now() < deadline, ERROR_COMM_TIMEOUT, describe(c), ": rank ", p, " (pid ", v.slot(p).pid.load(),
+                ") did not finish mapping its peers' arenas within ATB_OPS_TIMEOUT");
+      sleepBackoff(attempt);
+    }
+    a.arenasShared = a.arenasShared && verdict == 1;
+  }
+  if (!a.arenasShared) {
+    a.peerArenas.clear();
+    memory.dropArenas();
+  }
+}
+
+}  // namespace
+
+Attachment attachSegment(const CommConfig& c, PeerMemory& memory) {
+  ATB_CHECK(c.rankSize <= kMaxRanks, ERROR_INVALID_PARAM, "backend 'shm' supports at most ", kMaxRanks,
+            " ranks on one host; rankSize is ", c.rankSize, " (use backend 'gloo' across hosts)");
+  Arena::instance();  // raises on a malformed ATB_OPS_SHM_ARENA before anything is claimed
+  const auto timeout = c.options.timeout;
+  const auto deadline = Clock::now() + timeout;
+  const std::string dir = privateDir(c.options);
+  std::unique_ptr<Bootstrap> bootstrap = makeBootstrap(c, "shm");
+  Attachment a;
+  std::string name;
+  if (c.rank == c.rankRoot) {
+    // The root sizes the eager buffers from its ATB_OPS_SHM_EAGER; the others read the size from the header.
+    const size_t eager =
+        std::min(kMaxEagerBytes, roundUp(static_cast<size_t>(c.options.shmEager), kEagerAlign) * c.rankSize);
+    name = "seg." + randomToken();
+    a.file = MappedFile::create(dir + "/" + name, SegmentView::bytesFor(c.rankSize, eager));
+    a.view = SegmentView(a.file.base(), c.rankSize, eager);
+    SegmentHeader& h = a.view.header();
+    h.rankSize = c.rankSize;
+    h.rootPid = ::getpid();
+    h.eagerBytes = static_cast<uint32_t>(eager);
+    h.magic.store(kSegmentMagic, std::memory_order_release);
+    claimSlot(c, a.view);
+    try {
+      bootstrap->broadcast(name);
+    } catch (...) {
+      unlinkIfSame(a.file, a.file.path());
+      throw;
+    }
+  } else {
+    name = bootstrap->broadcast("");
+    ATB_CHECK(name.rfind("seg.", 0) == 0 && name.find('/') == std::string::npos, ERROR_RT_FAIL, describe(c),
+              ": the bootstrap delivered '", excerpt(name, 64), "', not a segment name");
+    a.file = MappedFile::open(dir + "/" + name);
+    ATB_CHECK(a.file.valid() && a.file.size() >= sizeof(SegmentHeader), ERROR_RT_FAIL, describe(c), ": segment '",
+              dir, "/", name, "' of root rank ", c.rankRoot,
+              " is not on this host; backend 'shm' needs every rank on one host (use 'gloo' across hosts)");
+    auto& h = *static_cast<SegmentHeader*>(a.file.base());
+    ATB_CHECK(h.magic.load(std::memory_order_acquire) == kSegmentMagic && h.rankSize == c.rankSize &&
+                  a.file.size() == SegmentView::bytesFor(c.rankSize, h.eagerBytes),
+              ERROR_RT_FAIL, describe(c), ": segment '", name, "' does not match (rankSize ", h.rankSize, ")");
+    a.view = SegmentView(a.file.base(), c.rankSize, h.eagerBytes);
+    claimSlot(c, a.view);
+  }
+
+  // Everyone meets here, so a missing rank is reported at creation, not at the first collective. The
+  // root's name goes once everyone holds a mapping, or once the rendezvous failed.
+  int attempt = 0;
+  while (a.view.header().attached.load() < c.rankSize) {
+    if (Clock::now() >= deadline) {
+      std::vector<int64_t> missing;
+      for (int32_t r = 0; r < c.rankSize; ++r) {
+        if (a.view.slot(r).pid.load() == 0) missing.push_back(r);
+      }
+      if (c.rank == c.rankRoot) unlinkIfSame(a.file, a.file.path());
+      ATB_FAIL(ERROR_COMM_TIMEOUT, describe(c), ": rank(s) ", formatRanks(missing),
+               " did not join within ATB_OPS_TIMEOUT=", std::chrono::duration<double>(timeout).count(), " s");
+    }
+    sleepBackoff(attempt);
+  }
+  if (c.rank == c.rankRoot) unlinkIfSame(a.file, a.file.path());
+
+  memory.reset(c.rankSize);
+  int cpus = 0;
+  for (size_t w = 0; w < kCpuWords; ++w) {
+    uint64_t all = 0;
+    for (int32_t r = 0; r < c.rankSize; ++r) all |= a.view.slot(r).cpus[w];
+    cpus += __builtin_popcountll(all);
+  }
+  a.spin = c.rankSize <= cpus;
+  for (int32_t r = 0; r < c.rankSize; ++r) memory.setPid(r, a.view.slot(r).pid.load());
+  mapPeerArenas(c, a, memory, deadline);
+  return a;
+}
+
+}  // namespace atb_ops::shm

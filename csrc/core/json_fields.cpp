@@ -1,0 +1,149 @@
+#include "core/json_fields.h"
+
+#include <c10/util/StringUtil.h>
+
+#include "core/status.h"
+
+namespace atb_ops {
+namespace {
+
+using nlohmann::json;
+
+std::string show(const json& v) {
+  // Depth is bounded at parse time, so dump's recursion is too; long arrays are cut.
+  return excerpt(v.dump());
+}
+
+}  // namespace
+
+std::string excerpt(const std::string& text, size_t limit) {
+  if (text.size() <= limit) return text;
+  return text.substr(0, limit) + "... (" + std::to_string(text.size()) + " characters)";
+}
+
+json parseJsonObject(const std::string& text, const std::string& what) {
+  int deepest = 0;
+  const json::parser_callback_t limitDepth = [&deepest](int depth, json::parse_event_t, json&) {
+    if (depth > kMaxJsonDepth) {
+      deepest = depth;
+      return false;
+    }
+    return true;
+  };
+  json parsed;
+  try {
+    // The callback only sees depth as values complete; a pre-scan of brackets refuses deep documents
+    // before the parser builds anything.
+    int depth = 0;
+    bool inString = false;
+    for (size_t i = 0; i < text.size(); ++i) {
+      const char c = text[i];
+      if (inString) {
+        if (c == '\\') {
+          ++i;
+        } else if (c == '"') {
+          inString = false;
+        }
+      } else if (c == '"') {
+        inString = true;
+      } else if (c == '[' || c == '{') {
+        ATB_CHECK(++depth <= kMaxJsonDepth, ERROR_INVALID_PARAM, what, " nests deeper than ", kMaxJsonDepth,
+                  " levels: '", excerpt(text, 80), "'");
+      } else if (c == ']' || c == '}') {
+        --depth;
+      }
+    }
+    parsed = json::parse(text, limitDepth);
+  } catch (const json::exception& e) {
+    ATB_FAIL(ERROR_INVALID_PARAM, what, " is not valid JSON (", e.what(), "): '", excerpt(text), "'");
+  }
+  ATB_CHECK(deepest == 0, ERROR_INVALID_PARAM, what, " nests deeper than ", kMaxJsonDepth, " levels");
+  ATB_CHECK(parsed.is_object(), ERROR_INVALID_PARAM, what, " must be a JSON object, got '", excerpt(text), "'");
+  return parsed;
+}
+
+JsonFields::JsonFields(const json& object, std::string what) : object_(object), what_(std::move(what)) {}
+
+bool JsonFields::has(const char* key) const {
+  return object_.contains(key);
+}
+
+const json* JsonFields::find(const char* key) {
+  known_.insert(key);
+  auto it = object_.find(key);
+  return it == object_.end() ? nullptr : &*it;
+}
+
+int64_t JsonFields::int64(const char* key, int64_t fallback) {
+  const json* v = find(key);
+  if (v == nullptr) return fallback;
+  ATB_CHECK(v->is_number_integer(), ERROR_INVALID_PARAM, what_, " '", key, "' must be an integer, got ", show(*v));
+  ATB_CHECK(!v->is_number_unsigned() || v->get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX), ERROR_INVALID_PARAM,
+            what_, " '", key, "' is ", v->get<uint64_t>(), ", which does not fit int64");
+  return v->get<int64_t>();
+}
+
+int32_t JsonFields::int32(const char* key, int32_t fallback) {
+  if (!has(key)) {
+    known_.insert(key);
+    return fallback;
+  }
+  const int64_t x = int64(key, fallback);
+  ATB_CHECK(x >= INT32_MIN && x <= INT32_MAX, ERROR_INVALID_PARAM, what_, " '", key, "' does not fit int32, got ", x);
+  return static_cast<int32_t>(x);
+}
+
+uint64_t JsonFields::handle(const char* key, uint64_t fallback) {
+  const json* v = find(key);
+  if (v == nullptr) return fallback;
+  // Handles are pointers: the whole unsigned range, no negatives.
+  ATB_CHECK(v->is_number_unsigned() || (v->is_number_integer() && v->get<int64_t>() >= 0), ERROR_INVALID_PARAM, what_,
+            " '", key, "' must be a non-negative integer handle, got ", show(*v));
+  return v->get<uint64_t>();
+}
+
+bool JsonFields::boolean(const char* key, bool fallback) {
+  const json* v = find(key);
+  if (v == nullptr) return fallback;
+  // ATB's JSON parser reads booleans with get<bool>(), and its tests also pass 0/1.
+  if (v->is_boolean()) return v->get<bool>();
+  ATB_CHECK(v->is_number_integer() && (v->get<int64_t>() == 0 || v->get<int64_t>() == 1), ERROR_INVALID_PARAM, what_,
+            " '", key, "' must be true/false (or 0/1), got ", show(*v));
+  return v->get<int64_t>() == 1;
+}
+
+std::string JsonFields::string(const char* key, const std::string& fallback) {
+  const json* v = find(key);
+  if (v == nullptr) return fallback;
+  ATB_CHECK(v->is_string(), ERROR_INVALID_PARAM, what_, " '", key, "' must be a string, got ", show(*v));
+  return v->get<std::string>();
+}
+
+std::vector<int64_t> JsonFields::int64Array(const char* key, const std::vector<int64_t>& fallback) {
+  const json* v = find(key);
+  if (v == nullptr) return fallback;
+  ATB_CHECK(v->is_array(), ERROR_INVALID_PARAM, what_, " '", key, "' must be an array of integers, got ", show(*v));
+  std::vector<int64_t> out;
+  out.reserve(v->size());
+  for (size_t i = 0; i < v->size(); ++i) {
+    const json& item = (*v)[i];
+    ATB_CHECK(item.is_number_integer(), ERROR_INVALID_PARAM, what_, " '", key, "' must hold integers only, but ", key,
+              "[", i, "] is ", show(item));
+    ATB_CHECK(!item.is_number_unsigned() || item.get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX),
+              ERROR_INVALID_PARAM, what_, " ", key, "[", i, "] is ", item.get<uint64_t>(),
+              ", which does not fit int64");
+    out.push_back(item.get<int64_t>());
+  }
+  return out;
+}
+
+void JsonFields::rejectUnknownKeys() const {
+  for (const auto& item : object_.items()) {
+    if (known_.count(item.key()) == 0) {
+      ATB_FAIL(ERROR_INVALID_PARAM, what_, " has unknown key '", excerpt(item.key(), 64),
+               "'; known keys: ", c10::Join(", ", std::vector<std::string>(known_.begin(), known_.end())));
+    }
+  }
+}
+
+}  // namespace atb_ops

@@ -1,0 +1,120 @@
+#include "core/options.h"
+
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+#include "core/status.h"
+
+namespace atb_ops {
+namespace {
+
+std::optional<std::string> getEnv(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  return std::string(v);
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+}  // namespace
+
+namespace env_parse {
+
+bool flag(const std::string& name, const std::string& text) {
+  const std::string v = lower(text);
+  if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
+  if (v == "0" || v == "false" || v == "no" || v == "off") return false;
+  ATB_FAIL(ERROR_INVALID_PARAM, name, " must be 1/0 (or true/false, yes/no, on/off), got '", text, "'");
+}
+
+std::chrono::milliseconds seconds(const std::string& name, const std::string& text) {
+  char* end = nullptr;
+  const double s = std::strtod(text.c_str(), &end);
+  ATB_CHECK(end != text.c_str() && *end == '\0' && std::isfinite(s) && s > 0, ERROR_INVALID_PARAM, name,
+            " must be a finite number of seconds > 0, got '", text, "'");
+  const double maxSeconds = std::chrono::duration<double>(kMaxTimeout).count();
+  if (s > maxSeconds) {
+    TORCH_WARN_ONCE("atb_ops: ", name, "=", text, " s is more than 24 h; using 86400 s");
+    return std::chrono::duration_cast<std::chrono::milliseconds>(kMaxTimeout);
+  }
+  const auto ms = static_cast<int64_t>(std::llround(s * 1000.0));
+  ATB_CHECK(ms >= 1, ERROR_INVALID_PARAM, name, "=", text, " s is shorter than the 1 ms resolution of waits");
+  return std::chrono::milliseconds(ms);
+}
+
+int64_t bytes(const std::string& name, const std::string& text, int64_t lo, int64_t hi) {
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  ATB_CHECK(end != text.c_str() && *end == '\0' && errno == 0 && v >= lo && v <= hi, ERROR_INVALID_PARAM, name,
+            " must be a byte count from ", lo, " to ", hi, ", got '", text, "'");
+  return v;
+}
+
+std::string choice(const std::string& name, const std::string& text, std::initializer_list<const char*> allowed) {
+  std::string list;
+  for (const char* a : allowed) {
+    if (text == a) return text;
+    list += (list.empty() ? "" : ", ") + std::string(a);
+  }
+  ATB_FAIL(ERROR_INVALID_PARAM, name, " must be one of ", list, ", got '", text, "'");
+}
+
+}  // namespace env_parse
+
+Options readOptions() {
+  Options o;
+  if (auto v = getEnv("ATB_OPS_TIMEOUT")) o.timeout = env_parse::seconds("ATB_OPS_TIMEOUT", *v);
+  if (auto v = getEnv("ATB_OPS_STRICT_BACKEND")) o.strictBackend = env_parse::flag("ATB_OPS_STRICT_BACKEND", *v);
+  if (auto v = getEnv("ATB_OPS_CHECK")) o.crossRankCheck = env_parse::flag("ATB_OPS_CHECK", *v);
+  if (auto v = getEnv("ATB_OPS_SHM_EAGER")) o.shmEager = env_parse::bytes("ATB_OPS_SHM_EAGER", *v, 0, int64_t{1} << 20);
+  if (auto v = getEnv("ATB_OPS_SHM_SPLIT")) o.shmSplit = env_parse::flag("ATB_OPS_SHM_SPLIT", *v);
+  if (auto v = getEnv("ATB_OPS_SHM_ARENA")) {
+    o.shmArenaBytes = env_parse::bytes("ATB_OPS_SHM_ARENA", *v, 0, int64_t{1} << 46);
+  }
+  if (auto v = getEnv("ATB_OPS_HUGEPAGES")) o.hugePages = env_parse::flag("ATB_OPS_HUGEPAGES", *v);
+  if (auto v = getEnv("ATB_OPS_HCCL_ALLTOALLV")) {
+    const std::string c =
+        env_parse::choice("ATB_OPS_HCCL_ALLTOALLV", *v, {"alltoallv", "native", "p2p", "batch_send_recv"});
+    o.hcclAlltoallv = (c == "native") ? "alltoallv" : (c == "batch_send_recv" ? "p2p" : c);
+  }
+  if (auto v = getEnv("ATB_OPS_HCCL_BLOCKING")) o.hcclBlocking = env_parse::flag("ATB_OPS_HCCL_BLOCKING", *v);
+  if (auto v = getEnv("ATB_OPS_CPU_PATH")) o.cpuPath = env_parse::choice("ATB_OPS_CPU_PATH", *v, {"auto", "shm", "group"});
+  if (auto v = getEnv("ATB_OPS_SHM_DIR")) {
+    ATB_CHECK(v->front() == '/', ERROR_INVALID_PARAM, "ATB_OPS_SHM_DIR must be an absolute path, got '", *v, "'");
+    o.shmDir = *v;
+  }
+  o.jobId = getEnv("ATB_OPS_JOB_ID").value_or("");
+  o.masterAddr = getEnv("MASTER_ADDR").value_or("");
+  o.masterPort = getEnv("MASTER_PORT").value_or("");
+  o.elasticRunId = getEnv("TORCHELASTIC_RUN_ID").value_or("");
+  return o;
+}
+
+std::map<std::string, std::string> describeOptions(const Options& o) {
+  auto onOff = [](bool b) { return std::string(b ? "1" : "0"); };
+  return {
+      {"ATB_OPS_TIMEOUT", std::to_string(std::chrono::duration<double>(o.timeout).count())},
+      {"ATB_OPS_STRICT_BACKEND", onOff(o.strictBackend)},
+      {"ATB_OPS_CHECK", o.crossRankCheck ? onOff(*o.crossRankCheck) : std::string("")},
+      {"ATB_OPS_SHM_EAGER", std::to_string(o.shmEager)},
+      {"ATB_OPS_SHM_SPLIT", onOff(o.shmSplit)},
+      {"ATB_OPS_SHM_ARENA", o.shmArenaBytes ? std::to_string(*o.shmArenaBytes) : std::string("")},
+      {"ATB_OPS_HUGEPAGES", onOff(o.hugePages)},
+      {"ATB_OPS_HCCL_ALLTOALLV", o.hcclAlltoallv},
+      {"ATB_OPS_HCCL_BLOCKING", onOff(o.hcclBlocking)},
+      {"ATB_OPS_CPU_PATH", o.cpuPath},
+      {"ATB_OPS_SHM_DIR", o.shmDir},
+      {"ATB_OPS_JOB_ID", o.jobId},
+  };
+}
+
+}  // namespace atb_ops

@@ -1,0 +1,62 @@
+// Every ATB_OPS_* setting, parsed from the environment by one function with one rule per kind of value.
+// A communicator takes a snapshot when it is created, so a hot path never reads the environment.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace atb_ops {
+
+struct Options {
+  // ATB_OPS_TIMEOUT (seconds, default 300): the longest any rank waits for a peer. Finite and > 0 after
+  // conversion to milliseconds; values above 24 h are clamped to 24 h with a warning.
+  std::chrono::milliseconds timeout{std::chrono::seconds(300)};
+  // ATB_OPS_STRICT_BACKEND: asking for a backend this machine cannot run is an error, not a fallback.
+  bool strictBackend = false;
+  // ATB_OPS_CHECK: ranks cross-check the count matrix before moving data (unset: the backend's default).
+  std::optional<bool> crossRankCheck;
+  // ATB_OPS_SHM_EAGER (bytes, 0..1 MiB, default 16384): shm messages up to this size travel through the
+  // shared segment; 0 turns that path off.
+  int64_t shmEager = 16384;
+  // ATB_OPS_SHM_SPLIT (default on): shm senders push part of large messages to busier receivers.
+  bool shmSplit = true;
+  // ATB_OPS_SHM_ARENA (bytes; unset: half the RAM, at most 64 GiB; 0: off): the shared-memory arena.
+  std::optional<int64_t> shmArenaBytes;
+  // ATB_OPS_HUGEPAGES (default on): advise fresh CPU outputs of >= 32 MiB onto transparent huge pages.
+  bool hugePages = true;
+  // ATB_OPS_HCCL_ALLTOALLV: "alltoallv" (HcclAlltoAllV) or "p2p" (HcclBatchSendRecv).
+  std::string hcclAlltoallv = "alltoallv";
+  // ATB_OPS_HCCL_BLOCKING: the host waits for each HCCL collective.
+  bool hcclBlocking = false;
+  // ATB_OPS_CPU_PATH: auto, shm or group (atb_ops.distributed on CPU tensors).
+  std::string cpuPath = "auto";
+  // ATB_OPS_SHM_DIR (default /dev/shm): where the per-user folder of segments and rendezvous files lives.
+  std::string shmDir = "/dev/shm";
+  // The job scope of node-local rendezvous: ATB_OPS_JOB_ID, else MASTER_ADDR:MASTER_PORT(+TORCHELASTIC_RUN_ID).
+  std::string jobId;
+  std::string masterAddr;
+  std::string masterPort;
+  std::string elasticRunId;
+};
+
+// Parses the environment now. Raises ERROR_INVALID_PARAM naming the variable and its value.
+Options readOptions();
+
+// The longest ATB_OPS_TIMEOUT honoured.
+constexpr std::chrono::hours kMaxTimeout{24};
+
+// The parsers, exposed for tests: each raises ERROR_INVALID_PARAM naming `name` and `text`.
+namespace env_parse {
+bool flag(const std::string& name, const std::string& text);
+std::chrono::milliseconds seconds(const std::string& name, const std::string& text);
+int64_t bytes(const std::string& name, const std::string& text, int64_t lo, int64_t hi);
+std::string choice(const std::string& name, const std::string& text, std::initializer_list<const char*> allowed);
+}  // namespace env_parse
+
+// The options as name -> text, for Python (atb_ops reads no ATB_OPS_* variable itself).
+std::map<std::string, std::string> describeOptions(const Options& o);
+
+}  // namespace atb_ops

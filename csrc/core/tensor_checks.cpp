@@ -1,0 +1,61 @@
+#include "core/tensor_checks.h"
+
+#include <algorithm>
+
+#include "core/status.h"
+
+namespace atb_ops {
+namespace {
+
+// [first, last) byte range a tensor may touch inside its storage.
+std::pair<int64_t, int64_t> byteSpan(const at::Tensor& t) {
+  const int64_t es = t.element_size();
+  int64_t lo = t.storage_offset();
+  int64_t hi = t.storage_offset();
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.size(d) == 0) return {0, 0};
+    const int64_t reach = (t.size(d) - 1) * t.stride(d);
+    if (reach < 0) {
+      lo += reach;
+    } else {
+      hi += reach;
+    }
+  }
+  return {lo * es, (hi + 1) * es};
+}
+
+}  // namespace
+
+void checkOutput(const at::Tensor& out, const TensorDesc& want, const c10::Device& device, const std::string& op,
+                 size_t index) {
+  ATB_CHECK(out.defined(), ERROR_INVALID_PARAM, op, " output ", index, " is an undefined tensor");
+  ATB_CHECK(out.sizes() == c10::IntArrayRef(want.shape), ERROR_INVALID_TENSOR_SIZE, op, " output ", index,
+            " has shape ", out.sizes(), "; expected ", c10::IntArrayRef(want.shape));
+  ATB_CHECK(out.scalar_type() == want.dtype, ERROR_INVALID_TENSOR_DTYPE, op, " output ", index, " has dtype ",
+            out.scalar_type(), "; expected ", want.dtype);
+  ATB_CHECK(out.device() == device, ERROR_INVALID_PARAM, op, " output ", index, " is on ", out.device(),
+            " but the input is on ", device);
+  ATB_CHECK(out.is_contiguous(), ERROR_INVALID_PARAM, op, " output ", index, " must be contiguous (strides ",
+            out.strides(), ")");
+}
+
+bool mayOverlap(const at::Tensor& a, const at::Tensor& b) {
+  if (!a.defined() || !b.defined() || a.numel() == 0 || b.numel() == 0) return false;
+  if (!a.has_storage() || !b.has_storage()) return false;
+  if (a.storage().data() != b.storage().data()) return false;
+  const auto [a0, a1] = byteSpan(a);
+  const auto [b0, b1] = byteSpan(b);
+  return a0 < b1 && b0 < a1;
+}
+
+std::vector<int64_t> hostInt64(const at::Tensor& t, const std::string& what, int64_t length) {
+  ATB_CHECK(t.defined(), ERROR_INVALID_PARAM, what, " is an undefined tensor");
+  ATB_CHECK(t.scalar_type() == at::kLong, ERROR_INVALID_TENSOR_DTYPE, what, " must be int64, got ", t.scalar_type());
+  ATB_CHECK(t.dim() == 1 && t.size(0) == length, ERROR_INVALID_TENSOR_DIM, what, " must have shape [", length, "], got ",
+            t.sizes());
+  const at::Tensor host = t.device().is_cpu() ? t.contiguous() : t.to(at::kCPU).contiguous();
+  const int64_t* p = host.data_ptr<int64_t>();
+  return std::vector<int64_t>(p, p + length);
+}
+
+}  // namespace atb_ops

@@ -1,0 +1,158 @@
+// atb_ops._C: the Python module of the package. Loading it loads libatb_ops_torch (OperationTorch, the
+// torch.ops.atb_ops ops) and libatb_ops (operators, backends); these helpers serve the Python package:
+// communicators for torch.distributed groups, the store the bootstrap uses, the options, validation, the
+// shared-memory arena.
+#include <pybind11/functional.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <c10/util/Exception.h>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+#include <torch/csrc/utils/pybind.h>
+
+#include "comm/bootstrap/bootstrap.h"
+#include "comm/c10d/c10d_communicator.h"
+#include "comm/comm_cache.h"
+#include "comm/communicator.h"
+#include "comm/shm/arena.h"
+#include "core/layout.h"
+#include "core/options.h"
+#include "core/status.h"
+#include "op_plugin/python/python_errors.h"
+#include "op_plugin/torch/comm_handles.h"
+#include "quant/quant.h"
+
+namespace py = pybind11;
+
+namespace {
+
+int64_t validateLayout(std::vector<int64_t> sendCounts, std::vector<int64_t> sdispls, std::vector<int64_t> recvCounts,
+                       std::vector<int64_t> rdispls, int64_t rankSize, int64_t sendNumel, int64_t recvCapacity) {
+  return atb_ops::withPythonErrors([&] {
+    return atb_ops::validateLayout(atb_ops::AllToAllVLayout{sendCounts, sdispls, recvCounts, rdispls}, rankSize,
+                                   sendNumel, recvCapacity);
+  });
+}
+
+void installStoreProvider(py::object provider) {
+  if (provider.is_none()) {
+    atb_ops::setStoreProvider(nullptr);
+    return;
+  }
+  // Leaked on purpose: the provider must outlive the interpreter's teardown order.
+  auto* held = new py::object(std::move(provider));
+  atb_ops::setStoreProvider([held](bool required) -> c10::intrusive_ptr<c10d::Store> {
+    py::gil_scoped_acquire gil;
+    try {
+      py::object store = (*held)(required);
+      if (store.is_none()) return {};
+      return store.cast<c10::intrusive_ptr<c10d::Store>>();
+    } catch (py::error_already_set& e) {
+      ATB_FAIL(ERROR_COMM_EMPTY, "the torch.distributed store could not be had: ", e.what());
+    }
+  });
+}
+
+void installGlooFactory(py::object factory) {
+  if (factory.is_none()) {
+    atb_ops::c10dcomm::setGlooFactory(nullptr);
+    return;
+  }
+  auto* held = new py::object(std::move(factory));  // leaked on purpose, like the store provider
+  atb_ops::c10dcomm::setGlooFactory([held](const std::string& prefix, int32_t rank, int32_t size,
+                                           std::chrono::milliseconds timeout) -> c10::intrusive_ptr<c10d::Backend> {
+    py::gil_scoped_acquire gil;
+    try {
+      return (*held)(prefix, rank, size, std::chrono::duration<double>(timeout).count())
+          .cast<c10::intrusive_ptr<c10d::Backend>>();
+    } catch (py::error_already_set& e) {
+      ATB_FAIL(ERROR_COMM_EMPTY, "backend 'gloo' could not create its group: ", e.what());
+    }
+  });
+}
+
+int64_t makeComm(const std::string& backend, int32_t rank, int32_t size, const std::string& commDomain,
+                 const std::string& jobKey, const c10::Device& device, py::object group) {
+  return atb_ops::withPythonErrors([&] {
+    c10::intrusive_ptr<c10d::ProcessGroup> pg;
+    if (!group.is_none()) pg = group.cast<c10::intrusive_ptr<c10d::ProcessGroup>>();
+    const atb_ops::CommConfig config = atb_ops::configForGroup(backend, rank, size, commDomain, jobKey, device, pg);
+    py::gil_scoped_release unlocked;  // creation waits for peers, which may be threads of this process
+    return atb_ops::handleOf(atb_ops::acquireCommunicator(config));
+  });
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "atb_ops native core: ATB operations and communicators";
+
+  m.def("backends", &atb_ops::registeredBackends, "Backends built into this atb_ops, as 'name (device)'.");
+  m.def("communicator_count", &atb_ops::cachedCommunicatorCount, "Communicators in the cache.");
+  m.def(
+      "clear_communicators",
+      [] {
+        py::gil_scoped_release unlocked;
+        atb_ops::clearCommunicatorCache();
+      },
+      "Drops every cached communicator (at exit, and in tests).");
+  m.def(
+      "options", [] { return atb_ops::withPythonErrors([] { return atb_ops::describeOptions(atb_ops::readOptions()); }); },
+      "The ATB_OPS_* settings as atb_ops reads them now (one parser for C++ and Python); raises on a bad value.");
+  m.def("set_store_provider", &installStoreProvider, py::arg("provider"),
+        "Installs provider(required: bool) -> torch.distributed Store | None: the job's store for the bootstrap.");
+  m.def("set_gloo_factory", &installGlooFactory, py::arg("factory"),
+        "Installs factory(prefix, rank, size, timeout_s) -> a gloo Backend on the job's store (backend 'gloo').");
+  m.def("make_comm", &makeComm, py::arg("backend"), py::arg("rank"), py::arg("size"), py::arg("comm_domain"),
+        py::arg("job_key"), py::arg("device"), py::arg("group") = py::none(),
+        "The handle of the (cached) communicator of a torch.distributed group's collectives.");
+  m.def(
+      "comm_size", [](int64_t h) { return atb_ops::withPythonErrors([&] { return atb_ops::communicatorOf(h)->size(); }); },
+      py::arg("handle"));
+  m.def(
+      "comm_backend",
+      [](int64_t h) { return atb_ops::withPythonErrors([&] { return atb_ops::communicatorOf(h)->backend(); }); },
+      py::arg("handle"));
+  m.def(
+      "comm_rank", [](int64_t h) { return atb_ops::withPythonErrors([&] { return atb_ops::communicatorOf(h)->rank(); }); },
+      py::arg("handle"));
+
+  m.def(
+      "shm_empty_bytes",
+      [](int64_t nbytes) {
+        return atb_ops::withPythonErrors(
+            [&] { return atb_ops::shm::emptyShared({nbytes}, at::TensorOptions().dtype(at::kByte)); });
+      },
+      py::arg("nbytes"), "A uint8 CPU tensor of nbytes in the process's shared-memory arena (see atb_ops.shm_empty).");
+  m.def(
+      "shm_arena_info",
+      [] {
+        const atb_ops::shm::Arena& a = atb_ops::shm::Arena::instance();
+        return py::dict(py::arg("enabled") = a.enabled(), py::arg("reserved_bytes") = a.bytes(),
+                        py::arg("used_bytes") = a.usedBytes());
+      },
+      "The shared-memory arena: whether it is on, its reserved and its allocated bytes.");
+  m.def(
+      "shm_is_shared",
+      [](const at::Tensor& t) {
+        return t.device().is_cpu() && atb_ops::shm::Arena::instance().contains(t.data_ptr(), t.nbytes());
+      },
+      py::arg("tensor"), "Whether the tensor's memory lies in the shared-memory arena.");
+  m.def(
+      "_quant_cpu_isa",
+      [](const std::string& request) {
+        try {
+          return atb_ops::quant::cpuIsa(request);
+        } catch (const c10::Error& e) {
+          throw std::invalid_argument(e.what_without_backtrace());  // ValueError
+        }
+      },
+      py::arg("request") = "",
+      "Which atb_ops.quant CPU kernels run: '' (query), 'auto', 'scalar' or 'avx2'; returns the active one.");
+
+  m.def("validate_layout", &validateLayout, py::arg("send_counts"), py::arg("sdispls"), py::arg("recv_counts"),
+        py::arg("rdispls"), py::arg("rank_size"), py::arg("send_numel"), py::arg("recv_capacity") = -1,
+        "The one alltoallv layout check (csrc/core/layout.h); returns sum(recv_counts), raises RuntimeError.");
+}
