@@ -197,7 +197,8 @@ def extensions() -> list:
         extra_link_args=nccl["extra_link_args"] + hccl["extra_link_args"],
         define_macros=[("ATB_OPS_QUANT_CUDA", "1")] if kernels else [],
     )
-    torch_bindings = native_library("atb_ops.lib.libatb_ops_torch", sources("op_plugin/torch/*.cpp"), python=True)
+    torch_bindings = native_library("atb_ops.lib.libatb_ops_torch", sources("op_plugin/torch/*.cpp"), python=True,
+                                    define_macros=[("ATB_OPS_QUANT_CUDA", "1")] if kernels else [])
     torch_bindings.atb_needs = ["atb_ops.lib.libatb_ops"]
     exts = [
         core,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing as mp
+import os
 import random
 import socket
 import uuid
@@ -22,8 +23,8 @@ import torch.distributed as dist
 
 # atb_ops is first-party under the project's ruff config and third-party without it: keep it apart.
 # isort: off
-import atb_ops  # noqa: F401  (loads atb_ops._C)
-from atb_ops import _C
+import atb_ops  # noqa: F401  (loads the native core)
+from atb_ops import _testing as mock
 
 # isort: on
 
@@ -51,10 +52,10 @@ def fresh_mock(monkeypatch: pytest.MonkeyPatch):
     """Every test starts from an empty call log, default options and no path/blocking variables."""
     for name in ("ATB_OPS_HCCL_ALLTOALLV", "ATB_OPS_HCCL_BLOCKING", "ATB_OPS_TIMEOUT"):
         monkeypatch.delenv(name, raising=False)
-    _C._hccl_mock_reset()
-    _C._hccl_mock_configure(stream_base=STREAM_BASE, collective_timeout_ms=20000)
+    mock._hccl_mock_reset()
+    mock._hccl_mock_configure(stream_base=STREAM_BASE, collective_timeout_ms=20000)
     yield
-    _C._hccl_mock_reset()
+    mock._hccl_mock_reset()
 
 
 def unique(prefix: str) -> str:
@@ -71,7 +72,7 @@ def run_ranks(n: int, fn: Callable[[int], Any]) -> list[Any]:
 def make_comms(n: int, **kwargs: Any) -> list[Any]:
     """n mock communicators made concurrently, one per thread, as n ranks would."""
     job = unique("job")
-    return run_ranks(n, lambda r: _C._HcclMockCommunicator(r, n, job_key=job, **kwargs))
+    return run_ranks(n, lambda r: mock._HcclMockCommunicator(r, n, job_key=job, **kwargs))
 
 
 def close_all(comms: list[Any]) -> None:
@@ -80,7 +81,7 @@ def close_all(comms: list[Any]) -> None:
 
 
 def calls_on(handle: int, fn: str) -> list[dict[str, Any]]:
-    return [c for c in _C._hccl_mock_calls(fn) if c["comm"] == handle]
+    return [c for c in mock._hccl_mock_calls(fn) if c["comm"] == handle]
 
 
 # ---------------------------------------------------------------- layouts and goldens
@@ -167,18 +168,18 @@ def exchange(comms: list[Any], layout: dict[str, Any], dtype: torch.dtype) -> tu
 
 @pytest.mark.parametrize("dtype", list(HCCL_DTYPE))
 def test_dtype_codes(dtype: torch.dtype) -> None:
-    assert _C._hccl_dtype_code(torch.empty(0, dtype=dtype)) == HCCL_DTYPE[dtype]
+    assert mock._hccl_dtype_code(torch.empty(0, dtype=dtype)) == HCCL_DTYPE[dtype]
 
 
 @pytest.mark.parametrize("dtype", [torch.complex64, torch.uint16, torch.float8_e4m3fn])
 def test_unsupported_dtype_names_it(dtype: torch.dtype) -> None:
     with pytest.raises(RuntimeError, match=r"^ERROR_INVALID_TENSOR_DTYPE: .*has dtype") as e:
-        _C._hccl_dtype_code(torch.empty(0, dtype=dtype))
+        mock._hccl_dtype_code(torch.empty(0, dtype=dtype))
     assert "bfloat16" in str(e.value)  # the supported list is spelled out
 
 
 def test_root_info_size_matches_header() -> None:
-    assert _C._hccl_root_info_bytes == 4108  # HCCL_ROOT_INFO_BYTES in hccl_types.h
+    assert mock._hccl_root_info_bytes == 4108  # HCCL_ROOT_INFO_BYTES in hccl_types.h
 
 
 # ---------------------------------------------------------------- HcclAlltoAllV arguments and data
@@ -273,13 +274,13 @@ def expected_items(rank: int, n: int, p: dict[str, list[int]], send: torch.Tenso
 @pytest.mark.parametrize("value", ["p2p", "batch_send_recv"])
 def test_p2p_path_item_list_and_data(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
     monkeypatch.setenv("ATB_OPS_HCCL_ALLTOALLV", value)
-    assert _C._hccl_alltoallv_path() == "HcclBatchSendRecv"
+    assert mock._hccl_alltoallv_path() == "HcclBatchSendRecv"
     n = 4
     layout = random_layout(n, random.Random(3))
     comms = make_comms(n)
     try:
         inputs, outs, before = exchange(comms, layout, torch.int16)
-        assert _C._hccl_mock_calls("HcclAlltoAllV") == []
+        assert mock._hccl_mock_calls("HcclAlltoAllV") == []
         for r in range(n):
             assert golden(layout, inputs, r, before[r]).equal(outs[r]), f"rank {r}"
             want = expected_items(r, n, layout["ranks"][r], inputs[r], outs[r])
@@ -297,14 +298,19 @@ def test_p2p_path_item_list_and_data(monkeypatch: pytest.MonkeyPatch, value: str
 
 def test_p2p_path_avoids_the_reported_alltoallv_zeros(monkeypatch: pytest.MonkeyPatch) -> None:
     """The mock reproduces the CANN 8.3 report (HcclAlltoAllV gives zeros on >2 ranks); p2p is right."""
-    _C._hccl_mock_configure(stream_base=STREAM_BASE, zeros_bug_min_ranks=3)
+    mock._hccl_mock_configure(stream_base=STREAM_BASE, zeros_bug_min_ranks=3)
     n = 3
     layout = random_layout(n, random.Random(8), zeros=False)
     comms = make_comms(n)
     try:
         inputs, outs, before = exchange(comms, layout, torch.int32)
         assert any(not golden(layout, inputs, r, before[r]).equal(outs[r]) for r in range(n))
-        monkeypatch.setenv("ATB_OPS_HCCL_ALLTOALLV", "p2p")
+    finally:
+        close_all(comms)
+    # The path is part of a communicator's options, read when it is created.
+    monkeypatch.setenv("ATB_OPS_HCCL_ALLTOALLV", "p2p")
+    comms = make_comms(n)
+    try:
         inputs, outs, before = exchange(comms, layout, torch.int32)
         for r in range(n):
             assert golden(layout, inputs, r, before[r]).equal(outs[r])
@@ -315,7 +321,7 @@ def test_p2p_path_avoids_the_reported_alltoallv_zeros(monkeypatch: pytest.Monkey
 def test_bad_path_variable_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ATB_OPS_HCCL_ALLTOALLV", "fast")
     with pytest.raises(RuntimeError, match=r"^ERROR_INVALID_PARAM: ATB_OPS_HCCL_ALLTOALLV .*'fast'"):
-        _C._hccl_alltoallv_path()
+        mock._hccl_alltoallv_path()
 
 
 def test_p2p_self_count_mismatch_is_caught_before_hccl(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -324,7 +330,7 @@ def test_p2p_self_count_mismatch_is_caught_before_hccl(monkeypatch: pytest.Monke
     try:
         with pytest.raises(RuntimeError, match=r"^ERROR_INVALID_PARAM: .*sendCounts\[0\]=2 .*recvCounts\[0\]=3"):
             comm.alltoallv(torch.zeros(4), [2], [0], [3], [0], torch.zeros(3))
-        assert _C._hccl_mock_calls("HcclBatchSendRecv") == []
+        assert mock._hccl_mock_calls("HcclBatchSendRecv") == []
     finally:
         comm.close()
 
@@ -346,7 +352,7 @@ def test_allgather_arguments_and_data() -> None:
             assert call["stream"] == STREAM_BASE + r
         # Nothing to gather: no rank calls HCCL.
         run_ranks(n, lambda r: comms[r].allgather(torch.empty(0), torch.empty(0)))
-        assert len(_C._hccl_mock_calls("HcclAllGather")) == n
+        assert len(mock._hccl_mock_calls("HcclAllGather")) == n
     finally:
         close_all(comms)
 
@@ -357,8 +363,8 @@ def test_barrier_waits_for_the_stream() -> None:
         run_ranks(2, lambda r: comms[r].barrier())
         for comm in comms:
             assert len(calls_on(comm.handle, "HcclBarrier")) == 1
-        assert len(_C._hccl_mock_calls("aclrtRecordEvent")) == 2
-        assert _C._hccl_mock_live_events() == 0
+        assert len(mock._hccl_mock_calls("aclrtRecordEvent")) == 2
+        assert mock._hccl_mock_live_events() == 0
     finally:
         close_all(comms)
 
@@ -367,45 +373,45 @@ def test_barrier_waits_for_the_stream() -> None:
 
 
 def test_adopted_communicator_is_used_and_never_destroyed() -> None:
-    handles = _C._hccl_mock_user_comms(2)
-    comms = run_ranks(2, lambda r: _C._HcclMockCommunicator(r, 2, hccl_comm=handles[r]))
+    handles = mock._hccl_mock_user_comms(2)
+    comms = run_ranks(2, lambda r: mock._HcclMockCommunicator(r, 2, hccl_comm=handles[r]))
     try:
         for r, comm in enumerate(comms):
             assert comm.handle == handles[r] and comm.origin == "adopted hcclComm"
-        assert _C._hccl_mock_calls("HcclGetRootInfo") == []
-        assert _C._hccl_mock_calls("HcclCommInitRootInfo") == []
+        assert mock._hccl_mock_calls("HcclGetRootInfo") == []
+        assert mock._hccl_mock_calls("HcclCommInitRootInfo") == []
         outs = [torch.zeros(2), torch.zeros(2)]
         run_ranks(2, lambda r: comms[r].alltoallv(torch.tensor([r, r + 0.5]), [1, 1], [0, 1], [1, 1], [0, 1], outs[r]))
         assert outs[0].tolist() == [0.0, 1.0] and outs[1].tolist() == [0.5, 1.5]
     finally:
         close_all(comms)
-    assert [_C._hccl_mock_destroy_count(h) for h in handles] == [0, 0]
-    assert _C._hccl_mock_calls("HcclCommDestroy") == []
+    assert [mock._hccl_mock_destroy_count(h) for h in handles] == [0, 0]
+    assert mock._hccl_mock_calls("HcclCommDestroy") == []
 
 
 def test_adopted_communicator_of_another_rank_is_rejected() -> None:
-    handles = _C._hccl_mock_user_comms(2)
+    handles = mock._hccl_mock_user_comms(2)
     with pytest.raises(RuntimeError, match=r"^ERROR_INVALID_PARAM: hcclComm .* is rank 1 of size 2, but the param"):
-        _C._HcclMockCommunicator(0, 2, hccl_comm=handles[1])
-    assert _C._hccl_mock_destroy_count(handles[1]) == 0
+        mock._HcclMockCommunicator(0, 2, hccl_comm=handles[1])
+    assert mock._hccl_mock_destroy_count(handles[1]) == 0
 
 
 def test_created_communicator_is_destroyed_exactly_once() -> None:
     comms = make_comms(2)
     handles = [c.handle for c in comms]
     assert {c.origin for c in comms} == {"HcclCommInitRootInfo"}
-    assert [_C._hccl_mock_destroy_count(h) for h in handles] == [0, 0]
+    assert [mock._hccl_mock_destroy_count(h) for h in handles] == [0, 0]
     close_all(comms)
     close_all(comms)  # closing twice must not destroy twice
-    assert [_C._hccl_mock_destroy_count(h) for h in handles] == [1, 1]
+    assert [mock._hccl_mock_destroy_count(h) for h in handles] == [1, 1]
 
 
 def test_failed_creation_destroys_what_it_made() -> None:
-    _C._hccl_mock_configure(stream_base=STREAM_BASE, fail={"HcclGetRankId": HCCL_E_INTERNAL})
+    mock._hccl_mock_configure(stream_base=STREAM_BASE, fail={"HcclGetRankId": HCCL_E_INTERNAL})
     with pytest.raises(RuntimeError, match=r"^ERROR_HCCL_FAIL: HcclGetRankId returned 4 \(HCCL_E_INTERNAL"):
-        _C._HcclMockCommunicator(0, 1, job_key=unique("job"))
-    (made,) = _C._hccl_mock_calls("HcclGetRankSize")
-    assert _C._hccl_mock_destroy_count(made["comm"]) == 1
+        mock._HcclMockCommunicator(0, 1, job_key=unique("job"))
+    (made,) = mock._hccl_mock_calls("HcclGetRankSize")
+    assert mock._hccl_mock_destroy_count(made["comm"]) == 1
 
 
 def test_multi_thread_mode_makes_all_comms_with_one_init_all() -> None:
@@ -413,12 +419,12 @@ def test_multi_thread_mode_makes_all_comms_with_one_init_all() -> None:
     domain = unique("threads")
     devices = [5, 3, 4]
     comms = run_ranks(
-        n, lambda r: _C._HcclMockCommunicator(r, n, comm_mode=1, comm_domain=domain, device_index=devices[r])
+        n, lambda r: mock._HcclMockCommunicator(r, n, comm_mode=1, comm_domain=domain, device_index=devices[r])
     )
     try:
-        (init,) = _C._hccl_mock_calls("HcclCommInitAll")
+        (init,) = mock._hccl_mock_calls("HcclCommInitAll")
         assert init["nDevices"] == n and init["devices"] == devices
-        assert _C._hccl_mock_calls("HcclGetRootInfo") == []
+        assert mock._hccl_mock_calls("HcclGetRootInfo") == []
         assert len({c.handle for c in comms}) == n
         assert [c.device for c in comms] == devices
         layout = random_layout(n, random.Random(2))
@@ -430,9 +436,9 @@ def test_multi_thread_mode_makes_all_comms_with_one_init_all() -> None:
         comms[0].close()
         comms[1].close()
         # The group's communicators go together, with the last rank.
-        assert [_C._hccl_mock_destroy_count(h) for h in handles] == [0, 0, 0]
+        assert [mock._hccl_mock_destroy_count(h) for h in handles] == [0, 0, 0]
         comms[2].close()
-        assert [_C._hccl_mock_destroy_count(h) for h in handles] == [1, 1, 1]
+        assert [mock._hccl_mock_destroy_count(h) for h in handles] == [1, 1, 1]
     finally:
         close_all(comms)
 
@@ -440,8 +446,8 @@ def test_multi_thread_mode_makes_all_comms_with_one_init_all() -> None:
 def test_multi_thread_mode_names_the_rank_that_never_came(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ATB_OPS_TIMEOUT", "0.3")
     with pytest.raises(RuntimeError, match=r"^ERROR_COMM_TIMEOUT: hccl multi-thread .*rank\(s\) 1 never joined"):
-        _C._HcclMockCommunicator(0, 2, comm_mode=1, comm_domain=unique("threads"))
-    assert _C._hccl_mock_calls("HcclCommInitAll") == []
+        mock._HcclMockCommunicator(0, 2, comm_mode=1, comm_domain=unique("threads"))
+    assert mock._hccl_mock_calls("HcclCommInitAll") == []
 
 
 # ---------------------------------------------------------------- root info and rank tables
@@ -450,11 +456,11 @@ def test_multi_thread_mode_names_the_rank_that_never_came(monkeypatch: pytest.Mo
 def test_root_info_made_once_by_root_and_shared_byte_for_byte() -> None:
     n = 3
     job = unique("job")
-    comms = run_ranks(n, lambda r: _C._HcclMockCommunicator(r, n, rank_root=1, job_key=job, device_index=r + 4))
+    comms = run_ranks(n, lambda r: mock._HcclMockCommunicator(r, n, rank_root=1, job_key=job, device_index=r + 4))
     try:
-        (made,) = _C._hccl_mock_calls("HcclGetRootInfo")
+        (made,) = mock._hccl_mock_calls("HcclGetRootInfo")
         assert len(made["rootInfo"]) == 4108
-        inits = sorted(_C._hccl_mock_calls("HcclCommInitRootInfo"), key=lambda c: c["rank"])
+        inits = sorted(mock._hccl_mock_calls("HcclCommInitRootInfo"), key=lambda c: c["rank"])
         assert [c["rank"] for c in inits] == [0, 1, 2]
         assert all(c["nRanks"] == n and c["rootInfo"] == made["rootInfo"] for c in inits)
         # Each rank binds its communicator on its own device.
@@ -465,55 +471,58 @@ def test_root_info_made_once_by_root_and_shared_byte_for_byte() -> None:
 
 def test_root_that_never_publishes_times_out_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ATB_OPS_TIMEOUT", "0.3")
-    with pytest.raises(RuntimeError, match=r"^ERROR_COMM_TIMEOUT: hccl: rank 1 waited .* for root rank 0"):
-        _C._HcclMockCommunicator(1, 2, job_key=unique("job"))
+    with pytest.raises(RuntimeError, match=r"^ERROR_COMM_TIMEOUT: node-local rendezvous .*rank 1 waited .* for root rank 0"):
+        mock._HcclMockCommunicator(1, 2, job_key=unique("job"))
 
 
 def test_rank_table_selects_init_cluster_info(tmp_path) -> None:
     table = tmp_path / "rank_table.json"
     table.write_text(json.dumps({"version": "1.0", "server_count": "1"}))
-    _C._hccl_mock_configure(stream_base=STREAM_BASE, cluster_rank_size=2)
-    comms = run_ranks(2, lambda r: _C._HcclMockCommunicator(r, 2, rank_table_file=str(table)))
+    mock._hccl_mock_configure(stream_base=STREAM_BASE, cluster_rank_size=2)
+    comms = run_ranks(2, lambda r: mock._HcclMockCommunicator(r, 2, rank_table_file=str(table)))
     try:
-        calls = sorted(_C._hccl_mock_calls("HcclCommInitClusterInfo"), key=lambda c: c["rank"])
+        calls = sorted(mock._hccl_mock_calls("HcclCommInitClusterInfo"), key=lambda c: c["rank"])
         assert [(c["rankTableFile"].decode(), c["rank"]) for c in calls] == [(str(table), 0), (str(table), 1)]
-        assert _C._hccl_mock_calls("HcclGetRootInfo") == [] and _C._hccl_mock_calls("HcclCommInitRootInfo") == []
+        assert mock._hccl_mock_calls("HcclGetRootInfo") == [] and mock._hccl_mock_calls("HcclCommInitRootInfo") == []
         assert {c.origin for c in comms} == {"HcclCommInitClusterInfo"}
         handles = [c.handle for c in comms]
     finally:
         close_all(comms)
-    assert [_C._hccl_mock_destroy_count(h) for h in handles] == [1, 1]
+    assert [mock._hccl_mock_destroy_count(h) for h in handles] == [1, 1]
 
 
 def test_handle_wins_over_rank_table(tmp_path) -> None:
     table = tmp_path / "rank_table.json"
     table.write_text("{}")
-    (handle,) = _C._hccl_mock_user_comms(1)
-    comm = _C._HcclMockCommunicator(0, 1, hccl_comm=handle, rank_table_file=str(table))
+    (handle,) = mock._hccl_mock_user_comms(1)
+    comm = mock._HcclMockCommunicator(0, 1, hccl_comm=handle, rank_table_file=str(table))
     try:
         assert comm.origin == "adopted hcclComm"
-        assert _C._hccl_mock_calls("HcclCommInitClusterInfo") == []
+        assert mock._hccl_mock_calls("HcclCommInitClusterInfo") == []
     finally:
         comm.close()
 
 
 def test_missing_rank_table_is_a_param_error(tmp_path) -> None:
     with pytest.raises(RuntimeError, match=r"^ERROR_INVALID_PARAM: .*rankTableFile"):
-        _C._HcclMockCommunicator(0, 2, rank_table_file=str(tmp_path / "absent.json"))
+        mock._HcclMockCommunicator(0, 2, rank_table_file=str(tmp_path / "absent.json"))
 
 
 def _process_rank(rank: int, n: int, domain: str, init_url: str | None, queue: Any) -> None:
     """One rank in its own process: makes a mock communicator and reports what HCCL was handed."""
     try:
         if init_url:
+            # A job id of its own per rank: the node-local rendezvous could never meet, only the store can.
+            os.environ["ATB_OPS_JOB_ID"] = f"{domain}-rank{rank}-alone"
             dist.init_process_group("gloo", init_method=init_url, rank=rank, world_size=n)
-        comm = _C._HcclMockCommunicator(rank, n, comm_domain=domain)
-        (init,) = _C._hccl_mock_calls("HcclCommInitRootInfo")
-        made = _C._hccl_mock_calls("HcclGetRootInfo")
+        comm = mock._HcclMockCommunicator(rank, n, comm_domain=domain)
+        (init,) = mock._hccl_mock_calls("HcclCommInitRootInfo")
+        made = mock._hccl_mock_calls("HcclGetRootInfo")
         stored = None
         if init_url:
-            stored = dist.distributed_c10d._get_default_store().get(f"atb_ops/hccl/root_info/{domain}/{n}/0/0")
             dist.barrier()
+            # The root removed its key once every rank had read it.
+            stored = dist.distributed_c10d._get_default_store().check([f"atb_ops/hccl/{domain}/{n}/0/0"])
         comm.close()
         queue.put((rank, init["rootInfo"], [m["rootInfo"] for m in made], stored, None))
         if init_url:
@@ -551,14 +560,14 @@ def test_root_info_exchange_across_processes(channel: str) -> None:
     assert len(root_made) == 1 and results[1][2] == []  # only the root called HcclGetRootInfo
     assert results[0][1] == results[1][1] == root_made[0]
     if channel == "store":
-        assert results[0][3] == results[1][3] == root_made[0]
+        assert results[0][3] is False and results[1][3] is False
 
 
 # ---------------------------------------------------------------- errors, async errors, waiting
 
 
 def test_hccl_failure_names_function_code_string_and_place() -> None:
-    _C._hccl_mock_configure(stream_base=STREAM_BASE, fail={"HcclAlltoAllV": HCCL_E_INTERNAL})
+    mock._hccl_mock_configure(stream_base=STREAM_BASE, fail={"HcclAlltoAllV": HCCL_E_INTERNAL})
     (comm,) = make_comms(1)
     try:
         with pytest.raises(RuntimeError) as e:
@@ -573,7 +582,7 @@ def test_hccl_failure_names_function_code_string_and_place() -> None:
 def test_async_error_while_waiting_becomes_hccl_fail(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ATB_OPS_HCCL_BLOCKING", "1")
     # The stream never completes; HCCL reports a remote fault on the third poll.
-    _C._hccl_mock_configure(
+    mock._hccl_mock_configure(
         stream_base=STREAM_BASE, event_polls_to_complete=-1, async_error_after_polls=2, async_error_code=HCCL_E_REMOTE
     )
     (comm,) = make_comms(1)
@@ -582,28 +591,28 @@ def test_async_error_while_waiting_becomes_hccl_fail(monkeypatch: pytest.MonkeyP
         with pytest.raises(RuntimeError, match=pattern):
             comm.alltoallv(torch.ones(2), [2], [0], [2], [0], torch.zeros(2))
         assert len(calls_on(comm.handle, "HcclGetCommAsyncError")) == 3
-        assert _C._hccl_mock_live_events() == 0
+        assert mock._hccl_mock_live_events() == 0
         # The communicator is broken now: later calls fail at once, without reaching HCCL.
-        with pytest.raises(RuntimeError, match=r"^ERROR_HCCL_FAIL: hccl allgather: .*unusable"):
+        with pytest.raises(RuntimeError, match=r"^ERROR_HCCL_FAIL: hccl allgather: .*failed earlier and is unusable"):
             comm.allgather(torch.ones(2), torch.zeros(2))
-        assert _C._hccl_mock_calls("HcclAllGather") == []
+        assert mock._hccl_mock_calls("HcclAllGather") == []
     finally:
         comm.close()
 
 
 def test_blocking_wait_polls_until_the_event_completes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ATB_OPS_HCCL_BLOCKING", "1")
-    _C._hccl_mock_configure(stream_base=STREAM_BASE, event_polls_to_complete=3)
+    mock._hccl_mock_configure(stream_base=STREAM_BASE, event_polls_to_complete=3)
     (comm,) = make_comms(1)
     try:
         out = torch.zeros(2)
         comm.alltoallv(torch.tensor([4.0, 5.0]), [2], [0], [2], [0], out)
         assert out.tolist() == [4.0, 5.0]
-        (record,) = _C._hccl_mock_calls("aclrtRecordEvent")
+        (record,) = mock._hccl_mock_calls("aclrtRecordEvent")
         assert record["stream"] == STREAM_BASE + 0
-        assert len(_C._hccl_mock_calls("aclrtQueryEventStatus")) == 4
+        assert len(mock._hccl_mock_calls("aclrtQueryEventStatus")) == 4
         assert len(calls_on(comm.handle, "HcclGetCommAsyncError")) == 3
-        assert _C._hccl_mock_live_events() == 0
+        assert mock._hccl_mock_live_events() == 0
     finally:
         comm.close()
 
@@ -612,7 +621,7 @@ def test_non_blocking_mode_does_not_wait() -> None:
     (comm,) = make_comms(1)
     try:
         comm.alltoallv(torch.ones(2), [2], [0], [2], [0], torch.zeros(2))
-        assert _C._hccl_mock_calls("aclrtCreateEvent") == []
+        assert mock._hccl_mock_calls("aclrtCreateEvent") == []
     finally:
         comm.close()
 
@@ -620,25 +629,25 @@ def test_non_blocking_mode_does_not_wait() -> None:
 def test_silent_hang_becomes_a_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ATB_OPS_HCCL_BLOCKING", "1")
     monkeypatch.setenv("ATB_OPS_TIMEOUT", "0.2")
-    _C._hccl_mock_configure(stream_base=STREAM_BASE, event_polls_to_complete=-1)
+    mock._hccl_mock_configure(stream_base=STREAM_BASE, event_polls_to_complete=-1)
     (comm,) = make_comms(1)
     try:
         with pytest.raises(RuntimeError, match=r"^ERROR_COMM_TIMEOUT: hccl alltoallv .*ATB_OPS_TIMEOUT=0.2"):
             comm.alltoallv(torch.ones(2), [2], [0], [2], [0], torch.zeros(2))
-        assert _C._hccl_mock_live_events() == 0
+        assert mock._hccl_mock_live_events() == 0
     finally:
         comm.close()
 
 
 def test_device_is_set_for_the_collective_and_restored() -> None:
-    comm = _C._HcclMockCommunicator(0, 1, job_key=unique("job"), device_index=6)
+    comm = mock._HcclMockCommunicator(0, 1, job_key=unique("job"), device_index=6)
     try:
-        _C._hccl_mock_reset()
-        _C._hccl_mock_configure(stream_base=STREAM_BASE)
+        mock._hccl_mock_reset()
+        mock._hccl_mock_configure(stream_base=STREAM_BASE)
         comm.alltoallv(torch.ones(1), [1], [0], [1], [0], torch.zeros(1))
-        sets = [c["device"] for c in _C._hccl_mock_calls("aclrtSetDevice")]
+        sets = [c["device"] for c in mock._hccl_mock_calls("aclrtSetDevice")]
         assert sets == [6, 0]  # switched to the communicator's device, then back to this thread's
-        (call,) = _C._hccl_mock_calls("HcclAlltoAllV")
+        (call,) = mock._hccl_mock_calls("HcclAlltoAllV")
         assert call["stream"] == STREAM_BASE + 6
     finally:
         comm.close()

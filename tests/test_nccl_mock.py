@@ -1,4 +1,4 @@
-"""The NCCL backend's logic on CPU, over a recording mock of its NcclApi (atb_ops._C._NcclMock).
+"""The NCCL backend's logic on CPU, over a recording mock of its NcclApi (atb_ops.mock_lib._NcclMock).
 
 Nothing here touches a GPU or libnccl: the mock logs every NCCL call the backend makes, and scripts
 results, asynchronous errors, InProgress phases and stream states. Expected call sequences are built
@@ -21,7 +21,8 @@ import pytest
 import torch
 
 import atb_ops
-from atb_ops import _C, _nccl_bootstrap
+from atb_ops import _C, _hooks
+from atb_ops import _testing as mock_lib
 
 SEND_BASE = 0x10000000  # where the mock entry pretends the send and receive buffers live
 RECV_BASE = 0x20000000
@@ -88,7 +89,7 @@ def project(calls: list[dict]) -> list[tuple]:
     return out
 
 
-def ops(mock: _C._NcclMock) -> list[str]:
+def ops(mock: mock_lib._NcclMock) -> list[str]:
     return [c["op"] for c in mock.calls()]
 
 
@@ -97,16 +98,16 @@ def unique_job() -> str:
     return f"pytest-nccl-{os.getpid()}-{uuid.uuid4().hex}"
 
 
-def adopted(rank: int, size: int, handle: int = 0xADD0, timeout_s: float = 5.0) -> _C._NcclMock:
-    mock = _C._NcclMock()
+def adopted(rank: int, size: int, handle: int = 0xADD0, timeout_s: float = 5.0) -> mock_lib._NcclMock:
+    mock = mock_lib._NcclMock()
     mock.set_comm_shape(rank, size)
     mock.adopt(handle, rank, size, timeout_s=timeout_s)
     mock.clear_calls()
     return mock
 
 
-def created(rank: int = 0, size: int = 1, timeout_s: float = 5.0) -> _C._NcclMock:
-    mock = _C._NcclMock()
+def created(rank: int = 0, size: int = 1, timeout_s: float = 5.0) -> mock_lib._NcclMock:
+    mock = mock_lib._NcclMock()
     mock.create(rank, size, root=rank, job_key=unique_job(), timeout_s=timeout_s)
     return mock
 
@@ -118,7 +119,7 @@ def test_byte_offsets_counts_and_order_follow_the_displacements() -> None:
     # Rank 1 of 4; displacements out of rank order, with gaps, and an overlapping send region.
     sc, sd = [3, 2, 4, 1], [10, 0, 2, 4]
     rc, rd = [5, 2, 1, 6], [14, 0, 2, 5]
-    calls = _C._nccl_mock_alltoallv(1, 4, sc, sd, rc, rd, torch.float32)
+    calls = mock_lib._nccl_mock_alltoallv(1, 4, sc, sd, rc, rd, torch.float32)
     assert project(calls) == expected_alltoallv(4, sc, sd, rc, rd, torch.float32)
     # Spot-check one value by hand: the recv from rank 0 lands at byte 14 * 4 = 56 of the output.
     assert next(c for c in calls if c["op"] == "recv" and c["peer"] == 0)["buf"] == RECV_BASE + 56
@@ -127,7 +128,7 @@ def test_byte_offsets_counts_and_order_follow_the_displacements() -> None:
 def test_zero_counts_are_skipped() -> None:
     sc, sd = [0, 4, 0], [0, 0, 4]
     rc, rd = [2, 4, 0], [0, 2, 6]
-    calls = _C._nccl_mock_alltoallv(1, 3, sc, sd, rc, rd, torch.int64)
+    calls = mock_lib._nccl_mock_alltoallv(1, 3, sc, sd, rc, rd, torch.int64)
     assert project(calls) == expected_alltoallv(3, sc, sd, rc, rd, torch.int64)
     data = [c for c in calls if c["op"] in DATA_OPS]
     assert all(c["count"] > 0 for c in data)
@@ -137,12 +138,12 @@ def test_zero_counts_are_skipped() -> None:
 
 
 def test_nothing_to_move_makes_no_nccl_group() -> None:
-    calls = _C._nccl_mock_alltoallv(0, 2, [0, 0], [0, 0], [0, 0], [0, 0], torch.float16)
+    calls = mock_lib._nccl_mock_alltoallv(0, 2, [0, 0], [0, 0], [0, 0], [0, 0], torch.float16)
     assert calls == []
 
 
 def test_self_pair_is_a_send_and_recv_to_own_rank_inside_the_group() -> None:
-    calls = _C._nccl_mock_alltoallv(2, 3, [1, 1, 5], [0, 1, 2], [1, 1, 5], [0, 1, 2], torch.int32)
+    calls = mock_lib._nccl_mock_alltoallv(2, 3, [1, 1, 5], [0, 1, 2], [1, 1, 5], [0, 1, 2], torch.int32)
     seq = project(calls)
     assert seq[0] == ("groupStart",) and seq[-1] == ("groupEnd",)
     self_moves = [s for s in seq[1:-1] if s[4] == 2]
@@ -178,21 +179,21 @@ def test_stream_and_comm_are_passed_through_to_every_call() -> None:
 @pytest.mark.parametrize("dtype", list(WIRE), ids=lambda d: str(d).removeprefix("torch."))
 def test_dtype_travels_as_its_nccl_type(dtype: torch.dtype) -> None:
     sc, sd, rc, rd = [2, 3], [3, 0], [1, 3], [3, 0]
-    calls = _C._nccl_mock_alltoallv(1, 2, sc, sd, rc, rd, dtype)
+    calls = mock_lib._nccl_mock_alltoallv(1, 2, sc, sd, rc, rd, dtype)
     assert project(calls) == expected_alltoallv(2, sc, sd, rc, rd, dtype)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool], ids=str)
 def test_any_dtype_can_travel_as_bytes(dtype: torch.dtype) -> None:
     sc, sd, rc, rd = [2, 3], [0, 2], [2, 2], [0, 2]
-    calls = _C._nccl_mock_alltoallv(0, 2, sc, sd, rc, rd, dtype, as_bytes=True)
+    calls = mock_lib._nccl_mock_alltoallv(0, 2, sc, sd, rc, rd, dtype, as_bytes=True)
     assert project(calls) == expected_alltoallv(2, sc, sd, rc, rd, dtype, as_bytes=True)
     assert {c["dtype"] for c in calls if c["op"] in DATA_OPS} == {"ncclUint8"}
 
 
 def test_unsupported_dtype_is_named() -> None:
     with pytest.raises(RuntimeError, match=r"^ERROR_INVALID_TENSOR_DTYPE: .*ComplexFloat"):
-        _C._nccl_mock_alltoallv(0, 1, [1], [0], [1], [0], torch.complex64)
+        mock_lib._nccl_mock_alltoallv(0, 1, [1], [0], [1], [0], torch.complex64)
 
 
 # --- groups stay paired, errors carry NCCL's words ---------------------------------------------------
@@ -268,7 +269,7 @@ def test_allgather_of_nothing_calls_nothing() -> None:
 
 
 def test_adopted_comm_is_never_destroyed() -> None:
-    mock = _C._NcclMock()
+    mock = mock_lib._NcclMock()
     mock.set_comm_shape(2, 4)
     mock.adopt(0xFEED, 2, 4)
     assert not mock.owned and mock.handle == 0xFEED
@@ -280,7 +281,7 @@ def test_adopted_comm_is_never_destroyed() -> None:
 
 
 def test_adopted_comm_whose_rank_or_size_differs_from_the_param_is_rejected() -> None:
-    mock = _C._NcclMock()
+    mock = mock_lib._NcclMock()
     mock.set_comm_shape(1, 8)
     with pytest.raises(RuntimeError, match=r"^ERROR_INVALID_PARAM: .*param says rank 1 of rankSize 4.*rank 1 of 8"):
         mock.adopt(0xFEED, 1, 4)
@@ -304,7 +305,7 @@ def test_created_comm_uses_the_roots_id_and_is_destroyed_once() -> None:
 
 
 def test_failed_init_aborts_what_nccl_handed_back() -> None:
-    mock = _C._NcclMock()
+    mock = mock_lib._NcclMock()
     mock.fail_on("commInitRank", 0, NCCL_SYSTEM_ERROR)
     with pytest.raises(RuntimeError, match=r"^ERROR_NCCL_FAIL: .*ncclCommInitRankConfig failed with ncclResult 2"):
         mock.create(0, 1, job_key=unique_job())
@@ -316,7 +317,7 @@ def test_failed_init_aborts_what_nccl_handed_back() -> None:
 
 
 def test_nonblocking_init_is_polled_until_ready() -> None:
-    mock = _C._NcclMock()
+    mock = mock_lib._NcclMock()
     mock.set_in_progress(5)
     mock.create(0, 1, job_key=unique_job())
     assert mock.counts()["commGetAsyncError"] >= 6
@@ -324,7 +325,7 @@ def test_nonblocking_init_is_polled_until_ready() -> None:
 
 
 def test_init_that_never_completes_times_out_and_aborts() -> None:
-    mock = _C._NcclMock()
+    mock = mock_lib._NcclMock()
     mock.set_in_progress(-1)
     with pytest.raises(RuntimeError, match=r"^ERROR_COMM_TIMEOUT: .*communicator creation.*ATB_OPS_TIMEOUT=0.2 s"):
         mock.create(0, 1, job_key=unique_job(), timeout_s=0.2)
@@ -404,9 +405,9 @@ def test_wait_stream_reports_a_cuda_error() -> None:
 CHILD = textwrap.dedent(
     """
     import sys
-    from atb_ops import _C
+    from atb_ops import _testing
     rank, size, root, job, join = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
-    m = _C._NcclMock()
+    m = _testing._NcclMock()
     m.set_join_dir(join)  # init completes once all ranks joined, so the root withdraws its file only then
     m.create(rank, size, root=root, comm_domain="moe", job_key=job, timeout_s=120)
     ids = {c["op"]: c["id"] for c in m.calls() if c["op"] in ("getUniqueId", "commInitRank")}
@@ -424,9 +425,10 @@ def fnv1a64(text: str) -> int:
 
 
 def rendezvous_path(job: str, domain: str, size: int, root: int, generation: int) -> Path:
-    """Where the node-local exchange keeps rankRoot's id (docs/nccl.md), scoped by job, domain, shape, generation."""
+    """Where the node-local bootstrap keeps rankRoot's id (README: rendezvous), scoped by job, domain, shape,
+    generation: a record file in the user's private folder."""
     key = f"nccl|{job}|{domain}|{size}|{root}|{generation}"
-    return Path(f"/dev/shm/atb_ops.{os.getuid()}.rdv.{fnv1a64(key):016x}")
+    return Path(f"/dev/shm/atb_ops-{os.getuid()}/rdv.{fnv1a64(key):016x}")
 
 
 def test_node_local_rendezvous_gives_every_process_the_roots_id(tmp_path: Path) -> None:
@@ -450,9 +452,9 @@ def test_node_local_rendezvous_gives_every_process_the_roots_id(tmp_path: Path) 
 
 
 def test_missing_root_is_a_timeout_that_names_it() -> None:
-    mock = _C._NcclMock()
+    mock = mock_lib._NcclMock()
     job = unique_job()
-    expected = r"^ERROR_COMM_TIMEOUT: nccl rendezvous: root rank 0 did not publish"
+    expected = r"^ERROR_COMM_TIMEOUT: node-local rendezvous .*waited 0.3 s .*for root rank 0 to publish"
     with pytest.raises(RuntimeError, match=expected) as info:
         mock.create(1, 2, root=0, comm_domain="nobody-home", job_key=job, timeout_s=0.3)
     assert str(rendezvous_path(job, "nobody-home", 2, 0, 0)) in str(info.value)  # the file it waited for
@@ -463,28 +465,17 @@ def test_repeated_creation_in_one_process_draws_fresh_ids() -> None:
     job = unique_job()
     ids = []
     for _ in range(2):
-        mock = _C._NcclMock()
+        mock = mock_lib._NcclMock()
         mock.create(0, 1, comm_domain="again", job_key=job)
         ids.append(next(c["id"] for c in mock.calls() if c["op"] == "commInitRank"))
     assert ids[0] != ids[1]
 
 
 def test_store_bootstrap_shares_the_id_between_thread_ranks() -> None:
-    store: dict[str, str] = {}
-    cond = threading.Condition()
+    import torch.distributed as dist
 
-    def store_set(key: str, value: str) -> None:
-        with cond:
-            store[key] = value
-            cond.notify_all()
-
-    def store_get(key: str, timeout_s: float) -> str:
-        with cond:
-            if not cond.wait_for(lambda: key in store, timeout=timeout_s):
-                raise TimeoutError(f"no key {key}")
-            return store[key]
-
-    mocks = [_C._NcclMock() for _ in range(2)]
+    store = dist.HashStore()
+    mocks = [mock_lib._NcclMock() for _ in range(2)]
     errors: list[BaseException] = []
     job = unique_job()
 
@@ -494,7 +485,7 @@ def test_store_bootstrap_shares_the_id_between_thread_ranks() -> None:
         except BaseException as e:  # noqa: BLE001 - reported by the main thread
             errors.append(e)
 
-    _C._set_nccl_store_hooks(lambda: True, store_set, store_get)
+    _C.set_store_provider(lambda required: store)
     try:
         threads = [threading.Thread(target=rank_main, args=(r,)) for r in range(2)]
         for t in threads:
@@ -502,46 +493,50 @@ def test_store_bootstrap_shares_the_id_between_thread_ranks() -> None:
         for t in threads:
             t.join(60)
     finally:
-        _nccl_bootstrap.install(_C)  # back to the package's own hooks
+        _hooks.install(_C)  # back to the package's own hooks
     assert not errors, errors
-    (key,) = store
-    assert key.startswith("atb_ops/nccl/store/2/1/")
     inits = [next(c for c in m.calls() if c["op"] == "commInitRank") for m in mocks]
-    assert inits[0]["id"] == inits[1]["id"] == store[key]
+    drawn = [c["id"] for c in mocks[1].calls() if c["op"] == "getUniqueId"]
+    assert inits[0]["id"] == inits[1]["id"] == drawn[0]
     assert [c["op"] for c in mocks[0].calls()].count("getUniqueId") == 0
+    assert store.num_keys() == 0  # the root removed its keys once every rank had read them
 
 
 def test_store_bootstrap_timeout_names_the_root_and_key() -> None:
-    def store_get(key: str, timeout_s: float) -> str:
-        raise TimeoutError(f"waited {timeout_s} s for {key}")
+    import torch.distributed as dist
 
-    _C._set_nccl_store_hooks(lambda: True, lambda key, value: None, store_get)
+    store = dist.HashStore()
+    _C.set_store_provider(lambda required: store)
     try:
-        mock = _C._NcclMock()
-        with pytest.raises(RuntimeError, match=r"^ERROR_COMM_TIMEOUT: .*root rank 0 .*store key 'atb_ops/nccl/x/2/0/"):
+        mock = mock_lib._NcclMock()
+        with pytest.raises(RuntimeError, match=r"^ERROR_COMM_TIMEOUT: torch.distributed store key 'atb_ops/nccl/x/2/0/"
+                           r".*root rank 0"):
             mock.create(1, 2, root=0, comm_domain="x", job_key=unique_job(), timeout_s=0.5)
     finally:
-        _nccl_bootstrap.install(_C)  # back to the package's own hooks
+        _hooks.install(_C)  # back to the package's own hooks
 
 
 def test_package_hooks_use_the_default_process_groups_store() -> None:
     import torch.distributed as dist
 
     assert not dist.is_initialized()
-    assert not _nccl_bootstrap.available()
+    assert _hooks.job_store() is None
     store = dist.HashStore()
     dist.init_process_group("gloo", store=store, rank=0, world_size=1)
     try:
-        assert _nccl_bootstrap.available()
-        mock = _C._NcclMock()
-        mock.create(0, 1, comm_domain="pg", job_key=unique_job())
-        (drawn,) = [c["id"] for c in mock.calls() if c["op"] == "getUniqueId"]
-        # The id went through the process group's store, under the generation this process reached.
-        from torch.distributed.distributed_c10d import _get_default_store
-
-        pg_store = _get_default_store()
-        keys = [f"atb_ops/nccl/pg/1/0/{g}" for g in range(8)]
-        found = [pg_store.get(k).decode() for k in keys if pg_store.check([k])]
-        assert found == [drawn]
+        assert _hooks.job_store() is not None
+        # Two ranks as threads: the non-root one can only learn the id through the process group's store.
+        mocks = [mock_lib._NcclMock() for _ in range(2)]
+        threads = [
+            threading.Thread(target=m.create, args=(r, 2), kwargs={"comm_domain": "pg", "job_key": unique_job()})
+            for r, m in enumerate(mocks)
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        ids = [next(c["id"] for c in m.calls() if c["op"] == "commInitRank") for m in mocks]
+        (drawn,) = [c["id"] for c in mocks[0].calls() if c["op"] == "getUniqueId"]
+        assert ids == [drawn, drawn]
     finally:
         dist.destroy_process_group()

@@ -34,9 +34,12 @@ std::string Communicator::failure() const {
   return failure_;
 }
 
-void Communicator::markFailed(const std::string& why) {
+void Communicator::markFailed(Status status, const std::string& why) {
   std::lock_guard<std::mutex> lock(failureMutex_);
-  if (failure_.empty()) failure_ = why;
+  if (failure_.empty()) {
+    failure_ = why;
+    failureStatus_ = status;
+  }
 }
 
 template <typename F>
@@ -50,14 +53,23 @@ void Communicator::call(const char* what, F&& body) {
   // One call at a time per communicator: ranks must issue their calls on one communicator in the same
   // order, and two threads interleaving on it could not.
   std::lock_guard<std::mutex> serial(callMutex_);
-  const std::string broken = failure();
-  ATB_CHECK(broken.empty(), ERROR_COMM_EMPTY, backend_, " ", what,
-            ": this communicator failed earlier and is unusable: ", broken,
-            " (a new operation with the same param creates a fresh one)");
+  Status status;
+  std::string broken;
+  {
+    std::lock_guard<std::mutex> lock(failureMutex_);
+    status = failureStatus_;
+    broken = failure_;
+  }
+  if (!broken.empty()) {
+    // The original fault's name, so callers see the same kind of error on every later call.
+    detail::raise(status, __func__, __FILE__, __LINE__,
+                  backend_ + " " + what + ": this communicator failed earlier and is unusable (" + broken +
+                      "); a new operation with the same param creates a fresh one");
+  }
   try {
     body();
   } catch (const StatusError& e) {
-    if (isCommunicatorFault(e.status())) markFailed(e.what_without_backtrace());
+    if (isCommunicatorFault(e.status())) markFailed(e.status(), e.what_without_backtrace());
     throw;
   }
 }

@@ -15,6 +15,7 @@
 #include "core/layout.h"
 #include "core/options.h"
 #include "core/reduce.h"
+#include "core/status.h"
 
 namespace atb_ops {
 
@@ -71,7 +72,7 @@ class Communicator {
   virtual void doBarrier();
 
   // Records a fault found outside a public call's try/catch (e.g. while enqueued work drains).
-  void markFailed(const std::string& why);
+  void markFailed(Status status, const std::string& why);
 
  private:
   template <typename F>
@@ -85,6 +86,7 @@ class Communicator {
   std::mutex callMutex_;
   mutable std::mutex failureMutex_;
   std::string failure_;
+  Status failureStatus_ = Status::NO_ERROR;
 };
 
 }  // namespace atb_ops

@@ -15,6 +15,7 @@ const char* statusName(Status s) {
     case Status::ERROR_INVALID_TENSOR_DIM: return "ERROR_INVALID_TENSOR_DIM";
     case Status::ERROR_INVALID_TENSOR_SIZE: return "ERROR_INVALID_TENSOR_SIZE";
     case Status::ERROR_OPERATION_NULL_RUNNER: return "ERROR_OPERATION_NULL_RUNNER";
+    case Status::ERROR_INVALID_TENSOR_DIM_NUM: return "ERROR_INVALID_TENSOR_DIM_NUM";
     case Status::ERROR_HCCL_FAIL: return "ERROR_HCCL_FAIL";
     case Status::ERROR_COMM_EMPTY: return "ERROR_COMM_EMPTY";
     case Status::ERROR_COMM_TIMEOUT: return "ERROR_COMM_TIMEOUT";

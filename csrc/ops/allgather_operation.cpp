@@ -26,7 +26,7 @@ class AllGatherOperation final : public CommOperation {
 
  protected:
   void readParam(JsonFields&, const CommParam&) override {}
-  bool acceptsBackend(const std::string&) const override { return true; }
+  bool acceptsLccl() const override { return true; }
 
   void run(const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) override {
     const at::Tensor x = inputs[0].contiguous();

@@ -34,6 +34,7 @@ class AllToAllVV2Operation final : public CommOperation {
 
  protected:
   void readParam(JsonFields&, const CommParam&) override {}
+  CommParam defaults() const override { return CommParam{}; }  // rank -1, as ATB's AllToAllVV2Param
 
   void run(const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) override {
     const at::Tensor x = inputs[0].contiguous();  // as ATB's torch binding does

@@ -8,6 +8,24 @@
 #include "core/status.h"
 
 namespace atb_ops {
+namespace {
+
+// ATB's LCCL multi-process communicators are numbered: commDomain is "", "<id>" or "<id>:<size>",
+// id in [0, 65535], size > 0.
+void checkLcclCommDomain(const std::string& d) {
+  if (d.empty()) return;
+  const auto digits = [](const std::string& s) {
+    return !s.empty() && s.size() <= 9 && s.find_first_not_of("0123456789") == std::string::npos;
+  };
+  const size_t colon = d.find(':');
+  const std::string id = d.substr(0, colon);
+  const std::string size = colon == std::string::npos ? "1" : d.substr(colon + 1);
+  ATB_CHECK(digits(id) && digits(size) && std::stol(id) <= 65535 && std::stol(size) > 0, ERROR_INVALID_PARAM,
+            "backend 'lccl' (multi-process) needs commDomain \"<id>\" or \"<id>:<size>\" with id in [0, 65535] and "
+            "size > 0, got '", d, "'");
+}
+
+}  // namespace
 
 void Operation::setVariantPack(const std::string& json) {
   ATB_FAIL(ERROR_INVALID_PARAM, name(), " takes no variant pack param, got '", excerpt(json), "'");
@@ -19,7 +37,6 @@ std::vector<at::Tensor> Operation::execute(const std::vector<at::Tensor>& inputs
   outputs.reserve(descs.size());
   for (const TensorDesc& d : descs) outputs.push_back(allocate(d, inputs.at(0)));
   run(inputs, outputs);
-  if (inPlaceInput() >= 0) return {inputs[static_cast<size_t>(inPlaceInput())]};
   return outputs;
 }
 
@@ -53,10 +70,15 @@ void CommOperation::setParam(const std::string& json) {
   const nlohmann::json obj = parseJsonObject(json, name_ + " param");
   JsonFields fields(obj, name_ + " param");
   CommParam p = readCommParam(fields, defaults());
-  ATB_CHECK(isKnownBackend(p.backend) && acceptsBackend(p.backend), ERROR_INVALID_PARAM, name_, " param 'backend' is '",
-            p.backend, "'; ", name_, " accepts ", acceptsBackend("lccl") ? "hccl, lccl" : "hccl",
+  ATB_CHECK(isKnownBackend(p.backend) && (p.backend != "lccl" || acceptsLccl()), ERROR_INVALID_PARAM, name_,
+            " param 'backend' is '", p.backend, "'; ", name_, " accepts ", acceptsLccl() ? "hccl, lccl" : "hccl",
             " (ATB's), nccl, shm, gloo or auto");
+  // ATB's rsv[] must stay zero; its JSON parser accepts the key.
+  for (int64_t v : fields.int64Array("rsv", {})) {
+    ATB_CHECK(v == 0, ERROR_INVALID_PARAM, name_, " param 'rsv' must be all zeros, got ", v);
+  }
   validateCommParam(p, name_);
+  if (p.backend == "lccl" && p.commMode == CommMode::MULTI_PROCESS) checkLcclCommDomain(p.commDomain);
   paramSet_ = false;
   readParam(fields, p);
   fields.rejectUnknownKeys();
@@ -66,8 +88,14 @@ void CommOperation::setParam(const std::string& json) {
   paramSet_ = true;
 }
 
-bool CommOperation::acceptsBackend(const std::string& backend) const {
-  return backend != "lccl";
+CommParam CommOperation::defaults() const {
+  CommParam p;
+  p.rank = 0;
+  return p;
+}
+
+bool CommOperation::atbBackend() const {
+  return param().backend == "hccl" || param().backend == "lccl";
 }
 
 const CommParam& CommOperation::param() const {
@@ -85,6 +113,18 @@ std::shared_ptr<Communicator> CommOperation::communicatorFor(const at::Tensor& x
 
 at::Tensor CommOperation::allocate(const TensorDesc& desc, const at::Tensor& firstInput) {
   return communicatorFor(firstInput)->emptyOutput(desc.shape, firstInput.options().dtype(desc.dtype));
+}
+
+std::vector<int64_t> CommOperation::countInput(const at::Tensor& t, const std::string& what, int64_t length,
+                                               const std::vector<int64_t>* pack) const {
+  ATB_CHECK(t.defined() && t.dim() == 1, ERROR_INVALID_TENSOR_DIM_NUM, name_, " input '", what,
+            "' must be 1-D, got shape ", t.defined() ? t.sizes() : c10::IntArrayRef{});
+  std::vector<int64_t> values = hostInt64(t, name_ + " input '" + what + "'", length);
+  if (pack != nullptr) {
+    ATB_CHECK(values == *pack, ERROR_INVALID_PARAM, name_, " input '", what, "' ", c10::IntArrayRef(values),
+              " disagrees with set_varaintpack_param's ", c10::IntArrayRef(*pack));
+  }
+  return values;
 }
 
 void CommOperation::checkInputs(const std::vector<at::Tensor>& inputs, size_t expected) const {

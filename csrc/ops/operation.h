@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "core/json_fields.h"
 #include "core/params.h"
 #include "core/tensor_checks.h"
 
@@ -32,8 +33,8 @@ class Operation {
   // Validates the inputs and describes the outputs; no communication.
   virtual std::vector<TensorDesc> inferShape(const std::vector<at::Tensor>& inputs) const = 0;
 
-  // Validates, allocates the outputs, runs; returns the outputs. Operators that write into an input
-  // (Broadcast, Recv) return that input.
+  // Validates, allocates the outputs, runs; returns the outputs (none for Broadcast, which writes its input in
+  // place, and Send).
   std::vector<at::Tensor> execute(const std::vector<at::Tensor>& inputs);
   // Validates inputs and the caller's outputs (shape, dtype, device, contiguity), then writes into them. An
   // output that shares bytes with an input is written through a temporary, so the result is never corrupt.
@@ -44,8 +45,6 @@ class Operation {
   virtual void run(const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) = 0;
   // A fresh output (the communicator may place it where peers reach it faster).
   virtual at::Tensor allocate(const TensorDesc& desc, const at::Tensor& firstInput) = 0;
-  // Which input an in-place operator writes (and returns from execute); -1 for none.
-  virtual int inPlaceInput() const { return -1; }
 };
 
 // Raises ERROR_INVALID_PARAM for unknown names, listing the known ones.
@@ -63,17 +62,24 @@ class CommOperation : public Operation {
   // Reads this operator's own fields from `fields` after the common ones (`common`, already checked), and
   // runs its own creation checks.
   virtual void readParam(JsonFields& fields, const CommParam& common) = 0;
-  // The backend names this operator accepts (ATB: "hccl" only, or "hccl" and "lccl"); extended here with
-  // the CPU and CUDA backends.
-  virtual bool acceptsBackend(const std::string& backend) const;
-  // The default param of this operator (ATB's ReduceScatter defaults to "lccl").
-  virtual CommParam defaults() const { return CommParam{}; }
+  // Whether ATB accepts backend "lccl" for this operator (it always accepts "hccl"); the CPU and CUDA
+  // backends are accepted everywhere.
+  virtual bool acceptsLccl() const { return false; }
+  // The default param of this operator (ATB's defaults: rank 0 for most, "lccl" for ReduceScatter).
+  virtual CommParam defaults() const;
 
   const CommParam& param() const;
   std::shared_ptr<Communicator> communicatorFor(const at::Tensor& x);
   at::Tensor allocate(const TensorDesc& desc, const at::Tensor& firstInput) override;
   // Input count, x defined and of a supported dtype.
   void checkInputs(const std::vector<at::Tensor>& inputs, size_t expected) const;
+  // Whether the param asks for one of ATB's own backends (hccl, lccl), whose extra checks then apply.
+  bool atbBackend() const;
+  // A host-side count input (int64, 1-D, `length` entries) of the V operators: the variant pack's values
+  // when set_varaintpack_param gave them (as ATB's test framework binds them), which the tensor must then
+  // equal; else the tensor's own values.
+  std::vector<int64_t> countInput(const at::Tensor& t, const std::string& what, int64_t length,
+                                  const std::vector<int64_t>* pack) const;
 
  private:
   std::string name_;

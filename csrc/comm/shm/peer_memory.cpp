@@ -23,7 +23,10 @@ void PeerMemory::dropArenas() {
 }
 
 bool PeerMemory::direct(int32_t peer, uint64_t addr, uint64_t bytes) const {
-  if (pids_[peer] == self_) return true;
+  return pids_[peer] == self_ || inArena(peer, addr, bytes);
+}
+
+bool PeerMemory::inArena(int32_t peer, uint64_t addr, uint64_t bytes) const {
   const ArenaRange& a = arenas_[peer];
   return a.mapped != nullptr && addr >= a.base && bytes <= a.bytes && addr - a.base <= a.bytes - bytes;
 }

@@ -25,6 +25,9 @@ class PeerMemory {
   pid_t pid(int32_t peer) const { return pids_[peer]; }
   // Whether [addr, addr + bytes) of the peer is reachable with a plain memcpy.
   bool direct(int32_t peer, uint64_t addr, uint64_t bytes) const;
+  // Whether that range lies in the peer's arena: the same answer on every rank (direct() is also true for
+  // any address of this very process), which is what plans all ranks must agree on may use.
+  bool inArena(int32_t peer, uint64_t addr, uint64_t bytes) const;
   // Where the peer's `addr` is in this process (only when direct()).
   char* local(int32_t peer, uint64_t addr) const;
 

@@ -198,8 +198,8 @@ void ShmCommunicator::planMoves(const Call& c) {
       plan_.eager[k] = (src != dst && direct == 0) ? out[dst].sendBytes : 0;
       if (direct > 0) {
         const PeerEntry& theirs = att_.view.entries(dst, c.parity)[src];
-        plan_.pullMemcpy[k] = att_.arenasShared && memory_.direct(src, out[dst].sendAddr, direct);
-        plan_.pushMemcpy[k] = att_.arenasShared && memory_.direct(dst, theirs.recvAddr, direct);
+        plan_.pullMemcpy[k] = att_.arenasShared && memory_.inArena(src, out[dst].sendAddr, direct);
+        plan_.pushMemcpy[k] = att_.arenasShared && memory_.inArena(dst, theirs.recvAddr, direct);
       } else {
         plan_.pullMemcpy[k] = 0;
         plan_.pushMemcpy[k] = 0;

@@ -1,0 +1,99 @@
+// AllGatherVOperation: every rank's first sendCount elements of x, placed at rdispls[rank] of the output.
+//   inputs : x [*], sendCount [1] int64, recvCounts [rankSize] int64, rdispls [rankSize] int64,
+//            y [outRows] (only its length matters)
+//   output : x's shape with dim 0 = outRows; elements no rank writes are zero in execute()'s output
+// Counts and displacements are in elements (flattened); recvCounts[rank] == sendCount; every rank passes the
+// same recvCounts and rdispls; sum(recvCounts) > 0 (ATB).
+
+#include <optional>
+
+#include "core/layout.h"
+#include "core/status.h"
+#include "ops/operation.h"
+#include "ops/operation_registry.h"
+
+namespace atb_ops {
+namespace {
+
+struct Pack {
+  std::vector<int64_t> sendCount;
+  std::vector<int64_t> recvCounts;
+  std::vector<int64_t> rdispls;
+};
+
+class AllGatherVOperation final : public CommOperation {
+ public:
+  AllGatherVOperation() : CommOperation("AllGatherVOperation") {}
+
+  size_t inputNum() const override { return 5; }
+  size_t outputNum() const override { return 1; }
+
+  void setVariantPack(const std::string& json) override {
+    const nlohmann::json obj = parseJsonObject(json, name() + " variant pack");
+    JsonFields f(obj, name() + " variant pack");
+    Pack p;
+    p.sendCount = {f.int64("sendCount", 0)};
+    p.recvCounts = f.int64Array("recvCounts", {});
+    p.rdispls = f.int64Array("rdispls", {});
+    f.rejectUnknownKeys();
+    pack_ = p;
+  }
+
+  std::vector<TensorDesc> inferShape(const std::vector<at::Tensor>& inputs) const override {
+    checkInputs(inputs, 5);
+    const int64_t n = param().rankSize;
+    const at::Tensor& x = inputs[0];
+    const at::Tensor& y = inputs[4];
+    ATB_CHECK(x.dim() >= 1, ERROR_INVALID_TENSOR_DIM_NUM, name(), " input x needs at least 1 dimension");
+    ATB_CHECK(y.defined() && y.dim() == 1, ERROR_INVALID_TENSOR_DIM_NUM, name(), " input y must be 1-D, got shape ",
+              y.defined() ? y.sizes() : c10::IntArrayRef{});
+    sendCount_ = countInput(inputs[1], "sendCount", 1, pack_ ? &pack_->sendCount : nullptr)[0];
+    layout_.counts = countInput(inputs[2], "recvCounts", n, pack_ ? &pack_->recvCounts : nullptr);
+    layout_.displs = countInput(inputs[3], "rdispls", n, pack_ ? &pack_->rdispls : nullptr);
+    Shape shape = x.sizes().vec();
+    shape[0] = y.size(0);
+    int64_t outNumel = 1;
+    for (int64_t s : shape) outNumel *= s;
+    ATB_CHECK(sendCount_ >= 0 && sendCount_ <= x.numel(), ERROR_INVALID_TENSOR_DIM, name(), " sendCount ", sendCount_,
+              " must be in [0, x.numel()=", x.numel(), "]");
+    validateVLayout(layout_, n, outNumel, /*disjoint=*/true, "recvCounts", "rdispls");
+    const int64_t rank = param().rank;
+    ATB_CHECK(layout_.counts[rank] == sendCount_, ERROR_INVALID_PARAM, name(), " recvCounts[", rank, "]=",
+              layout_.counts[rank], " must equal this rank's sendCount ", sendCount_);
+    ATB_CHECK(layout_.total() > 0, ERROR_INVALID_PARAM, name(), " sum(recvCounts) must be > 0 (ATB), got ",
+              c10::IntArrayRef(layout_.counts));
+    return {TensorDesc{x.scalar_type(), shape}};
+  }
+
+ protected:
+  void readParam(JsonFields&, const CommParam& common) override {
+    ATB_CHECK(common.rankSize >= 2, ERROR_INVALID_PARAM, name(), " param 'rankSize' must be at least 2, got ",
+              common.rankSize);
+  }
+
+  CommParam defaults() const override { return CommParam{}; }  // rank -1, as ATB's AllGatherVParam
+
+  at::Tensor allocate(const TensorDesc& desc, const at::Tensor& firstInput) override {
+    at::Tensor out = CommOperation::allocate(desc, firstInput);
+    out.zero_();
+    return out;
+  }
+
+  void run(const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) override {
+    const at::Tensor x = inputs[0].contiguous().view({-1}).narrow(0, 0, sendCount_);
+    at::Tensor out = outputs[0].view({-1});
+    communicatorFor(x)->allgatherv(x, layout_, out);
+  }
+
+ private:
+  std::optional<Pack> pack_;
+  // execute() infers right before it runs, on the same inputs: run() reuses these.
+  mutable VLayout layout_;
+  mutable int64_t sendCount_ = 0;
+};
+
+const bool registered =
+    registerOperation("AllGatherVOperation", [] { return std::unique_ptr<Operation>(new AllGatherVOperation()); });
+
+}  // namespace
+}  // namespace atb_ops

@@ -1,0 +1,41 @@
+// BroadcastOperation: rankRoot's x is copied into x on every rank, in place.
+//   inputs : x [*] (same shape and dtype on every rank)
+//   outputs: none (execute returns an empty list, as ATB's binding does; read x afterwards)
+
+#include "core/status.h"
+#include "ops/operation.h"
+#include "ops/operation_registry.h"
+
+namespace atb_ops {
+namespace {
+
+class BroadcastOperation final : public CommOperation {
+ public:
+  BroadcastOperation() : CommOperation("BroadcastOperation") {}
+
+  size_t inputNum() const override { return 1; }
+  size_t outputNum() const override { return 0; }
+
+  std::vector<TensorDesc> inferShape(const std::vector<at::Tensor>& inputs) const override {
+    checkInputs(inputs, 1);
+    return {};
+  }
+
+ protected:
+  bool acceptsLccl() const override { return true; }
+  void readParam(JsonFields&, const CommParam&) override {}
+
+  void run(const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>&) override {
+    at::Tensor x = inputs[0];
+    // A strided x is received into a contiguous copy and written back, so the caller's tensor holds the result.
+    at::Tensor buffer = x.is_contiguous() ? x : x.contiguous();
+    communicatorFor(buffer)->broadcast(buffer, param().rankRoot);
+    if (!buffer.is_same(x)) x.copy_(buffer);
+  }
+};
+
+const bool registered =
+    registerOperation("BroadcastOperation", [] { return std::unique_ptr<Operation>(new BroadcastOperation()); });
+
+}  // namespace
+}  // namespace atb_ops

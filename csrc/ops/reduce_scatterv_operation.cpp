@@ -1,0 +1,96 @@
+// ReduceScatterVOperation: rank r gets the reduction over ranks of their regions [sdispls[r], +sendCounts[r]).
+//   param  : reduceType "sum" | "max" | "min"; sendCounts, sdispls, recvCount (accepted as ATB's struct has
+//            them; the counts that run are the inputs' or the variant pack's, as in ATB)
+//   inputs : x [rows, cols], sendCounts [rankSize] int64, sdispls [rankSize] int64, recvCount [1] int64,
+//            y [outRows] (only its length matters)
+//   output : [outRows, cols]; its first recvCount elements are written (recvCount == sendCounts[rank])
+// Counts are in elements of x flattened; every rank passes the same sendCounts and sdispls.
+
+#include <optional>
+
+#include "core/layout.h"
+#include "core/status.h"
+#include "ops/operation.h"
+#include "ops/operation_registry.h"
+
+namespace atb_ops {
+namespace {
+
+struct Pack {
+  std::vector<int64_t> sendCounts;
+  std::vector<int64_t> sdispls;
+  std::vector<int64_t> recvCount;
+};
+
+class ReduceScatterVOperation final : public CommOperation {
+ public:
+  ReduceScatterVOperation() : CommOperation("ReduceScatterVOperation") {}
+
+  size_t inputNum() const override { return 5; }
+  size_t outputNum() const override { return 1; }
+
+  void setVariantPack(const std::string& json) override {
+    const nlohmann::json obj = parseJsonObject(json, name() + " variant pack");
+    JsonFields f(obj, name() + " variant pack");
+    Pack p;
+    p.sendCounts = f.int64Array("sendCounts", {});
+    p.sdispls = f.int64Array("sdispls", {});
+    p.recvCount = {f.int64("recvCount", 0)};
+    f.rejectUnknownKeys();
+    pack_ = p;
+  }
+
+  std::vector<TensorDesc> inferShape(const std::vector<at::Tensor>& inputs) const override {
+    checkInputs(inputs, 5);
+    const int64_t n = param().rankSize;
+    const at::Tensor& x = inputs[0];
+    const at::Tensor& y = inputs[4];
+    ATB_CHECK(x.dim() == 2, ERROR_INVALID_TENSOR_DIM_NUM, name(), " input x must be 2-D, got shape ", x.sizes());
+    ATB_CHECK(y.defined() && y.dim() == 1, ERROR_INVALID_TENSOR_DIM_NUM, name(), " input y must be 1-D, got shape ",
+              y.defined() ? y.sizes() : c10::IntArrayRef{});
+    layout_.counts = countInput(inputs[1], "sendCounts", n, pack_ ? &pack_->sendCounts : nullptr);
+    layout_.displs = countInput(inputs[2], "sdispls", n, pack_ ? &pack_->sdispls : nullptr);
+    recvCount_ = countInput(inputs[3], "recvCount", 1, pack_ ? &pack_->recvCount : nullptr)[0];
+    validateVLayout(layout_, n, x.numel(), /*disjoint=*/false, "sendCounts", "sdispls");
+    const int64_t rank = param().rank;
+    ATB_CHECK(recvCount_ == layout_.counts[rank], ERROR_INVALID_PARAM, name(), " recvCount is ", recvCount_,
+              " but sendCounts[", rank, "] is ", layout_.counts[rank], "; rank ", rank, " receives its own region");
+    const Shape shape{y.size(0), x.size(1)};
+    ATB_CHECK(recvCount_ <= y.size(0) * x.size(1), ERROR_INVALID_TENSOR_DIM, name(), " recvCount ", recvCount_,
+              " does not fit the output [", y.size(0), ", ", x.size(1), "] (y's length, x's columns)");
+    return {TensorDesc{x.scalar_type(), shape}};
+  }
+
+ protected:
+  void readParam(JsonFields& fields, const CommParam& common) override {
+    const std::string type = fields.string("reduceType", "sum");
+    ATB_CHECK(type == "sum" || type == "max" || type == "min", ERROR_INVALID_PARAM, name(),
+              " param 'reduceType' is '", type, "'; expected one of sum, max, min");
+    op_ = parseReduceOp(type, name() + " param 'reduceType'");
+    ATB_CHECK(common.rankSize >= 2, ERROR_INVALID_PARAM, name(), " param 'rankSize' must be at least 2, got ",
+              common.rankSize);
+    // ATB's struct carries these too; its runner reads the inputs' host data instead.
+    fields.int64Array("sendCounts", {});
+    fields.int64Array("sdispls", {});
+    fields.int64("recvCount", 0);
+  }
+
+  void run(const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) override {
+    const at::Tensor x = inputs[0].contiguous();
+    at::Tensor target = outputs[0].view({-1}).narrow(0, 0, recvCount_);
+    communicatorFor(x)->reduceScatterV(x, layout_, target, op_);
+  }
+
+ private:
+  ReduceOp op_ = ReduceOp::kSum;
+  std::optional<Pack> pack_;
+  // execute() infers right before it runs, on the same inputs: run() reuses these.
+  mutable VLayout layout_;
+  mutable int64_t recvCount_ = 0;
+};
+
+const bool registered = registerOperation("ReduceScatterVOperation",
+                                          [] { return std::unique_ptr<Operation>(new ReduceScatterVOperation()); });
+
+}  // namespace
+}  // namespace atb_ops
