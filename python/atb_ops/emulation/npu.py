@@ -133,20 +133,25 @@ def get_amp_supported_dtype() -> list[torch.dtype]:
     return [torch.float16, torch.bfloat16]
 
 
+def _is_in_bad_fork() -> bool:
+    """False: the emulated device survives fork (torch.manual_seed asks before seeding it)."""
+    return False
+
+
 def manual_seed(seed: int) -> None:
     """Seeds the generator NPU tensors are drawn from (the CPU's, or the current GPU's)."""
     if config.emulated_device() == "cuda":
         torch.cuda.manual_seed(seed)
     else:
-        torch.manual_seed(seed)
+        torch.default_generator.manual_seed(int(seed))
 
 
 def manual_seed_all(seed: int) -> None:
-    """Seeds the generators of every NPU."""
+    """Seeds the generators of every NPU (torch.manual_seed calls this too)."""
     if config.emulated_device() == "cuda":
         torch.cuda.manual_seed_all(seed)
     else:
-        torch.manual_seed(seed)
+        torch.default_generator.manual_seed(int(seed))
 
 
 def empty_cache() -> None:
