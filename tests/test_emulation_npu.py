@@ -65,6 +65,12 @@ def test_npu_device_api_on_cpu():
     assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), output_of(proc)
 
 
+def test_visible_devices_set_the_count():
+    code = "import torch, torch_npu; print(torch.npu.device_count())"
+    proc = run_emulated(code, extra_env={"ASCEND_RT_VISIBLE_DEVICES": "4,5,6"})
+    assert proc.returncode == 0 and proc.stdout.strip() == "3", output_of(proc)
+
+
 def test_npu_count_and_name_settings():
     code = textwrap.dedent(
         """
@@ -79,7 +85,8 @@ def test_npu_count_and_name_settings():
         print("ok")
         """
     )
-    proc = run_emulated(code, extra_env={"ATB_OPS_NPU_COUNT": "3", "ATB_OPS_NPU_NAME": "Ascend910B4"})
+    settings = {"ATB_OPS_NPU_COUNT": "3", "ATB_OPS_NPU_NAME": "Ascend910B4", "ASCEND_RT_VISIBLE_DEVICES": "0"}
+    proc = run_emulated(code, extra_env=settings)  # ATB_OPS_NPU_COUNT wins
     assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), output_of(proc)
 
 

@@ -11,6 +11,7 @@ import os
 MODE_ENV = "ATB_OPS_NPU_EMULATION"  # "cpu" or "cuda": where NPU tensors live; set by the launcher
 COUNT_ENV = "ATB_OPS_NPU_COUNT"  # device_count() under --device cpu
 NAME_ENV = "ATB_OPS_NPU_NAME"  # get_device_name() override
+VISIBLE_ENV = "ASCEND_RT_VISIBLE_DEVICES"  # the NPU runtime's own device list, honoured on CPU too
 HOME_ENV = "ATB_HOME_PATH"  # ATB's variable: the folder holding lib/libatb_test_framework.so
 DEVICES = ("cpu", "cuda")
 DEFAULT_NPU_COUNT = 8  # one Atlas 800 box: ATB's multi-rank tests use up to 8 ranks
@@ -35,14 +36,16 @@ def cpu_npu_count() -> int:
     """How many NPUs the emulation reports under ``--device cpu``.
 
     Returns:
-        ATB_OPS_NPU_COUNT when set, else 8 (DEFAULT_NPU_COUNT).
+        ATB_OPS_NPU_COUNT when set; else the number of entries of ASCEND_RT_VISIBLE_DEVICES when set
+        (as the NPU runtime counts); else 8 (DEFAULT_NPU_COUNT).
 
     Raises:
         ValueError: When ATB_OPS_NPU_COUNT is not a positive integer.
     """
     raw = os.environ.get(COUNT_ENV, "").strip()
     if not raw:
-        return DEFAULT_NPU_COUNT
+        visible = [d for d in os.environ.get(VISIBLE_ENV, "").split(",") if d.strip()]
+        return len(visible) if visible else DEFAULT_NPU_COUNT
     try:
         count = int(raw)
     except ValueError:
