@@ -40,7 +40,7 @@ def test_native_libraries_are_files_of_the_package():
 
     package = os.path.dirname(os.path.realpath(atb_ops.__file__))
     libs = atb_home.native_libraries()
-    assert set(libs) == {"libatb_test_framework.so", "libatb.so"}
+    assert {"libatb_test_framework.so", "libatb.so"} <= set(libs)
     for path in libs.values():
         assert os.path.isabs(path) and os.path.isfile(path) and path.startswith(package + os.sep), path
 

@@ -38,24 +38,47 @@ def native_extension() -> str:
     return os.path.realpath(spec.origin)
 
 
-def native_libraries() -> dict[str, str]:
-    """What each library of ATB_HOME_PATH/lib is: file name -> real path of an atb_ops native library.
+def _package_native_libs() -> dict[str, str]:
+    """The shared libraries of the package's native ``lib/`` folder (name -> real path); {} if none."""
+    spec = importlib.util.find_spec("atb_ops")
+    found: dict[str, str] = {}
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        libdir = os.path.join(location, "lib")
+        if os.path.isdir(libdir):
+            for name in sorted(os.listdir(libdir)):
+                path = os.path.join(libdir, name)
+                if ".so" in name and os.path.isfile(path):
+                    found.setdefault(name, os.path.realpath(path))
+    return found
 
-    The one place that knows it. Today both names are the atb_ops._C extension itself: loading it by
-    another path (torch.classes.load_library) gives the same loaded object, because the dynamic loader
-    recognises a file it has loaded already, so its registrations (torch.classes.OperationTorch) happen
-    once, whichever of ``import atb_ops`` and load_library comes first.
+
+def native_libraries() -> dict[str, str]:
+    """What ATB_HOME_PATH/lib holds: file name -> real path of an atb_ops native library.
+
+    The one place that knows it:
+    - ``libatb_test_framework.so`` (ATB's test framework: registers torch.classes.OperationTorch) is
+      atb_ops's torch library ``lib/libatb_ops_torch.so``, or, in a build without one, the atb_ops._C
+      extension, which registers the same classes;
+    - ``libatb.so`` (ATB's runtime; its tests look into it with ``nm -D``) is the native core
+      ``lib/libatb_ops.so``, or the extension;
+    - every other library of the package's ``lib/`` folder under its own name, so that a library
+      loaded by its ATB name finds its dependencies next to it (RUNPATH $ORIGIN).
+    Loading one of them by its ATB name gives the object the process has (or will have) loaded through
+    ``import atb_ops``: the dynamic loader recognises the file, so the static registrations happen once,
+    in either order.
 
     Returns:
-        {"libatb_test_framework.so": path, "libatb.so": path}.
+        {"libatb_test_framework.so": path, "libatb.so": path, ...dependencies}.
 
     Raises:
         FileNotFoundError: When atb_ops has no built extension.
     """
     extension = native_extension()
+    package_libs = _package_native_libs()
     return {
-        "libatb_test_framework.so": extension,  # registers torch.classes.OperationTorch.OperationTorch
-        "libatb.so": extension,  # ATB's runtime library (its tests look into it with nm -D)
+        **package_libs,
+        "libatb_test_framework.so": package_libs.get("libatb_ops_torch.so", extension),
+        "libatb.so": package_libs.get("libatb_ops.so", extension),
     }
 
 
