@@ -1,4 +1,4 @@
-"""Command line: python -m atb_ops {demo,bench,doctor} [options]."""
+"""Command line: python -m atb_ops {demo,bench,doctor,run,env} [options]."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ COMMANDS = {
     "demo": ("atb_ops.demo", "the seed's AllToAllVV2 example on CPU ranks"),
     "bench": ("atb_ops.bench", "alltoallv latency and bandwidth (nccl-tests table) vs gloo and Open MPI"),
     "doctor": ("atb_ops.doctor", "built and usable backends; leftovers of crashed runs (--clean)"),
+    "run": ("atb_ops.emulation.launcher:run_main", "run an ATB/torch_npu script unchanged (NPU emulation)"),
+    "env": ("atb_ops.emulation.launcher:env_main", "print the NPU emulation's environment as export lines"),
 }
 
 
@@ -33,8 +35,9 @@ def main(argv: list[str] | None = None) -> int:
         for name, (_, what) in COMMANDS.items():
             print(f"  {name:8s} {what}")
         return 0 if not argv or argv[0] in ("-h", "--help") else 2
-    module = importlib.import_module(COMMANDS[argv[0]][0])
-    return module.main(argv[1:])
+    module_name, _, function = COMMANDS[argv[0]][0].partition(":")
+    module = importlib.import_module(module_name)
+    return getattr(module, function or "main")(argv[1:])
 
 
 if __name__ == "__main__":

@@ -1,0 +1,55 @@
+"""The emulation's settings: environment variable names and their parsing, in one place.
+
+The launcher (``python -m atb_ops run`` / ``env``) writes these variables; every process it starts
+inherits them, and the emulated ``torch_npu`` reads them when it is imported.
+"""
+
+from __future__ import annotations
+
+import os
+
+MODE_ENV = "ATB_OPS_NPU_EMULATION"  # "cpu" or "cuda": where NPU tensors live; set by the launcher
+COUNT_ENV = "ATB_OPS_NPU_COUNT"  # device_count() under --device cpu
+NAME_ENV = "ATB_OPS_NPU_NAME"  # get_device_name() override
+VISIBLE_ENV = "ASCEND_RT_VISIBLE_DEVICES"  # the NPU runtime's own device list, honoured on CPU too
+HOME_ENV = "ATB_HOME_PATH"  # ATB's variable: the folder holding lib/libatb_test_framework.so
+DEVICES = ("cpu", "cuda")
+DEFAULT_NPU_COUNT = 8  # one Atlas 800 box: ATB's multi-rank tests use up to 8 ranks
+
+
+def emulated_device() -> str:
+    """Where NPU tensors live in this process: ``"cpu"`` (the default) or ``"cuda"``.
+
+    Returns:
+        The value of ATB_OPS_NPU_EMULATION, or "cpu" when it is unset or empty.
+
+    Raises:
+        ValueError: When the variable holds something other than "cpu" or "cuda".
+    """
+    value = os.environ.get(MODE_ENV, "").strip().lower() or "cpu"
+    if value not in DEVICES:
+        raise ValueError(f"{MODE_ENV}={os.environ.get(MODE_ENV)!r}: expected one of {', '.join(DEVICES)}")
+    return value
+
+
+def cpu_npu_count() -> int:
+    """How many NPUs the emulation reports under ``--device cpu``.
+
+    Returns:
+        ATB_OPS_NPU_COUNT when set; else the number of entries of ASCEND_RT_VISIBLE_DEVICES when set
+        (as the NPU runtime counts); else 8 (DEFAULT_NPU_COUNT).
+
+    Raises:
+        ValueError: When ATB_OPS_NPU_COUNT is not a positive integer.
+    """
+    raw = os.environ.get(COUNT_ENV, "").strip()
+    if not raw:
+        visible = [d for d in os.environ.get(VISIBLE_ENV, "").split(",") if d.strip()]
+        return len(visible) if visible else DEFAULT_NPU_COUNT
+    try:
+        count = int(raw)
+    except ValueError:
+        count = 0
+    if count <= 0:
+        raise ValueError(f"{COUNT_ENV}={raw!r}: expected a positive integer")
+    return count

@@ -1,0 +1,310 @@
+"""``python -m atb_ops run`` and ``python -m atb_ops env``: ATB scripts on CPU or CUDA, unchanged.
+
+``run`` replaces itself (exec) with ``python SCRIPT ARGS`` / ``python -m MODULE ARGS`` / ``python -c CODE``
+in an environment that turns the NPU emulation on: the argv, working directory, exit status and
+signals are the script's own, and every Python process it starts (multiprocessing spawn/forkserver,
+torch.multiprocessing.spawn, subprocess, torchrun) inherits the same environment:
+
+- PYTHONPATH starts with a folder holding the emulated ``torch_npu`` and ``torch_atb`` packages;
+- ATB_HOME_PATH is a private folder with ``lib/libatb_test_framework.so`` and ``lib/libatb.so``;
+- ATB_OPS_NPU_EMULATION says where NPU tensors live ("cpu" or "cuda").
+
+``env`` prints those variables as shell ``export`` lines instead. Where a real torch_npu is importable,
+both refuse (``--force-emulation`` overrides): the emulation never shadows a real NPU stack silently.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shlex
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from atb_ops.emulation import atb_home, config
+
+RUN_USAGE = """\
+usage: python -m atb_ops run [--device cpu|cuda] [--force-emulation] SCRIPT [ARGS...]
+       python -m atb_ops run [--device cpu|cuda] [--force-emulation] -m MODULE [ARGS...]
+       python -m atb_ops run [--device cpu|cuda] [--force-emulation] -c CODE [ARGS...]
+
+Runs an ATB / torch_npu script like `python SCRIPT ARGS`, with torch_npu, torch_atb and ATB_HOME_PATH
+emulated on CPU ranks (--device cpu, the default) or on CUDA (--device cuda: npu:N is cuda:N), in it
+and in every Python process it starts.
+"""
+ENV_USAGE = """\
+usage: python -m atb_ops env [--device cpu|cuda] [--force-emulation]
+
+Prints the environment of `python -m atb_ops run` as shell export lines:
+    eval "$(python -m atb_ops env)"; python -m pytest tests_written_for_npu/
+"""
+
+
+class UsageError(Exception):
+    """Bad command line: the message and the usage text go to stderr, exit status 2."""
+
+
+class LaunchError(Exception):
+    """The emulation cannot start (a real torch_npu, no GPU, no private folder): exit status 1."""
+
+
+@dataclass
+class Options:
+    """What the command line asked for."""
+
+    device: str = "cpu"
+    force: bool = False
+    target: list[str] = field(default_factory=list)  # python's arguments: SCRIPT.., -m MODULE.., -c CODE..
+
+
+def _parse_options(argv: list[str], takes_target: bool) -> Options:
+    """Reads the launcher's options up to the first argument that belongs to Python."""
+    opts = Options()
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--device" or arg.startswith("--device="):
+            if arg == "--device":
+                if i + 1 >= len(argv):
+                    raise UsageError("--device needs a value: cpu or cuda")
+                i += 1
+                value = argv[i]
+            else:
+                value = arg.split("=", 1)[1]
+            if value not in config.DEVICES:
+                raise UsageError(f"--device {value!r}: expected one of {', '.join(config.DEVICES)}")
+            opts.device = value
+        elif arg == "--force-emulation":
+            opts.force = True
+        elif arg == "--":
+            i += 1
+            break
+        elif not takes_target:
+            raise UsageError(f"unexpected argument {arg!r}")
+        elif arg in ("-m", "-c"):
+            if i + 1 >= len(argv):
+                raise UsageError(f"{arg} needs a {'module' if arg == '-m' else 'command'}")
+            break
+        elif arg.startswith("-") and arg != "-":
+            raise UsageError(f"unknown option {arg!r} (options come before SCRIPT, -m MODULE or -c CODE)")
+        else:
+            break
+        i += 1
+    opts.target = argv[i:]
+    if takes_target and not opts.target:
+        raise UsageError("nothing to run: give SCRIPT, -m MODULE or -c CODE")
+    return opts
+
+
+def parse_run_args(argv: list[str]) -> Options:
+    """Parses ``run``'s arguments.
+
+    Args:
+        argv: The arguments after ``run``.
+
+    Returns:
+        The options; ``target`` is what follows ``python`` (SCRIPT ARGS, -m MODULE ARGS or -c CODE ARGS).
+
+    Raises:
+        UsageError: On an unknown option, a bad --device, or nothing to run.
+    """
+    return _parse_options(argv, takes_target=True)
+
+
+def parse_env_args(argv: list[str]) -> Options:
+    """Parses ``env``'s arguments (options only).
+
+    Raises:
+        UsageError: On an unknown argument or a bad --device.
+    """
+    return _parse_options(argv, takes_target=False)
+
+
+def pythonpath_dir() -> str:
+    """The folder holding the emulated torch_npu and torch_atb packages."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "pythonpath")
+
+
+def _same_dir(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a or os.curdir, b)
+    except OSError:
+        return False
+
+
+def find_real_torch_npu() -> str | None:
+    """Where a real torch_npu would be imported from here, not counting the emulation's folder.
+
+    Returns:
+        Its location, or None when only the emulation (or nothing) provides torch_npu.
+    """
+    own = pythonpath_dir()
+    loaded = sys.modules.get("torch_npu")
+    if loaded is not None:
+        location = getattr(loaded, "__file__", None) or repr(loaded)
+        return None if _same_dir(os.path.dirname(os.path.dirname(location)), own) else location
+    saved = sys.path[:]
+    sys.path[:] = [p for p in saved if not _same_dir(p, own)]
+    try:
+        spec = importlib.util.find_spec("torch_npu")
+    except (ImportError, ValueError):
+        spec = None
+    finally:
+        sys.path[:] = saved
+    if spec is None:
+        return None
+    if spec.origin and spec.origin not in ("namespace", "built-in"):
+        return spec.origin
+    locations = list(spec.submodule_search_locations or [])
+    return locations[0] if locations else repr(spec)
+
+
+def _check_no_real_torch_npu(force: bool) -> None:
+    real = find_real_torch_npu()
+    if real is not None and not force:
+        raise LaunchError(
+            f"a real torch_npu is importable here ({real}); the NPU emulation would shadow it.\n"
+            "On an NPU machine run the script with plain `python`. To emulate anyway (the emulated torch_npu "
+            "comes first on PYTHONPATH and torch's backend auto-loading is turned off), add --force-emulation."
+        )
+
+
+def _check_device(device: str) -> None:
+    if device != "cuda":
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        raise LaunchError(
+            "--device cuda: torch sees no CUDA device here (torch.cuda.is_available() is False, "
+            f"torch {torch.__version__}); use --device cpu"
+        )
+
+
+def emulation_env(device: str, force: bool = False, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The variables that turn the emulation on, for a process started with environment `base`.
+
+    Args:
+        device: "cpu" or "cuda".
+        force: Also set when a real torch_npu is present: turns torch's backend auto-loading off so the
+            real one is not loaded behind the emulation's back.
+        base: The environment to extend (os.environ when None); only its PYTHONPATH is read.
+
+    Returns:
+        {name: value} to set: PYTHONPATH (the emulation folder first, the rest kept), ATB_HOME_PATH,
+        ATB_OPS_NPU_EMULATION, and TORCH_DEVICE_BACKEND_AUTOLOAD=0 when forced.
+
+    Raises:
+        PermissionError: When the ATB_HOME_PATH folder cannot be made.
+        FileNotFoundError: When atb_ops has no built extension.
+    """
+    base = os.environ if base is None else base
+    own = pythonpath_dir()
+    existing = base.get("PYTHONPATH", "")
+    entries = existing.split(os.pathsep) if existing else []
+    if entries and _same_dir(entries[0], own):
+        pythonpath = existing
+    else:
+        pythonpath = os.pathsep.join([own, *entries]) if existing else own
+    env = {
+        "PYTHONPATH": pythonpath,
+        config.HOME_ENV: atb_home.ensure_atb_home(),
+        config.MODE_ENV: device,
+    }
+    if force:
+        env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
+    return env
+
+
+def _interpreter_flags() -> list[str]:
+    """This interpreter's flags (-W, -X, -O, ...), minus those that would hide PYTHONPATH (-E, -I)."""
+    flags = []
+    for flag in subprocess._args_from_interpreter_flags():
+        if flag == "-E":
+            continue
+        if flag == "-I":  # isolated = -E -s (-P from 3.11): keep all but -E
+            flags.extend(["-s", "-P"] if sys.version_info >= (3, 11) else ["-s"])
+        else:
+            flags.append(flag)
+    return flags
+
+
+def prepare(opts: Options) -> dict[str, str]:
+    """Checks that the emulation may start and returns the complete environment for it.
+
+    Raises:
+        LaunchError: When a real torch_npu is importable (without --force-emulation), CUDA is missing
+            for --device cuda, or the ATB_HOME_PATH folder cannot be made.
+    """
+    _check_no_real_torch_npu(opts.force)
+    _check_device(opts.device)
+    try:
+        return {**os.environ, **emulation_env(opts.device, opts.force)}
+    except OSError as err:
+        raise LaunchError(str(err)) from None
+
+
+def _fail(err: Exception, usage: str) -> int:
+    if isinstance(err, UsageError):
+        print(f"atb_ops: {err}\n\n{usage}", file=sys.stderr, end="")
+        return 2
+    print(f"atb_ops: {err}", file=sys.stderr)
+    return 1
+
+
+def run_main(argv: list[str]) -> int:
+    """``python -m atb_ops run``: execs Python on the target; returns only when it cannot start.
+
+    Args:
+        argv: The arguments after ``run``.
+
+    Returns:
+        0 for --help; 2 for a usage error; 1 when the emulation cannot start. On success it does not
+        return: the process becomes the script.
+    """
+    if argv[:1] in (["-h"], ["--help"]):
+        print(RUN_USAGE, end="")
+        return 0
+    try:
+        opts = parse_run_args(argv)
+        env = prepare(opts)
+    except (UsageError, LaunchError) as err:
+        return _fail(err, RUN_USAGE)
+    if not sys.executable:
+        return _fail(LaunchError("sys.executable is unknown: cannot start Python"), RUN_USAGE)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable, *_interpreter_flags(), *opts.target], env)
+    return 1  # not reached
+
+
+def format_exports(env: Mapping[str, str]) -> str:
+    """``export NAME=value`` lines, values shell-quoted, in a stable order."""
+    return "".join(f"export {name}={shlex.quote(value)}\n" for name, value in env.items())
+
+
+def env_main(argv: list[str]) -> int:
+    """``python -m atb_ops env``: prints the emulation's environment as shell export lines.
+
+    Args:
+        argv: The arguments after ``env``.
+
+    Returns:
+        0 on success, 2 for a usage error, 1 when the emulation cannot start (nothing is printed).
+    """
+    if argv[:1] in (["-h"], ["--help"]):
+        print(ENV_USAGE, end="")
+        return 0
+    try:
+        opts = parse_env_args(argv)
+        _check_no_real_torch_npu(opts.force)
+        _check_device(opts.device)
+        env = emulation_env(opts.device, opts.force)
+    except (UsageError, LaunchError) as err:
+        return _fail(err, ENV_USAGE)
+    except OSError as err:
+        return _fail(LaunchError(str(err)), ENV_USAGE)
+    sys.stdout.write(format_exports(env))
+    return 0
