@@ -34,6 +34,9 @@ VERSION = (ROOT / "python" / "atb_ops" / "VERSION").read_text().strip()
 SHARED_LIBRARIES = {
     "atb_ops.lib.libatb_ops": "libatb_ops.so",
     "atb_ops.lib.libatb_ops_torch": "libatb_ops_torch.so",
+    "atb_ops.lib.libatb_ops_hccl_cpu": "libatb_ops_hccl_cpu.so",
+    "atb_ops.atb_home.lib.libatb": "libatb.so",
+    "atb_ops.atb_home.lib.libatb_test_framework": "libatb_test_framework.so",
 }
 
 
@@ -50,6 +53,18 @@ def nlohmann_include() -> str:
     import nlohmann_json
 
     return str(Path(nlohmann_json.__file__).resolve().parent / "include")
+
+
+def hccl_headers() -> str | None:
+    """The folder holding HCCL's public headers (third_party/hccl/inc/hccl/hccl.h, acl/acl.h): the include
+    folder of the torch_npu wheel, which scripts/fetch_hccl_headers.sh downloads and unpacks (never installs)
+    into third_party/. ATB_OPS_HCCL_INCLUDE names another; "0" builds without HCCL's API on CPU."""
+    explicit = os.environ.get("ATB_OPS_HCCL_INCLUDE")
+    candidates = [explicit] if explicit else sorted(glob.glob(str(ROOT / "third_party/torch_npu-*/torch_npu/include")))
+    for folder in candidates:
+        if folder != "0" and (Path(folder) / "third_party/hccl/inc/hccl/hccl.h").is_file():
+            return folder
+    return None
 
 
 def cuda_kernels() -> list[str]:
@@ -206,6 +221,24 @@ def extensions() -> list:
         python_module("atb_ops._C", sources("op_plugin/python/*.cpp"),
                       ["atb_ops.lib.libatb_ops", "atb_ops.lib.libatb_ops_torch"], "$ORIGIN/lib"),
     ]
+    headers = hccl_headers()
+    if headers:
+        say(f"HCCL's C API on CPU (libatb_ops_hccl_cpu.so, the emulation's libatb.so): built against {headers}")
+        hccl_cpu = native_library("atb_ops.lib.libatb_ops_hccl_cpu", sources("csrc/hccl_cpu/*.cpp"), python=False,
+                                  include_dirs=[headers])
+        hccl_cpu.atb_needs = ["atb_ops.lib.libatb_ops"]
+        runner = native_library("atb_ops.atb_home.lib.libatb", sources("csrc/comm/hccl/cpu/*.cpp"), python=False,
+                                include_dirs=[headers], extra_link_args=["-Wl,-rpath,$ORIGIN/../../lib"])
+        runner.atb_needs = ["atb_ops.lib.libatb_ops", "atb_ops.lib.libatb_ops_hccl_cpu"]
+        # No code of its own: it exists to pull in the binding and the runner (kept by --no-as-needed).
+        framework = native_library("atb_ops.atb_home.lib.libatb_test_framework",
+                                   sources("op_plugin/atb_home/*.cpp"), python=False,
+                                   extra_link_args=["-Wl,-rpath,$ORIGIN/../../lib", "-Wl,--no-as-needed"])
+        framework.atb_needs = ["atb_ops.lib.libatb_ops_torch", "atb_ops.atb_home.lib.libatb"]
+        exts += [hccl_cpu, runner, framework]
+    else:
+        say("HCCL's C API on CPU: not built (no HCCL headers: run scripts/fetch_hccl_headers.sh or set "
+            "ATB_OPS_HCCL_INCLUDE); `python -m atb_ops run` then runs backend 'hccl' on shm")
     if os.environ.get("ATB_OPS_TESTING", "1") != "0":
         exts.append(python_module("atb_ops._testing", sources("tests/native/*.cpp"), ["atb_ops.lib.libatb_ops"],
                                   "$ORIGIN/lib"))

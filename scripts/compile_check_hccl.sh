@@ -17,39 +17,10 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 PY="${PYTHON:-$(command -v python || command -v python3)}"
 VERSION="${ATB_OPS_TORCH_NPU_VERSION:-2.13.0}"
-CACHE="${ATB_OPS_CACHE:-$ROOT/third_party}"
-WHEELS="$CACHE/wheels"
-HEADERS="$CACHE/torch_npu-$VERSION"
 JOBS="${JOBS:-2}"
 
 echo "[hccl-check] torch_npu==$VERSION headers, python $("$PY" -c 'import sys; print(sys.version.split()[0])')"
-mkdir -p "$WHEELS"
-wheel="$(ls "$WHEELS"/torch_npu-"$VERSION"-*.whl 2>/dev/null | head -n 1 || true)"
-if [ -z "$wheel" ]; then
-  echo "[hccl-check] downloading the torch_npu==$VERSION wheel (headers only; not installed)"
-  "$PY" -m pip download -q "torch_npu==$VERSION" --no-deps --only-binary=:all: -d "$WHEELS" || {
-    echo "[hccl-check] FAILED: could not download torch_npu==$VERSION; cannot check the HCCL TUs"; exit 1; }
-  wheel="$(ls "$WHEELS"/torch_npu-"$VERSION"-*.whl | head -n 1)"
-fi
-if [ ! -f "$HEADERS/.unpacked" ] || [ "$(cat "$HEADERS/.unpacked")" != "$(basename "$wheel")" ]; then
-  echo "[hccl-check] unpacking $(basename "$wheel") headers into $HEADERS"
-  rm -rf "$HEADERS"
-  mkdir -p "$HEADERS"
-  # Only include/: the wheel's libraries are useless without the toolkit.
-  "$PY" - "$wheel" "$HEADERS" <<'EOF'
-import sys
-import zipfile
-
-with zipfile.ZipFile(sys.argv[1]) as z:
-    z.extractall(sys.argv[2], [n for n in z.namelist() if n.startswith("torch_npu/include/")])
-EOF
-  basename "$wheel" > "$HEADERS/.unpacked"
-fi
-NPU_INC="$HEADERS/torch_npu/include"
-for must in third_party/hccl/inc/hccl/hccl.h third_party/hccl/inc/hccl/hccl_types.h acl/acl.h \
-            torch_npu/csrc/core/npu/NPUStream.h; do
-  [ -f "$NPU_INC/$must" ] || { echo "[hccl-check] FAILED: $must is not in the wheel"; exit 1; }
-done
+NPU_INC="$(bash "$ROOT/scripts/fetch_hccl_headers.sh" | tail -n 1)"
 
 # The flags cpp_extension would use for atb_ops._C, read from this torch build.
 mapfile -t FLAGS < <("$PY" - <<'EOF'
@@ -75,12 +46,13 @@ print(f"-isystem{os.path.join(os.path.dirname(nlohmann_json.__file__), 'include'
 EOF
 )
 CXX="${CXX:-g++}"
-COMMON=(-fsyntax-only -std=c++17 -fPIC -Wall -Wextra "${FLAGS[@]}" -I"$ROOT/csrc" -I"$ROOT/op_plugin"
+COMMON=(-fsyntax-only -std=c++17 -fPIC -Wall -Wextra "${FLAGS[@]}" -I"$ROOT/csrc" -I"$ROOT"
         -isystem"$NPU_INC")
 
-# Every HCCL TU: the always-built logic and mock, the toolkit-only real API and registration, and the
-# pybind layer over them.
-mapfile -t TUS < <(ls csrc/comm/hccl/*.cpp csrc/comm/hccl/npu/*.cpp op_plugin/hccl_bindings.cpp)
+# Every HCCL TU: the always-built logic, the toolkit-only real API and registration, HCCL's C API on CPU and
+# its runner, and the test-only mock and its bindings.
+mapfile -t TUS < <(ls csrc/comm/hccl/*.cpp csrc/comm/hccl/npu/*.cpp csrc/comm/hccl/cpu/*.cpp csrc/hccl_cpu/*.cpp \
+                      tests/native/hccl_mock*.cpp)
 [ "${#TUS[@]}" -gt 0 ] || { echo "[hccl-check] FAILED: no HCCL translation units found"; exit 1; }
 LOGS="$(mktemp -d)"
 trap 'rm -rf "$LOGS"' EXIT

@@ -24,7 +24,16 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
-echo "[setup] building atb_ops._C"
+# HCCL's public headers (from the torch_npu wheel, unpacked, never installed): the build then includes HCCL's C
+# API on CPU, which `python -m atb_ops run` uses for backend "hccl". Without network it is simply left out.
+if ATB_OPS_HCCL_INCLUDE="$(bash scripts/fetch_hccl_headers.sh 2>/dev/null | tail -n 1)"; then
+  export ATB_OPS_HCCL_INCLUDE
+else
+  echo "[setup] HCCL headers unavailable: building without HCCL's C API on CPU"
+  unset ATB_OPS_HCCL_INCLUDE
+fi
+
+echo "[setup] building atb_ops (native libraries and extensions)"
 start=$(date +%s)
 MAX_JOBS="${MAX_JOBS:-$(nproc)}" python setup.py -q build_ext --inplace > "$VENV/.atb_ops-build.log" 2>&1 || {
   tail -n 60 "$VENV/.atb_ops-build.log"; echo "[setup] build failed (full log: $VENV/.atb_ops-build.log)"; exit 1; }

@@ -172,17 +172,20 @@ def gradchecks(rank: int, world_size: int, path: str):
 
 def opchecks(rank: int, world_size: int):
     """torch.library.opcheck on the collective ops (every rank runs the same checks in lockstep)."""
-    from atb_ops._groups import route_for
+    from atb_ops._groups import comm_for
 
     x = torch.randn(6, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(rank))
-    route = route_for(None, x).args()
+    comm = comm_for(None, x)
     counts = [12 // world_size] * world_size
     displs = [sum(counts[:j]) for j in range(world_size)]
     out = {}
     out["all_to_all_v"] = torch.library.opcheck(
-        torch.ops.atb_ops.all_to_all_v.default, (x, counts, displs, counts, displs, *route)
+        torch.ops.atb_ops.all_to_all_v.default, (x, counts, displs, counts, displs, comm)
     )
-    out["all_gather"] = torch.library.opcheck(torch.ops.atb_ops.all_gather.default, (x, *route))
+    out["all_gather"] = torch.library.opcheck(torch.ops.atb_ops.all_gather.default, (x, comm))
+    out["all_reduce"] = torch.library.opcheck(torch.ops.atb_ops.all_reduce.default, (x, "sum", comm))
+    out["reduce_scatter"] = torch.library.opcheck(torch.ops.atb_ops.reduce_scatter.default, (x, "sum", comm))
+    out["broadcast"] = torch.library.opcheck(torch.ops.atb_ops.broadcast.default, (x, 0, comm))
     return {k: {name: str(v) for name, v in res.items()} for k, res in out.items()}
 
 

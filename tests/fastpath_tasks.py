@@ -204,10 +204,10 @@ def run_concurrent_domains(rank: int, world_size: int, matrices: list[list[list[
 
 
 def bad_eager_setting(rank: int, world_size: int, value: str) -> str:
-    """The error a malformed ATB_OPS_SHM_EAGER gives when the communicator is created."""
+    """The error a malformed ATB_OPS_SHM_EAGER gives (the options are read at set_param, before anything runs)."""
     with environment({"ATB_OPS_SHM_EAGER": value}):
-        op = _op(rank, world_size, f"fastpath_bad_eager_{value}")
         try:
+            op = _op(rank, world_size, f"fastpath_bad_eager_{value}")
             op.execute([torch.zeros(1), *[torch.tensor([v]) for v in (1, 0, 1, 0)], torch.empty(1)])
         except RuntimeError as e:
             return str(e)

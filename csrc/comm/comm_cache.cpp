@@ -107,6 +107,18 @@ std::vector<std::string> registeredBackends() {
   return names;
 }
 
+std::shared_ptr<Communicator> createCommunicator(const CommConfig& config) {
+  CommFactory factory;
+  {
+    std::lock_guard<std::mutex> lock(registryMutex());
+    auto it = factories().find({config.backend, config.deviceType});
+    if (it != factories().end()) factory = it->second;
+  }
+  ATB_CHECK(factory, ERROR_COMM_EMPTY, "backend '", config.backend, "' for ", deviceName(config.deviceType),
+            " tensors is not built into this atb_ops; built: ", c10::Join(", ", registeredBackends()));
+  return factory(config);
+}
+
 std::shared_ptr<Communicator> acquireCommunicator(const CommConfig& config) {
   (void)atforkInstalled;
   const Key key = keyOf(config);
@@ -140,18 +152,10 @@ std::shared_ptr<Communicator> acquireCommunicator(const CommConfig& config) {
   // Another thread is creating this communicator (or did): wait for it and share it.
   if (pending.valid()) return pending.get();
 
-  CommFactory factory;
-  {
-    std::lock_guard<std::mutex> lock(registryMutex());
-    auto it = factories().find({config.backend, config.deviceType});
-    if (it != factories().end()) factory = it->second;
-  }
   try {
-    ATB_CHECK(factory, ERROR_COMM_EMPTY, "backend '", config.backend, "' for ", deviceName(config.deviceType),
-              " tensors is not built into this atb_ops; built: ", c10::Join(", ", registeredBackends()));
     // Created outside every lock: creation waits for peers, and in multi-thread mode the peers are other
     // threads of this process that need the cache too.
-    std::shared_ptr<Communicator> comm = factory(config);
+    std::shared_ptr<Communicator> comm = createCommunicator(config);
     promise.set_value(comm);
     return comm;
   } catch (...) {

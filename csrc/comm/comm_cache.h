@@ -25,6 +25,9 @@ bool hasBackend(const std::string& name);  // for any device
 // "shm (cpu)", "gloo (cpu)", ...
 std::vector<std::string> registeredBackends();
 
+// A new communicator for `config`, outside the cache (its owner destroys it: HCCL's C API on CPU).
+std::shared_ptr<Communicator> createCommunicator(const CommConfig& config);
+
 // The communicator for `config`: cached per (backend, device, commDomain, rankSize, rank, hcclComm, job,
 // group). A cached one that failed is replaced by a fresh one.
 std::shared_ptr<Communicator> acquireCommunicator(const CommConfig& config);

@@ -112,6 +112,10 @@ void Communicator::recv(at::Tensor& tensor, int32_t peer) {
   call("recv", [&] { doRecv(tensor, peer); });
 }
 
+void Communicator::sendRecv(std::vector<P2pOp>& ops) {
+  call("send/recv", [&] { doSendRecv(ops); });
+}
+
 void Communicator::barrier() {
   call("barrier", [&] { doBarrier(); });
 }
@@ -178,6 +182,16 @@ void Communicator::doSend(const at::Tensor&, int32_t peer) {
 
 void Communicator::doRecv(at::Tensor&, int32_t peer) {
   ATB_FAIL(ERROR_INVALID_PARAM, "backend '", backend(), "' has no point-to-point recv (from rank ", peer, ")");
+}
+
+void Communicator::doSendRecv(std::vector<P2pOp>& ops) {
+  for (P2pOp& op : ops) {
+    if (op.isSend) {
+      doSend(op.tensor, op.peer);
+    } else {
+      doRecv(op.tensor, op.peer);
+    }
+  }
 }
 
 void Communicator::doBarrier() {

@@ -19,6 +19,13 @@
 
 namespace atb_ops {
 
+// One point-to-point transfer of a batch (HCCL's HcclSendRecvItem, NCCL's grouped ncclSend/ncclRecv).
+struct P2pOp {
+  bool isSend = true;
+  at::Tensor tensor;  // contiguous; a receive writes it
+  int32_t peer = 0;
+};
+
 class Communicator {
  public:
   Communicator(std::string backend, int32_t rank, int32_t size, Options options);
@@ -50,6 +57,9 @@ class Communicator {
   // Point to point: blocks until `peer` took the data (recv: until it arrived). Sizes and dtypes must match.
   void send(const at::Tensor& tensor, int32_t peer);
   void recv(at::Tensor& tensor, int32_t peer);
+  // Several transfers at once, as one group: every send is posted before any receive waits, so two ranks may
+  // each send to the other first. The k-th send from a to b meets b's k-th receive from a.
+  void sendRecv(std::vector<P2pOp>& ops);
   void barrier();
 
   // A tensor for this communicator's outputs; backends may place it where their peers reach it faster.
@@ -69,6 +79,8 @@ class Communicator {
   virtual void doBroadcast(at::Tensor& tensor, int32_t root);
   virtual void doSend(const at::Tensor& tensor, int32_t peer);
   virtual void doRecv(at::Tensor& tensor, int32_t peer);
+  // Default: the transfers one by one, in order (backends with a real group override it).
+  virtual void doSendRecv(std::vector<P2pOp>& ops);
   virtual void doBarrier();
 
   // Records a fault found outside a public call's try/catch (e.g. while enqueued work drains).

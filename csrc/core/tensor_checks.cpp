@@ -28,15 +28,15 @@ std::pair<int64_t, int64_t> byteSpan(const at::Tensor& t) {
 
 void checkOutput(const at::Tensor& out, const TensorDesc& want, const c10::Device& device, const std::string& op,
                  size_t index) {
-  ATB_CHECK(out.defined(), ERROR_INVALID_PARAM, op, " output ", index, " is an undefined tensor");
-  ATB_CHECK(out.sizes() == c10::IntArrayRef(want.shape), ERROR_INVALID_TENSOR_SIZE, op, " output ", index,
-            " has shape ", out.sizes(), "; expected ", c10::IntArrayRef(want.shape));
-  ATB_CHECK(out.scalar_type() == want.dtype, ERROR_INVALID_TENSOR_DTYPE, op, " output ", index, " has dtype ",
-            out.scalar_type(), "; expected ", want.dtype);
-  ATB_CHECK(out.device() == device, ERROR_INVALID_PARAM, op, " output ", index, " is on ", out.device(),
-            " but the input is on ", device);
-  ATB_CHECK(out.is_contiguous(), ERROR_INVALID_PARAM, op, " output ", index, " must be contiguous (strides ",
-            out.strides(), ")");
+  const std::string which = index == 0 ? " output" : " output " + std::to_string(index);
+  ATB_CHECK(out.defined(), ERROR_INVALID_PARAM, op, which, " is an undefined tensor");
+  ATB_CHECK(out.sizes() == c10::IntArrayRef(want.shape), ERROR_INVALID_TENSOR_SIZE, op, which, " has shape ",
+            out.sizes(), "; expected ", c10::IntArrayRef(want.shape));
+  ATB_CHECK(out.scalar_type() == want.dtype, ERROR_INVALID_TENSOR_DTYPE, op, which, " has dtype ", out.scalar_type(),
+            "; expected ", want.dtype);
+  ATB_CHECK(out.device() == device, ERROR_INVALID_PARAM, op, which, " is on ", out.device(), " but the input is on ",
+            device);
+  ATB_CHECK(out.is_contiguous(), ERROR_INVALID_PARAM, op, which, " must be contiguous (strides ", out.strides(), ")");
 }
 
 bool mayOverlap(const at::Tensor& a, const at::Tensor& b) {
@@ -48,11 +48,12 @@ bool mayOverlap(const at::Tensor& a, const at::Tensor& b) {
   return a0 < b1 && b0 < a1;
 }
 
-std::vector<int64_t> hostInt64(const at::Tensor& t, const std::string& what, int64_t length) {
+std::vector<int64_t> hostInt64(const at::Tensor& t, const std::string& what, int64_t length,
+                               const std::string& lengthName) {
   ATB_CHECK(t.defined(), ERROR_INVALID_PARAM, what, " is an undefined tensor");
   ATB_CHECK(t.scalar_type() == at::kLong, ERROR_INVALID_TENSOR_DTYPE, what, " must be int64, got ", t.scalar_type());
-  ATB_CHECK(t.dim() == 1 && t.size(0) == length, ERROR_INVALID_TENSOR_DIM, what, " must have shape [", length, "], got ",
-            t.sizes());
+  ATB_CHECK(t.dim() == 1 && t.size(0) == length, ERROR_INVALID_TENSOR_DIM, what, " must have shape [",
+            lengthName.empty() ? "" : lengthName + "=", length, "], got ", t.sizes());
   const at::Tensor host = t.device().is_cpu() ? t.contiguous() : t.to(at::kCPU).contiguous();
   const int64_t* p = host.data_ptr<int64_t>();
   return std::vector<int64_t>(p, p + length);

@@ -29,6 +29,8 @@ bool mayOverlap(const at::Tensor& a, const at::Tensor& b);
 
 // A host copy of a 1-D int64 tensor of `length` entries (ATB's count tensors: host tensors; device copies are
 // brought back). Raises ERROR_INVALID_TENSOR_DTYPE / _DIM naming `what`.
-std::vector<int64_t> hostInt64(const at::Tensor& t, const std::string& what, int64_t length);
+// `lengthName` names the length in the message (e.g. "rankSize").
+std::vector<int64_t> hostInt64(const at::Tensor& t, const std::string& what, int64_t length,
+                               const std::string& lengthName = "");
 
 }  // namespace atb_ops

@@ -19,6 +19,8 @@ class AllGatherOperation final : public CommOperation {
 
   std::vector<TensorDesc> inferShape(const std::vector<at::Tensor>& inputs) const override {
     checkInputs(inputs, 1);
+    ATB_CHECK(inputs[0].dim() <= 7, ERROR_INVALID_TENSOR_DIM_NUM, name(), " input x may have at most 7 dimensions ",
+              "(the output adds one; ATB allows 8), got shape ", inputs[0].sizes());
     Shape shape{param().rankSize};
     for (int64_t s : inputs[0].sizes()) shape.push_back(s);
     return {TensorDesc{inputs[0].scalar_type(), shape}};

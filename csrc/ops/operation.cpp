@@ -119,7 +119,7 @@ std::vector<int64_t> CommOperation::countInput(const at::Tensor& t, const std::s
                                                const std::vector<int64_t>* pack) const {
   ATB_CHECK(t.defined() && t.dim() == 1, ERROR_INVALID_TENSOR_DIM_NUM, name_, " input '", what,
             "' must be 1-D, got shape ", t.defined() ? t.sizes() : c10::IntArrayRef{});
-  std::vector<int64_t> values = hostInt64(t, name_ + " input '" + what + "'", length);
+  std::vector<int64_t> values = hostInt64(t, name_ + " input '" + what + "'", length, length == 1 ? "" : "rankSize");
   if (pack != nullptr) {
     ATB_CHECK(values == *pack, ERROR_INVALID_PARAM, name_, " input '", what, "' ", c10::IntArrayRef(values),
               " disagrees with set_varaintpack_param's ", c10::IntArrayRef(*pack));
@@ -129,7 +129,7 @@ std::vector<int64_t> CommOperation::countInput(const at::Tensor& t, const std::s
 
 void CommOperation::checkInputs(const std::vector<at::Tensor>& inputs, size_t expected) const {
   ATB_CHECK(inputs.size() == expected, ERROR_INVALID_IN_TENSOR_NUM, name_, " takes ", expected,
-            " input tensor(s), got ", inputs.size());
+            " input tensors, got ", inputs.size());
   ATB_CHECK(inputs[0].defined(), ERROR_INVALID_PARAM, name_, " input 0 (x) is an undefined tensor");
   checkSupportedDtype(inputs[0].scalar_type(), name_ + " input x");
 }

@@ -3,7 +3,8 @@
 //            them; the counts that run are the inputs' or the variant pack's, as in ATB)
 //   inputs : x [rows, cols], sendCounts [rankSize] int64, sdispls [rankSize] int64, recvCount [1] int64,
 //            y [outRows] (only its length matters)
-//   output : [outRows, cols]; its first recvCount elements are written (recvCount == sendCounts[rank])
+//   output : [outRows, cols]; its first recvCount elements are written (recvCount == sendCounts[rank]), the
+//            rest of execute()'s output is zero
 // Counts are in elements of x flattened; every rank passes the same sendCounts and sdispls.
 
 #include <optional>
@@ -73,6 +74,13 @@ class ReduceScatterVOperation final : public CommOperation {
     fields.int64Array("sendCounts", {});
     fields.int64Array("sdispls", {});
     fields.int64("recvCount", 0);
+  }
+
+  // Elements past recvCount are written by nobody: execute()'s output has them zero, as ATB's binding does.
+  at::Tensor allocate(const TensorDesc& desc, const at::Tensor& firstInput) override {
+    at::Tensor out = CommOperation::allocate(desc, firstInput);
+    out.zero_();
+    return out;
   }
 
   void run(const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) override {

@@ -13,10 +13,13 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include "comm/bootstrap/bootstrap.h"
+#include "comm/bootstrap/node_local_bootstrap.h"
+#include "comm/bootstrap/private_dir.h"
 #include "comm/c10d/c10d_communicator.h"
 #include "comm/comm_cache.h"
 #include "comm/communicator.h"
 #include "comm/shm/arena.h"
+#include "comm/shm/segment_layout.h"
 #include "core/layout.h"
 #include "core/options.h"
 #include "core/status.h"
@@ -119,6 +122,19 @@ PYBIND11_MODULE(_C, m) {
       "comm_rank", [](int64_t h) { return atb_ops::withPythonErrors([&] { return atb_ops::communicatorOf(h)->rank(); }); },
       py::arg("handle"));
 
+  m.def(
+      "node_files",
+      [] {
+        return atb_ops::withPythonErrors([] {
+          // What doctor needs to recognise atb_ops' files without copying their formats into Python.
+          return py::dict(py::arg("dir") = atb_ops::privateDirPath(atb_ops::readOptions()),
+                          py::arg("segment_magic") = atb_ops::shm::kSegmentMagic,
+                          py::arg("segment_root_pid_offset") = offsetof(atb_ops::shm::SegmentHeader, rootPid),
+                          py::arg("record_magic") = atb_ops::kRendezvousMagic,
+                          py::arg("record_root_pid_offset") = 24, py::arg("record_start_time_offset") = 32);
+        });
+      },
+      "Where atb_ops keeps its node-local files and how to read their creator's pid (python -m atb_ops doctor).");
   m.def(
       "shm_empty_bytes",
       [](int64_t nbytes) {

@@ -1,36 +1,32 @@
-"""`python -m atb_ops doctor [--clean]`: which backends are built and usable here, and what crashed runs
-left in /dev/shm.
+"""`python -m atb_ops doctor [--clean]`: which backends are built and usable here, and what crashed runs left.
 
-atb_ops removes its shared-memory names as soon as every rank has attached, so a run that crashes
-later leaves nothing. Only a run that died during its rendezvous can leave files; they are this user's
-`/dev/shm/atb_ops.<uid>.*` files whose creating process is gone. `--clean` removes those and never a
-live run's.
+Every node-local name atb_ops makes lives in one private folder, ``<ATB_OPS_SHM_DIR>/atb_ops-<uid>/`` (mode
+0700): control segments ``seg.*``, rendezvous records ``rdv.*`` and their temporaries ``tmp.*``. Names are
+removed as soon as every rank has attached, so only a run that died during its rendezvous leaves files; their
+creating process is gone. ``--clean`` removes those and never a live run's. Anything else found there (a
+folder, a link, a FIFO, another user's file) is reported and left alone: doctor never follows a link, never
+blocks on a FIFO and never removes what is not atb_ops'.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import struct
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-SHM_DIR = Path("/dev/shm")
-SEGMENT_MAGIC = 0x32306D6873627461  # "atbshm02", csrc/comm/shm/shm_communicator.cpp
-SEGMENT_MAGICS = (SEGMENT_MAGIC, 0x31306D6873627461)  # and "atbshm01": earlier versions' leftovers
-RECORD_MAGIC = "atb_ops-rdv-v1"  # csrc/comm/shm/rendezvous.cpp
 STALE_TMP_S = 60.0
 
 
 @dataclass
-class Leftover:
+class Finding:
+    """A file in the private folder that is not part of a live run."""
+
     path: Path
     why: str
-
-
-def user_prefix() -> str:
-    return f"atb_ops.{os.getuid()}."
+    removable: bool  # a leftover of a dead atb_ops run (doctor --clean removes it)
 
 
 def process_alive(pid: int) -> bool:
@@ -44,56 +40,106 @@ def process_alive(pid: int) -> bool:
     except PermissionError:
         return True
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        proc_stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return False
-    return stat[stat.rfind(")") + 2] not in "ZX"
+    return proc_stat[proc_stat.rfind(")") + 2] not in "ZX"
 
 
 def start_time(pid: int) -> int:
+    """Start time of a process in clock ticks since boot; 0 when unknown."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
+        proc_stat = Path(f"/proc/{pid}/stat").read_text()
+        return int(proc_stat[proc_stat.rfind(")") + 2 :].split()[19])  # field 22
+    except (OSError, ValueError, IndexError):
         return 0
-    return int(stat[stat.rfind(")") + 2 :].split()[19])  # field 22
 
 
-def _segment_root(path: Path) -> int | None:
-    """The root pid in a segment's header, or None when it is not an atb_ops segment."""
+def _formats() -> dict:
+    from atb_ops import _C
+
+    return _C.node_files()
+
+
+def _read_head(path: Path, size: int) -> bytes | None:
+    """The first bytes of a regular file, opened without following links or blocking; None if unreadable."""
     try:
-        with path.open("rb") as f:
-            head = f.read(24)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
-    if len(head) < 24:
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, size)
+    except OSError:
         return None
-    magic, _key, _size, root = struct.unpack("<QQii", head)
-    return root if magic in SEGMENT_MAGICS else None
+    finally:
+        os.close(fd)
 
 
-def find_leftovers(shm_dir: Path = SHM_DIR) -> list[Leftover]:
-    """This user's atb_ops files whose creator is gone."""
+def _u64(data: bytes, at: int) -> int:
+    return int.from_bytes(data[at : at + 8], "little")
+
+
+def _i32(data: bytes, at: int) -> int:
+    return int.from_bytes(data[at : at + 4], "little", signed=True)
+
+
+def _inspect(path: Path, fmt: dict, uid: int) -> Finding | None:
+    """A finding for one entry of the folder, or None when it belongs to a live run."""
+    try:
+        st = path.lstat()
+    except OSError:
+        return None  # removed meanwhile
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode):
+        return Finding(path, f"not a regular file (mode {stat.filemode(st.st_mode)}); left alone", False)
+    if st.st_uid != uid:
+        return Finding(path, f"owned by uid {st.st_uid}; left alone", False)
+    name = path.name
+    if name.startswith("tmp."):
+        age = time.time() - st.st_mtime
+        return Finding(path, f"unfinished rendezvous record, {age:.0f} s old", True) if age > STALE_TMP_S else None
+    if name.startswith("rdv."):
+        head = _read_head(path, 48)
+        if head is None or len(head) < 48 or _u64(head, 0) != fmt["record_magic"]:
+            return Finding(path, "not an atb_ops rendezvous record; left alone", False)
+        pid = _i32(head, fmt["record_root_pid_offset"])
+        started = _u64(head, fmt["record_start_time_offset"])
+        if not process_alive(pid) or start_time(pid) != started:
+            return Finding(path, f"rendezvous record of root pid {pid}, which has exited", True)
+        return None
+    if name.startswith("seg."):
+        head = _read_head(path, 64)
+        if head is None or len(head) < 24 or _u64(head, 0) != fmt["segment_magic"]:
+            return Finding(path, "not an atb_ops segment; left alone", False)
+        pid = _i32(head, fmt["segment_root_pid_offset"])
+        if not process_alive(pid):
+            return Finding(path, f"segment created by pid {pid}, which has exited", True)
+        return None
+    return Finding(path, "not an atb_ops name; left alone", False)
+
+
+def private_folder() -> Path:
+    """The private folder of this user (ATB_OPS_SHM_DIR respected)."""
+    return Path(_formats()["dir"])
+
+
+def find_leftovers(folder: Path | None = None) -> list[Finding]:
+    """Everything in the private folder that is not part of a live run (removable or not)."""
+    fmt = _formats()
+    folder = folder or Path(fmt["dir"])
+    try:
+        st = folder.lstat()
+    except FileNotFoundError:
+        return []
+    uid = os.getuid()
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid:
+        return [Finding(folder, f"is not a folder of uid {uid}; atb_ops cannot run here until it is removed", False)]
     found = []
-    for path in sorted(shm_dir.glob(user_prefix() + "*")):
-        rest = path.name[len(user_prefix()) :]
-        if rest.startswith("rdv.") and ".tmp." in rest:
-            age = time.time() - path.stat().st_mtime
-            if age > STALE_TMP_S:
-                found.append(Leftover(path, f"unfinished rendezvous record, {age:.0f} s old"))
-        elif rest.startswith("rdv."):
-            fields = path.read_text(errors="replace").split()
-            if len(fields) != 4 or fields[0] != RECORD_MAGIC:
-                found.append(Leftover(path, "unreadable rendezvous record"))
-                continue
-            pid, started = int(fields[2]), int(fields[3])
-            if not process_alive(pid) or start_time(pid) != started:
-                found.append(Leftover(path, f"rendezvous record of root pid {pid}, which has exited"))
-        else:
-            root = _segment_root(path)
-            if root is None:
-                found.append(Leftover(path, "not an atb_ops segment (bad header)"))
-            elif not process_alive(root):
-                found.append(Leftover(path, f"segment created by pid {root}, which has exited"))
+    for path in sorted(folder.iterdir()):
+        finding = _inspect(path, fmt, uid)
+        if finding is not None:
+            found.append(finding)
     return found
 
 
@@ -104,10 +150,11 @@ def backend_report() -> list[tuple[str, bool, str]]:
 
     from atb_ops import _C
 
-    built = set(_C.backends())
-    shm_ok = os.access(SHM_DIR, os.W_OK)
+    built = {name.split(" ")[0] for name in _C.backends()}
+    folder = Path(_C.node_files()["dir"]).parent
+    shm_ok = os.access(folder, os.W_OK)
     rows = [
-        ("shm", "shm" in built and shm_ok, "built; /dev/shm writable" if shm_ok else "/dev/shm not writable"),
+        ("shm", "shm" in built and shm_ok, f"built; {folder} writable" if shm_ok else f"{folder} not writable"),
         (
             "gloo",
             "gloo" in built and dist.is_gloo_available(),
@@ -123,11 +170,12 @@ def backend_report() -> list[tuple[str, bool, str]]:
             + ("; a CUDA device is present" if cuda else "; no CUDA device"),
         )
     )
+    hccl = [name for name in _C.backends() if name.startswith("hccl")]
     rows.append(
         (
             "hccl",
-            "hccl" in built,
-            "built" if "hccl" in built else "not built (no Ascend toolkit / torch_npu at build time)",
+            bool(hccl),
+            ", ".join(hccl) if hccl else "not built for NPUs (no Ascend toolkit); on CPU only under `python -m atb_ops run`",
         )
     )
     return rows
@@ -142,12 +190,18 @@ def main(argv: list[str] | None = None) -> int:
     print("backends:")
     for name, usable, why in backend_report():
         print(f"  {name:5s} {'usable' if usable else 'no':7s} {why}")
-    leftovers = find_leftovers()
-    print(f"leftovers of crashed runs in {SHM_DIR}: {len(leftovers)}")
-    for item in leftovers:
-        if args.clean:
-            item.path.unlink(missing_ok=True)
-        print(f"  {'removed ' if args.clean else ''}{item.path}  ({item.why})")
-    if leftovers and not args.clean:
-        print("run `python -m atb_ops doctor --clean` to remove them")
+    findings = find_leftovers()
+    folder = private_folder()
+    print(f"in {folder}: {len(findings)} file(s) not part of a live run")
+    for item in findings:
+        removed = False
+        if args.clean and item.removable:
+            try:
+                item.path.unlink()
+                removed = True
+            except OSError:
+                pass
+        print(f"  {'removed ' if removed else ''}{item.path}  ({item.why})")
+    if any(item.removable for item in findings) and not args.clean:
+        print("run `python -m atb_ops doctor --clean` to remove the leftovers of dead runs")
     return 0

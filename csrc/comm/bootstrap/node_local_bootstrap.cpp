@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstddef>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -32,7 +33,9 @@ struct RecordHeader {
   std::atomic<int32_t> readers;
   int32_t reserved;
 };
-static_assert(sizeof(RecordHeader) == 48, "doctor.py reads this layout");
+static_assert(sizeof(RecordHeader) == 48 && offsetof(RecordHeader, rootPid) == 24 &&
+                  offsetof(RecordHeader, rootStartTime) == 32,
+              "op_plugin/python/module.cpp (node_files) publishes this layout for doctor");
 
 constexpr int32_t kMaxPayload = 1 << 20;
 

@@ -56,9 +56,13 @@ std::string describePath(const std::string& path) {
   return describeStat(st);
 }
 
+std::string privateDirPath(const Options& options) {
+  return options.shmDir + "/atb_ops-" + std::to_string(::getuid());
+}
+
 std::string privateDir(const Options& options) {
   const uid_t uid = ::getuid();
-  const std::string dir = options.shmDir + "/atb_ops-" + std::to_string(uid);
+  const std::string dir = privateDirPath(options);
   if (::mkdir(dir.c_str(), 0700) != 0) {
     ATB_CHECK(errno == EEXIST, ERROR_RT_FAIL, "cannot create atb_ops' private folder '", dir,
               "': ", std::strerror(errno), " (set ATB_OPS_SHM_DIR to a writable tmpfs folder)");

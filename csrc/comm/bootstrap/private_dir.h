@@ -16,6 +16,8 @@ namespace atb_ops {
 // The folder for `options` (created on first use); raises ERROR_RT_FAIL naming the path and what is wrong
 // with it (not a folder, a link, another owner, ...).
 std::string privateDir(const Options& options);
+// Its path alone, nothing created or checked (doctor).
+std::string privateDirPath(const Options& options);
 
 // 128 random bits as 32 hex characters (getrandom): names nobody can guess.
 std::string randomToken();

@@ -269,6 +269,26 @@ void HcclCommunicator::doRecv(at::Tensor& tensor, int32_t peer) {
   finish(launch.stream, kWhat);
 }
 
+void HcclCommunicator::doSendRecv(std::vector<P2pOp>& ops) {
+  static constexpr const char* kWhat = "send/recv";
+  if (ops.empty()) return;
+  const Launch launch = launchFor(ops.front().tensor, kWhat);
+  ScopedDevice device(*api_, launch.device);
+  std::vector<at::Tensor> standIns(ops.size());
+  std::vector<SendRecvItem> items;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const P2pOp& op = ops[i];
+    items.push_back(SendRecvItem{op.isSend ? SendRecvType::kSend : SendRecvType::kRecv,
+                                 bufferOf(op.tensor, standIns[i]), static_cast<uint64_t>(op.tensor.numel()),
+                                 dataTypeFor(op.tensor.scalar_type(), "hccl send/recv tensor"),
+                                 static_cast<uint32_t>(op.peer)});
+  }
+  ATB_HCCL_CHECK(*api_, "HcclBatchSendRecv",
+                 api_->batchSendRecv(items.data(), static_cast<uint32_t>(items.size()), comm_.get(), launch.stream),
+                 "with ", items.size(), " send/recv items ", describe());
+  finish(launch.stream, kWhat);
+}
+
 void HcclCommunicator::doBarrier() {
   static constexpr const char* kWhat = "barrier";
   ScopedDevice device(*api_, device_);

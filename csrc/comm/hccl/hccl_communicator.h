@@ -47,6 +47,7 @@ class HcclCommunicator final : public Communicator {
   void doBroadcast(at::Tensor& tensor, int32_t root) override;
   void doSend(const at::Tensor& tensor, int32_t peer) override;
   void doRecv(at::Tensor& tensor, int32_t peer) override;
+  void doSendRecv(std::vector<P2pOp>& ops) override;
   void doBarrier() override;
 
  private:

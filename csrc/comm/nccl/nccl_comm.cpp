@@ -299,22 +299,25 @@ void NcclComm::broadcast(void* buf, int64_t numel, c10::ScalarType dtype, int32_
   if (r == NcclResult::InProgress) waitReady("broadcast");
 }
 
-void NcclComm::sendRecv(bool isSend, void* buf, int64_t numel, c10::ScalarType dtype, int32_t peer,
-                        StreamHandle stream) {
-  const WireFormat wire = wireFormatFor(dtype, /*asBytes=*/true);
-  const char* what = isSend ? "send" : "recv";
-  ensureUsable(what);
-  if (numel == 0) return;
-  const auto items = static_cast<size_t>(numel * wire.itemsPerElement);
-  GroupGuard group(api_, comm_, who() + " " + what + ": ncclGroupStart");
-  if (isSend) {
-    ATB_NCCL_CHECK(api_, comm_, "ncclSend", api_.send(buf, items, wire.type, peer, comm_, stream), who(), " sending ",
-                   numel, " elements to rank ", peer);
-  } else {
-    ATB_NCCL_CHECK(api_, comm_, "ncclRecv", api_.recv(buf, items, wire.type, peer, comm_, stream), who(), " receiving ",
-                   numel, " elements from rank ", peer);
+void NcclComm::sendRecv(const std::vector<Transfer>& transfers, StreamHandle stream) {
+  ensureUsable("send/recv");
+  bool any = false;
+  for (const Transfer& t : transfers) any = any || t.numel > 0;
+  if (!any) return;
+  GroupGuard group(api_, comm_, who() + " send/recv: ncclGroupStart");
+  for (const Transfer& t : transfers) {
+    if (t.numel == 0) continue;
+    const WireFormat wire = wireFormatFor(t.dtype, /*asBytes=*/true);
+    const auto items = static_cast<size_t>(t.numel * wire.itemsPerElement);
+    if (t.isSend) {
+      ATB_NCCL_CHECK(api_, comm_, "ncclSend", api_.send(t.buf, items, wire.type, t.peer, comm_, stream), who(),
+                     " sending ", t.numel, " elements to rank ", t.peer);
+    } else {
+      ATB_NCCL_CHECK(api_, comm_, "ncclRecv", api_.recv(t.buf, items, wire.type, t.peer, comm_, stream), who(),
+                     " receiving ", t.numel, " elements from rank ", t.peer);
+    }
   }
-  if (group.end(who() + " " + what + ": ncclGroupEnd") == NcclResult::InProgress) waitReady(what);
+  if (group.end(who() + " send/recv: ncclGroupEnd") == NcclResult::InProgress) waitReady("send/recv");
 }
 
 void NcclComm::waitStream(StreamHandle stream, const char* what) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "comm/nccl/nccl_api.h"
 #include "comm/bootstrap/bootstrap.h"
@@ -72,8 +73,15 @@ class NcclComm {
   void reduceScatter(const void* send, void* recv, int64_t recvNumel, c10::ScalarType dtype, ReduceOp op,
                      StreamHandle stream);
   void broadcast(void* buf, int64_t numel, c10::ScalarType dtype, int32_t root, StreamHandle stream);
-  // One ncclSend or ncclRecv of `numel` elements (as bytes), in a group of its own.
-  void sendRecv(bool isSend, void* buf, int64_t numel, c10::ScalarType dtype, int32_t peer, StreamHandle stream);
+  // ncclSend / ncclRecv of whole tensors (as bytes), all in one NCCL group.
+  struct Transfer {
+    bool isSend;
+    void* buf;
+    int64_t numel;
+    c10::ScalarType dtype;
+    int32_t peer;
+  };
+  void sendRecv(const std::vector<Transfer>& transfers, StreamHandle stream);
 
   // Blocks until the work enqueued on `stream` is done, polling cudaStreamQuery and
   // ncclCommGetAsyncError; a timeout or an asynchronous NCCL error aborts the communicator (if owned).

@@ -82,20 +82,29 @@ struct alignas(64) PostBlock {
   // PeerEntry entries[rankSize] follow
 };
 
-// Point to point, src -> dst. Written by src: sendSeq, addr, bytes, dtype; by dst: ackSeq, status, and
-// what it expected when it refused a message.
+// Messages src may have posted to dst and not yet had acknowledged (a batch may hold several per peer).
+constexpr uint32_t kP2pSlots = 8;
+
+// One posted message: written by the sender (addr, bytes, dtype), then by the receiver (status, and what it
+// expected when it refused the message).
+struct P2pSlot {
+  uint64_t addr;
+  uint64_t bytes;
+  int32_t dtype;
+  int32_t status;  // P2pStatus
+  uint64_t expectedBytes;
+  int32_t expectedDtype;
+  int32_t reserved;
+};
+
+// Point to point, src -> dst: message #k lives in slot k % kP2pSlots. sendSeq (by src): messages posted;
+// ackSeq (by dst): messages taken.
 struct alignas(64) P2pChannel {
   std::atomic<uint32_t> sendSeq;
   std::atomic<uint32_t> sendWaiters;
   std::atomic<uint32_t> ackSeq;
   std::atomic<uint32_t> ackWaiters;
-  uint64_t addr;
-  uint64_t bytes;
-  int32_t dtype;
-  int32_t status;  // 0 delivered; else P2pStatus
-  uint64_t expectedBytes;
-  int32_t expectedDtype;
-  int32_t reserved;
+  P2pSlot slots[kP2pSlots];
 };
 
 enum class P2pStatus : int32_t { kDelivered = 0, kMismatch = 1, kCopyFailed = 2 };

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 
 #include "comm/comm_cache.h"
 #include "comm/shm/peer_wait.h"
@@ -458,64 +459,106 @@ void ShmCommunicator::doBroadcast(at::Tensor& tensor, int32_t root) {
 
 // --- point to point ---
 
-void ShmCommunicator::doSend(const at::Tensor& tensor, int32_t peer) {
-  static constexpr const char* kWhat = "shm send";
-  P2pChannel& ch = att_.view.channel(rank(), peer);
-  const uint32_t seq = ++sent_[peer];
-  ch.addr = reinterpret_cast<uint64_t>(tensor.data_ptr());
-  ch.bytes = tensor.nbytes();
-  ch.dtype = static_cast<int32_t>(tensor.scalar_type());
-  publish(ch.sendSeq, ch.sendWaiters, seq);
-  // Synchronous, like HCCL's and NCCL's send: the buffer is read in place, so wait for the receiver.
-  const HealthCheck health = [this] { checkHealth(kWhat); };
+void ShmCommunicator::waitWord(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, uint32_t target,
+                               const char* what, int32_t peer) {
+  const HealthCheck health = [this, what] { checkHealth(what); };
   try {
-    waitReached(ch.ackSeq, ch.ackWaiters, seq, WaitTarget{"shm send (waiting for the matching recv)", peer,
-                                                          memory_.pid(peer)},
-                options().timeout, health, att_.spin);
+    waitReached(word, waiters, target, WaitTarget{what, peer, memory_.pid(peer)}, options().timeout, health, att_.spin);
   } catch (const c10::Error& e) {
     abortPeers(e.what_without_backtrace());
     throw;
   }
-  const auto status = static_cast<P2pStatus>(ch.status);
-  ATB_CHECK(status != P2pStatus::kMismatch, ERROR_INVALID_PARAM, kWhat, ": rank ", rank(), " sent ",
-            tensor.numel(), " elements of ", tensor.scalar_type(), " to rank ", peer, ", which expected ",
-            ch.expectedBytes / std::max<int64_t>(1, c10::elementSize(static_cast<c10::ScalarType>(ch.expectedDtype))),
-            " elements of ", dtypeName(ch.expectedDtype));
-  ATB_CHECK(status == P2pStatus::kDelivered, ERROR_RT_FAIL, kWhat, ": rank ", peer, " could not read the message");
 }
 
-void ShmCommunicator::doRecv(at::Tensor& tensor, int32_t peer) {
+uint32_t ShmCommunicator::postSend(const at::Tensor& t, int32_t peer) {
+  P2pChannel& ch = att_.view.channel(rank(), peer);
+  const uint32_t seq = ++sent_[peer];
+  // The slot this message takes was last used kP2pSlots messages ago: that one must have been taken.
+  if (seq > kP2pSlots) waitWord(ch.ackSeq, ch.ackWaiters, seq - kP2pSlots, "shm send (waiting for a free slot)", peer);
+  P2pSlot& slot = ch.slots[seq % kP2pSlots];
+  slot.addr = reinterpret_cast<uint64_t>(t.data_ptr());
+  slot.bytes = t.nbytes();
+  slot.dtype = static_cast<int32_t>(t.scalar_type());
+  slot.status = static_cast<int32_t>(P2pStatus::kDelivered);
+  publish(ch.sendSeq, ch.sendWaiters, seq);
+  return seq;
+}
+
+void ShmCommunicator::takeMessage(at::Tensor& t, int32_t peer) {
   static constexpr const char* kWhat = "shm recv";
   P2pChannel& ch = att_.view.channel(peer, rank());
   const uint32_t seq = ++received_[peer];
-  const HealthCheck health = [this] { checkHealth(kWhat); };
-  try {
-    waitReached(ch.sendSeq, ch.sendWaiters, seq, WaitTarget{"shm recv (waiting for the matching send)", peer,
-                                                            memory_.pid(peer)},
-                options().timeout, health, att_.spin);
-  } catch (const c10::Error& e) {
-    abortPeers(e.what_without_backtrace());
-    throw;
-  }
-  const uint64_t bytes = tensor.nbytes();
-  const int32_t dtype = static_cast<int32_t>(tensor.scalar_type());
-  if (ch.bytes != bytes || ch.dtype != dtype) {
-    const uint64_t sentBytes = ch.bytes;
-    const int32_t sentDtype = ch.dtype;
-    ch.expectedBytes = bytes;
-    ch.expectedDtype = dtype;
-    ch.status = static_cast<int32_t>(P2pStatus::kMismatch);
+  waitWord(ch.sendSeq, ch.sendWaiters, seq, "shm recv (waiting for the matching send)", peer);
+  P2pSlot& slot = ch.slots[seq % kP2pSlots];
+  const uint64_t bytes = t.nbytes();
+  const int32_t dtype = static_cast<int32_t>(t.scalar_type());
+  if (slot.bytes != bytes || slot.dtype != dtype) {
+    const uint64_t sentBytes = slot.bytes;
+    const int32_t sentDtype = slot.dtype;
+    slot.expectedBytes = bytes;
+    slot.expectedDtype = dtype;
+    slot.status = static_cast<int32_t>(P2pStatus::kMismatch);
     publish(ch.ackSeq, ch.ackWaiters, seq);
-    ATB_FAIL(ERROR_INVALID_PARAM, kWhat, ": rank ", rank(), " expected ", tensor.numel(), " elements of ",
-             tensor.scalar_type(), " from rank ", peer, ", which sent ",
+    ATB_FAIL(ERROR_INVALID_PARAM, kWhat, ": rank ", rank(), " expected ", t.numel(), " elements of ", t.scalar_type(),
+             " from rank ", peer, ", which sent ",
              sentBytes / std::max<int64_t>(1, c10::elementSize(static_cast<c10::ScalarType>(sentDtype))),
              " elements of ", dtypeName(sentDtype));
   }
   std::string error;
-  const bool ok = memory_.read(peer, ch.addr, tensor.data_ptr(), bytes, error);
-  ch.status = static_cast<int32_t>(ok ? P2pStatus::kDelivered : P2pStatus::kCopyFailed);
+  const bool ok = memory_.read(peer, slot.addr, t.data_ptr(), bytes, error);
+  slot.status = static_cast<int32_t>(ok ? P2pStatus::kDelivered : P2pStatus::kCopyFailed);
   publish(ch.ackSeq, ch.ackWaiters, seq);
   ATB_CHECK(ok, ERROR_RT_FAIL, kWhat, ": ", error);
+}
+
+void ShmCommunicator::awaitAck(const at::Tensor& t, int32_t peer, uint32_t seq) {
+  static constexpr const char* kWhat = "shm send";
+  P2pChannel& ch = att_.view.channel(rank(), peer);
+  // Synchronous, like HCCL's and NCCL's send: the buffer is read in place, so wait for the receiver.
+  waitWord(ch.ackSeq, ch.ackWaiters, seq, "shm send (waiting for the matching recv)", peer);
+  const P2pSlot& slot = ch.slots[seq % kP2pSlots];
+  const auto status = static_cast<P2pStatus>(slot.status);
+  ATB_CHECK(status != P2pStatus::kMismatch, ERROR_INVALID_PARAM, kWhat, ": rank ", rank(), " sent ", t.numel(),
+            " elements of ", t.scalar_type(), " to rank ", peer, ", which expected ",
+            slot.expectedBytes / std::max<int64_t>(1, c10::elementSize(static_cast<c10::ScalarType>(slot.expectedDtype))),
+            " elements of ", dtypeName(slot.expectedDtype));
+  ATB_CHECK(status == P2pStatus::kDelivered, ERROR_RT_FAIL, kWhat, ": rank ", peer, " could not read the message");
+}
+
+void ShmCommunicator::doSend(const at::Tensor& tensor, int32_t peer) {
+  awaitAck(tensor, peer, postSend(tensor, peer));
+}
+
+void ShmCommunicator::doRecv(at::Tensor& tensor, int32_t peer) {
+  takeMessage(tensor, peer);
+}
+
+void ShmCommunicator::doSendRecv(std::vector<P2pOp>& ops) {
+  // Every send is posted first, so no rank waits on a receive its peer has not reached.
+  std::vector<uint32_t> seqs(ops.size(), 0);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].isSend) seqs[i] = postSend(ops[i].tensor, ops[i].peer);
+  }
+  std::exception_ptr first;
+  for (P2pOp& op : ops) {
+    if (op.isSend) continue;
+    try {
+      takeMessage(op.tensor, op.peer);
+    } catch (const StatusError& e) {
+      if (isCommunicatorFault(e.status())) throw;
+      if (!first) first = std::current_exception();  // a mismatch: finish the batch, so peers stay in step
+    }
+  }
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (!ops[i].isSend) continue;
+    try {
+      awaitAck(ops[i].tensor, ops[i].peer, seqs[i]);
+    } catch (const StatusError& e) {
+      if (isCommunicatorFault(e.status())) throw;
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first) std::rethrow_exception(first);
 }
 
 namespace {

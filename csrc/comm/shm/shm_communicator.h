@@ -40,6 +40,7 @@ class ShmCommunicator final : public Communicator {
   void doBroadcast(at::Tensor& tensor, int32_t root) override;
   void doSend(const at::Tensor& tensor, int32_t peer) override;
   void doRecv(at::Tensor& tensor, int32_t peer) override;
+  void doSendRecv(std::vector<P2pOp>& ops) override;
 
  private:
   using Word = std::atomic<uint32_t> SlotHead::*;
@@ -78,6 +79,14 @@ class ShmCommunicator final : public Communicator {
   void copyToSelf(const Call& c) const;
   void moveData(const Call& c, bool selfDone, std::string& error) const;
   bool touchesMyBuffers(const Call& c, int32_t peer) const;
+
+  // Point to point: post a message (waiting only when kP2pSlots are still unacknowledged), take one, wait
+  // for an acknowledgement and raise what the receiver reported.
+  uint32_t postSend(const at::Tensor& t, int32_t peer);
+  void takeMessage(at::Tensor& t, int32_t peer);
+  void awaitAck(const at::Tensor& t, int32_t peer, uint32_t seq);
+  void waitWord(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, uint32_t target, const char* what,
+                int32_t peer);
 
   // A CPU tensor over `bytes` bytes of `data` (no copy), as `dtype`.
   static at::Tensor over(const void* data, int64_t numel, c10::ScalarType dtype);

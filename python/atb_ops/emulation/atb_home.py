@@ -1,10 +1,16 @@
 """The ATB_HOME_PATH folder of the emulation, laid out like ATB's: ``lib/libatb_test_framework.so`` and
-``lib/libatb.so``, symbolic links to native libraries of the installed atb_ops.
+``lib/libatb.so``.
 
-A wheel cannot hold symbolic links, so the launcher makes this folder at run time, in a private place
-of the user (``$XDG_RUNTIME_DIR/atb_ops``, else ``~/.cache/atb_ops``, else ``<tmp>/atb_ops-<uid>``):
-every folder it creates is 0700 and owned by the user, opened without following a symbolic link, and
-the links are replaced atomically, so concurrent launchers never see a half-made folder.
+A build with HCCL's headers makes this folder inside the package, ``atb_ops/atb_home``: its
+``libatb_test_framework.so`` links atb_ops' TorchScript binding and its ``libatb.so``, the HCCL runner for
+CPU ranks, which links HCCL's C API as atb_ops implements it (``libatb_ops_hccl_cpu.so``).
+
+Without it (no HCCL headers at build time), the launcher makes the folder at run time from symbolic links to
+the package's libraries, in a private place of the user (``$XDG_RUNTIME_DIR/atb_ops``, else
+``~/.cache/atb_ops``, else ``<tmp>/atb_ops-<uid>``): every folder it creates is 0700 and owned by the user,
+opened without following a symbolic link, and the links are replaced atomically, so concurrent launchers
+never see a half-made folder. Backend "hccl" then runs on shm, and ATB's tests that look for HCCL symbols
+in libatb.so skip themselves.
 """
 
 from __future__ import annotations
@@ -161,6 +167,17 @@ def home_name(libraries: dict[str, str]) -> str:
     return f"home-{digest[:16]}"
 
 
+def packaged_atb_home() -> str | None:
+    """The package's own ``atb_home`` folder, when the build made both of its libraries; else None."""
+    spec = importlib.util.find_spec("atb_ops")
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        home = os.path.join(location, "atb_home")
+        libs = [os.path.join(home, "lib", name) for name in ("libatb_test_framework.so", "libatb.so")]
+        if all(os.path.isfile(lib) for lib in libs):
+            return os.path.realpath(home)
+    return None
+
+
 def ensure_atb_home(libraries: dict[str, str] | None = None) -> str:
     """Creates (or checks) the ATB_HOME_PATH folder and returns its path.
 
@@ -174,7 +191,11 @@ def ensure_atb_home(libraries: dict[str, str] | None = None) -> str:
         PermissionError: When no private place can be made (each candidate's reason is given).
         FileNotFoundError: When atb_ops has no built extension.
     """
-    libraries = native_libraries() if libraries is None else libraries
+    if libraries is None:
+        packaged = packaged_atb_home()
+        if packaged is not None:
+            return packaged
+        libraries = native_libraries()
     name = home_name(libraries)
     reasons = []
     for base in _candidate_bases():

@@ -7,6 +7,8 @@ PrivateUse1 device: every NPU name is translated to the CPU or CUDA before torch
 
 from __future__ import annotations
 
+import ctypes
+import os
 import sys
 from types import ModuleType
 
@@ -51,11 +53,23 @@ def activate() -> None:
     global _active
     if _active:
         return
-    config.emulated_device()  # validates the variable before anything changes
+    device = config.emulated_device()  # validates the variable before anything changes
     _name_npu_device()
     _register_torch_npu(npu)
     patches.install()
+    if device == "cpu":
+        _load_hccl_runner()
     _active = True
+
+
+def _load_hccl_runner() -> None:
+    """Loads $ATB_HOME_PATH/lib/libatb.so where the build made it: backend "hccl" (and "lccl") on CPU tensors
+    then runs through atb_ops' HCCL backend over HCCL's C API on CPU, as on an NPU through libhccl. Without
+    it they run on shm."""
+    home = os.environ.get(config.HOME_ENV, "")
+    runner = os.path.join(home, "lib", "libatb.so")
+    if home and os.path.isfile(runner):
+        ctypes.CDLL(runner)
 
 
 def is_active() -> bool:

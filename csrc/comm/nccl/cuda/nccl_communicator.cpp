@@ -80,15 +80,25 @@ class NcclCommunicator final : public Communicator {
   }
 
   void doSend(const at::Tensor& tensor, int32_t peer) override {
-    Launch l = launch(tensor, tensor);
-    comm_->sendRecv(true, tensor.data_ptr(), tensor.numel(), tensor.scalar_type(), peer, l.stream.stream());
-    l.keep(tensor, tensor);
+    std::vector<P2pOp> ops{P2pOp{true, tensor, peer}};
+    doSendRecv(ops);
   }
 
   void doRecv(at::Tensor& tensor, int32_t peer) override {
-    Launch l = launch(tensor, tensor);
-    comm_->sendRecv(false, tensor.data_ptr(), tensor.numel(), tensor.scalar_type(), peer, l.stream.stream());
-    l.keep(tensor, tensor);
+    std::vector<P2pOp> ops{P2pOp{false, tensor, peer}};
+    doSendRecv(ops);
+  }
+
+  void doSendRecv(std::vector<P2pOp>& ops) override {
+    if (ops.empty()) return;
+    Launch l = launch(ops.front().tensor, ops.front().tensor);
+    std::vector<NcclComm::Transfer> transfers;
+    for (const P2pOp& op : ops) {
+      checkOnDevice(op.tensor, op.isSend ? "send tensor" : "recv tensor");
+      transfers.push_back({op.isSend, op.tensor.data_ptr(), op.tensor.numel(), op.tensor.scalar_type(), op.peer});
+    }
+    comm_->sendRecv(transfers, l.stream.stream());
+    for (const P2pOp& op : ops) l.keep(op.tensor, op.tensor);
   }
 
   // NCCL has no barrier: an all-gather of one byte, waited for on the host with a timeout.

@@ -1,0 +1,80 @@
+#include "hccl_cpu/cpu_comm.h"
+
+#include <cctype>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "comm/bootstrap/job_scope.h"
+#include "comm/bootstrap/private_dir.h"
+#include "comm/comm_cache.h"
+#include "core/json_fields.h"
+#include "core/status.h"
+
+namespace atb_ops::hccl_cpu {
+
+std::string newRootToken() {
+  return randomToken();
+}
+
+std::string tokenOf(const char* rootInfo, size_t bytes) {
+  const size_t magic = sizeof(kRootInfoMagic);
+  if (bytes < magic + 32 || std::memcmp(rootInfo, kRootInfoMagic, magic) != 0) return "";
+  std::string token(rootInfo + magic, 32);
+  for (char c : token) {
+    if (!std::isxdigit(static_cast<unsigned char>(c))) return "";
+  }
+  return token;
+}
+
+std::unique_ptr<CpuComm> joinComm(const std::string& domain, uint32_t rank, uint32_t size, bool threads) {
+  CommConfig c;
+  c.options = readOptions();
+  c.backend = "shm";
+  c.deviceType = c10::DeviceType::CPU;
+  c.rank = static_cast<int32_t>(rank);
+  c.rankSize = static_cast<int32_t>(size);
+  c.rankRoot = 0;
+  c.commMode = threads ? CommMode::MULTI_THREAD : CommMode::MULTI_PROCESS;
+  c.commDomain = domain;
+  // The domain already names one communicator of one job (a random token, or a rank table scoped below).
+  c.jobKey = "hccl-cpu";
+  c.bootstrap = BootstrapKind::kNodeLocal;
+  auto made = std::make_unique<CpuComm>();
+  made->comm = createCommunicator(c);
+  made->rank = rank;
+  made->size = size;
+  made->name = "atb_ops_hccl_cpu_" + domain.substr(0, 48) + "_" + std::to_string(size);
+  return made;
+}
+
+uint32_t rankTableSize(const std::string& path, std::string* hash) {
+  std::ifstream f(path);
+  ATB_CHECK(f.good(), ERROR_INVALID_PARAM, "rank table '", path, "' cannot be read");
+  std::stringstream text;
+  text << f.rdbuf();
+  const nlohmann::json table = parseJsonObject(text.str(), "rank table '" + path + "'");
+  ATB_CHECK(table.contains("server_list") && table["server_list"].is_array(), ERROR_INVALID_PARAM, "rank table '",
+            path, "' has no server_list array");
+  ATB_CHECK(table["server_list"].size() == 1, ERROR_INVALID_PARAM, "rank table '", path, "' lists ",
+            table["server_list"].size(), " servers; HCCL on CPU runs the ranks of one host");
+  uint32_t ranks = 0;
+  for (const auto& server : table["server_list"]) {
+    ATB_CHECK(server.contains("device") && server["device"].is_array(), ERROR_INVALID_PARAM, "rank table '", path,
+              "': a server has no device array");
+    ranks += static_cast<uint32_t>(server["device"].size());
+  }
+  ATB_CHECK(ranks > 0, ERROR_INVALID_PARAM, "rank table '", path, "' lists no device");
+  // Two jobs may read one table file: scope its ranks' meeting by this process's job too.
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx",
+                static_cast<unsigned long long>(fnv1a(defaultJobKey(readOptions(), CommMode::MULTI_PROCESS) + "|" +
+                                                      text.str())));
+  *hash = hex;
+  return ranks;
+}
+
+}  // namespace atb_ops::hccl_cpu
