@@ -79,6 +79,20 @@ def cuda_kernels() -> list[str]:
     return sources("csrc/quant/*.cu")
 
 
+def nccl_rpaths(libdir: Path) -> list[str]:
+    """Where libatb_ops.so finds libnccl at run time. NCCL from a wheel (nvidia-nccl-cuXX in site-packages) is
+    found relative to the installed package, never in pip's throwaway build environment; a system NCCL by
+    its absolute folder."""
+    parts = libdir.parts
+    if "site-packages" not in parts:
+        return [f"-Wl,-rpath,{libdir}"]
+    inside = Path(*parts[parts.index("site-packages") + 1 :])
+    rpaths = [f"-Wl,-rpath,$ORIGIN/../../{inside}"]  # from site-packages/atb_ops/lib/
+    if "pip-build-env" not in str(libdir):
+        rpaths.append(f"-Wl,-rpath,{libdir}")  # an in-place build uses the environment's own NCCL
+    return rpaths
+
+
 def nccl_build() -> dict:
     """The CUDA part of the NCCL backend (csrc/comm/nccl/cuda/), when torch has CUDA, the CUDA toolkit is found
     and nccl.h + libnccl are found ($NCCL_HOME, torch's nvidia-nccl wheel, /usr). ATB_OPS_NCCL=0 leaves it out.
@@ -118,7 +132,7 @@ def nccl_build() -> dict:
                     build["include_dirs"].append(str(header.parent))
                     build["library_dirs"].append(str(libdir))
                     # The wheel ships only the versioned name, which -lnccl would not find.
-                    build["extra_link_args"] += [f"-l:{name}", f"-Wl,-rpath,{libdir}"]
+                    build["extra_link_args"] += [f"-l:{name}", *nccl_rpaths(libdir)]
                     say(f"NCCL backend: built against {header} and {libdir / name}")
                     return build
     say(f"NCCL backend: not built: torch has CUDA {torch.version.cuda} but no nccl.h + libnccl in {roots}")
@@ -245,9 +259,25 @@ def extensions() -> list:
     return exts
 
 
+TORCH_RECORD = "TORCH_BUILT_WITH"  # python/atb_ops/_torch_check.py reads it at import
+
+
 class NativeBuild(BuildExtension):
     """BuildExtension that names the plain shared libraries as such and links each extension against the
-    libraries it needs (built first: extensions are built in list order)."""
+    libraries it needs (built first: extensions are built in list order), and records the torch it was
+    built against next to them (the package refuses to load under another one, with a clear message)."""
+
+    def run(self) -> None:
+        super().run()
+        import torch
+
+        build_py = self.get_finalized_command("build_py")
+        folders = {Path(self.build_lib) / "atb_ops"}
+        if self.inplace:
+            folders.add(Path(build_py.get_package_dir("atb_ops")))
+        for folder in folders:
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / TORCH_RECORD).write_text(f"{torch.__version__}\n")
 
     def get_ext_filename(self, fullname: str) -> str:
         # Called with the dotted name (setuptools) and with its last part alone (distutils' get_ext_fullpath).
@@ -280,8 +310,11 @@ setup(
     description="ATB-compatible communication operators for Ascend (HCCL), CUDA (NCCL) and CPU ranks",
     package_dir={"": "python"},
     packages=find_packages("python"),
-    package_data={"atb_ops": ["VERSION"]},
+    package_data={"atb_ops": ["VERSION", TORCH_RECORD]},
     ext_modules=extensions(),
     cmdclass={"build_ext": NativeBuild.with_options(use_ninja=True)},
     python_requires=">=3.10",
+    # The torch range the sources support (tested: 2.13 here; 2.11 is the GPU machines' and unverified
+    # until a session has one). The build must use the torch that will run it: see README "Install".
+    install_requires=["torch>=2.11,<2.14", "numpy"],
 )

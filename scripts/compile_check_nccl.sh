@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Compile-only check of every translation unit of the NCCL backend (csrc/comm/nccl/, its CUDA-only cuda/
-# folder included, and op_plugin/nccl_bindings.cpp) against the real nccl.h, the CUDA toolkit's headers
+# folder included, and tests/native/nccl_mock_bindings.cpp) against the real nccl.h, the CUDA toolkit's headers
 # and torch's headers, with the flags setup.py's build uses. Runs on machines without a GPU, so CI
 # catches a wrong NCCL signature or a drifted enum mirror (cuda/nccl_api_impl.cpp static_asserts them).
 #
 #   bash scripts/compile_check_nccl.sh          # exit 0: every TU compiled; non-zero: one did not
 #   bash scripts/compile_check_nccl.sh --link   # also link the real NcclApi and the logic against libnccl.so.2
-#                                               # and run tests/native/nccl_link_smoke.cpp (no GPU needed)
+#                                               # and run tests/native/standalone/nccl_link_smoke.cpp (no GPU needed)
 #
 # nccl.h comes from the nvidia-nccl-cu13 wheel (ATB_OPS_NCCL_WHEEL to pin another spec), downloaded once
 # with pip and cached in third_party/nccl/ (gitignored); NCCL_INCLUDE=dir uses a header already on disk.
@@ -86,7 +86,7 @@ root = sys.argv[1]
 flags = ["-O2", "-std=c++17", "-fvisibility=hidden", "-fPIC", "-Wall",
          f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}",
          "-DTORCH_API_INCLUDE_EXTENSION_H", "-DTORCH_EXTENSION_NAME=_C",
-         f"-I{root}/csrc", f"-I{os.path.join(os.path.dirname(nlohmann_json.__file__), 'include')}"]
+         f"-I{root}", f"-I{root}/csrc", f"-I{os.path.join(os.path.dirname(nlohmann_json.__file__), 'include')}"]
 flags += [f"-I{p}" for p in include_paths()]
 flags.append(f"-I{sysconfig.get_paths()['include']}")
 # CPU wheels ship c10/cuda headers but not the CMake-generated cuda_cmake_macros.h; on Linux it only
@@ -101,7 +101,7 @@ flags+=("-I$CUDA_DIR/include" "-I$nccl_include")
 
 shopt -s nullglob
 cuda_tus=(csrc/comm/nccl/cuda/*.cpp csrc/comm/nccl/cuda/*.cu)
-logic_tus=(csrc/comm/nccl/*.cpp op_plugin/nccl_bindings.cpp)
+logic_tus=(csrc/comm/nccl/*.cpp tests/native/nccl_mock_bindings.cpp)
 if [ "${#cuda_tus[@]}" -eq 0 ]; then
   say "FAILED: no translation units in csrc/comm/nccl/cuda/ (nothing would be checked)"
   exit 2
@@ -119,7 +119,7 @@ for tu in "${cuda_tus[@]}" "${logic_tus[@]}"; do
   esac
   if "${cmd[@]}" > "$log" 2>&1; then
     # Warnings in torch's headers are torch's; warnings in ours fail the check.
-    if grep -E "^($ROOT/)?(csrc|op_plugin)/[^:]*:[0-9]+:[0-9]+: warning" "$log" > /dev/null; then
+    if grep -E "^($ROOT/)?(csrc|op_plugin|tests/native)/[^:]*:[0-9]+:[0-9]+: warning" "$log" > /dev/null; then
       say "FAILED  $tu (warnings in our code):"
       grep -E -A3 "^($ROOT/)?(csrc|op_plugin)/[^:]*:[0-9]+:[0-9]+: warning" "$log" | head -40
       failed=$((failed + 1))
@@ -146,7 +146,7 @@ if [ "$LINK" -eq 1 ]; then
   torch_lib="$("$PYTHON_BIN" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')"
   exe="$(mktemp -d)/nccl_link_smoke"
   say "linking the real NcclApi and the logic against $CACHE/lib/libnccl.so.2"
-  "$CXX_BIN" "${flags[@]}" tests/native/nccl_link_smoke.cpp csrc/comm/nccl/cuda/nccl_api_impl.cpp \
+  "$CXX_BIN" "${flags[@]}" tests/native/standalone/nccl_link_smoke.cpp csrc/comm/nccl/cuda/nccl_api_impl.cpp \
     csrc/comm/nccl/nccl_api.cpp csrc/comm/nccl/nccl_comm.cpp csrc/core/status.cpp -o "$exe" \
     -L"$CACHE/lib" -l:libnccl.so.2 -L"$CUDA_DIR/lib64" -lcudart -L"$torch_lib" -lc10 \
     -Wl,-rpath,"$CACHE/lib" -Wl,-rpath,"$CUDA_DIR/lib64" -Wl,-rpath,"$torch_lib"

@@ -6,6 +6,7 @@ import json
 
 import torch
 
+from tests.backends import use_backend
 from tests.golden import DTYPES, SENTINEL_BYTE
 
 
@@ -43,6 +44,7 @@ def run_alltoallvv2(
     mode: "execute" (count tensors), "pack" (set_varaintpack_param, 2 inputs), "out" (execute_out into a
     sentinel-filled output), "noncontig" (x not contiguous), "both" (tensors and an agreeing pack).
     """
+    use_backend(backend)
     op = torch.classes.OperationTorch.OperationTorch("AllToAllVV2Operation")
     op.set_param(
         json.dumps({"rank": rank, "rankSize": world_size, "rankRoot": 0, "backend": backend, "commDomain": comm_domain})
@@ -73,6 +75,7 @@ def run_alltoallvv2(
 def run_allgather(
     rank: int, world_size: int, backend: str, dtype_name: str, payload: bytes, shape: tuple[int, ...], use_out: bool
 ) -> bytes:
+    use_backend(backend)
     op = torch.classes.OperationTorch.OperationTorch("AllGatherOperation")
     op.set_param(json.dumps({"rank": rank, "rankSize": world_size, "backend": backend}))
     x = _tensor(payload, dtype_name, shape)
@@ -89,6 +92,7 @@ def run_allgather(
 def run_alltoall(
     rank: int, world_size: int, backend: str, dtype_name: str, payload: bytes, shape: tuple[int, ...]
 ) -> bytes:
+    use_backend(backend)
     op = torch.classes.OperationTorch.OperationTorch("AllToAllOperation")
     op.set_param(json.dumps({"rank": rank, "rankSize": world_size, "backend": backend}))
     (out,) = op.execute([_tensor(payload, dtype_name, shape)])
@@ -107,6 +111,7 @@ def run_seed_004(rank: int, world_size: int, backend: str, dtype_name: str) -> l
     senddisp = [[0, 2], [0, 2]]
     recvout = [[2, 2], [4, 1]]
     recvdis = [[0, 2], [0, 4]]
+    use_backend(backend)
     op = torch.classes.OperationTorch.OperationTorch("AllToAllVV2Operation")
     result = op.set_param(json.dumps({"rank": rank, "rankSize": world_size, "rankRoot": 0, "backend": backend}))
     assert json.loads(result) == {"result": 0}

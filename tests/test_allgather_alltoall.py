@@ -6,12 +6,13 @@ import numpy as np
 import pytest
 
 from tests import rank_tasks
+from tests.backends import CPU_BACKENDS
 from tests.golden import DTYPES, bits_view, itemsize, random_payload
 
 
 @pytest.mark.parametrize("use_out", [False, True])
 @pytest.mark.parametrize("dtype_name", ["int8", "int16", "bfloat16", "float64", "bool"])
-@pytest.mark.parametrize("backend", ["shm", "gloo"])
+@pytest.mark.parametrize("backend", CPU_BACKENDS)
 @pytest.mark.parametrize("world_size", [1, 2, 3, 4])
 def test_allgather(rank_pools, world_size, backend, dtype_name, use_out):
     rng = np.random.default_rng(world_size * 100 + len(dtype_name))
@@ -26,7 +27,7 @@ def test_allgather(rank_pools, world_size, backend, dtype_name, use_out):
 
 
 @pytest.mark.parametrize("dtype_name", ["int8", "float16", "int64", "uint8"])
-@pytest.mark.parametrize("backend", ["shm", "gloo"])
+@pytest.mark.parametrize("backend", CPU_BACKENDS)
 @pytest.mark.parametrize("world_size", [1, 2, 3, 4])
 def test_alltoall_equal_splits(rank_pools, world_size, backend, dtype_name):
     """Chunk i of dim 0 goes to rank i; output chunk j came from rank j."""

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from tests import rank_tasks
+from tests.backends import CPU_BACKENDS
 from tests.golden import DTYPES, bits_view, count_matrix, golden_alltoallv, random_payload, rank_layouts
 
-BACKENDS = ["shm", "gloo"]
+BACKENDS = CPU_BACKENDS
 PATTERNS = ["uniform", "skewed", "zero"]
 MODES = ["execute", "pack", "out", "noncontig", "both"]
 

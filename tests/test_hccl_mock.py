@@ -471,7 +471,8 @@ def test_root_info_made_once_by_root_and_shared_byte_for_byte() -> None:
 
 def test_root_that_never_publishes_times_out_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ATB_OPS_TIMEOUT", "0.3")
-    with pytest.raises(RuntimeError, match=r"^ERROR_COMM_TIMEOUT: node-local rendezvous .*rank 1 waited .* for root rank 0"):
+    pattern = r"^ERROR_COMM_TIMEOUT: node-local rendezvous .*rank 1 waited .* for root rank 0"
+    with pytest.raises(RuntimeError, match=pattern):
         mock._HcclMockCommunicator(1, 2, job_key=unique("job"))
 
 

@@ -40,8 +40,9 @@ const char* deviceName(c10::DeviceType d) {
 using Key = std::tuple<std::string, int, int32_t, std::string, int32_t, int32_t, uint64_t, std::string, const void*>;
 
 Key keyOf(const CommConfig& c) {
-  return Key{c.backend,  static_cast<int>(c.deviceType), c.deviceIndex, c.commDomain, c.rankSize,
-             c.rank,     c.handle,                       c.jobKey,      c.groupId};
+  return Key{
+      c.backend, static_cast<int>(c.deviceType), c.deviceIndex, c.commDomain, c.rankSize, c.rank, c.handle, c.jobKey,
+      c.groupId};
 }
 
 using Pending = std::shared_future<std::shared_ptr<Communicator>>;

@@ -2,7 +2,6 @@
 
 #include <c10/util/Exception.h>
 
-
 #include "comm/c10d/existing_group.h"
 #include "comm/comm_cache.h"
 #include "core/status.h"

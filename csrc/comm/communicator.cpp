@@ -48,8 +48,7 @@ void Communicator::call(const char* what, F&& body) {
   // the parent's and its peers' data. NCCL and torch.distributed refuse this too.
   const pid_t self = ::getpid();
   ATB_CHECK(self == creator_, ERROR_COMM_EMPTY, backend_, " ", what, ": this communicator was created in pid ",
-            creator_, " and cannot be used after fork() (this is pid ", self,
-            "); create a new operation in the child");
+            creator_, " and cannot be used after fork() (this is pid ", self, "); create a new operation in the child");
   // One call at a time per communicator: ranks must issue their calls on one communicator in the same
   // order, and two threads interleaving on it could not.
   std::lock_guard<std::mutex> serial(callMutex_);

@@ -87,7 +87,8 @@ Options readOptions() {
     o.hcclAlltoallv = (c == "native") ? "alltoallv" : (c == "batch_send_recv" ? "p2p" : c);
   }
   if (auto v = getEnv("ATB_OPS_HCCL_BLOCKING")) o.hcclBlocking = env_parse::flag("ATB_OPS_HCCL_BLOCKING", *v);
-  if (auto v = getEnv("ATB_OPS_CPU_PATH")) o.cpuPath = env_parse::choice("ATB_OPS_CPU_PATH", *v, {"auto", "shm", "group"});
+  if (auto v = getEnv("ATB_OPS_CPU_PATH"))
+    o.cpuPath = env_parse::choice("ATB_OPS_CPU_PATH", *v, {"auto", "shm", "group"});
   if (auto v = getEnv("ATB_OPS_SHM_DIR")) {
     ATB_CHECK(v->front() == '/', ERROR_INVALID_PARAM, "ATB_OPS_SHM_DIR must be an absolute path, got '", *v, "'");
     o.shmDir = *v;

@@ -32,7 +32,8 @@ c10::ScalarType accumulationType(c10::ScalarType t) {
 }
 
 void accumulate(at::Tensor& acc, const at::Tensor& x, ReduceOp op) {
-  const at::Tensor rhs = x.scalar_type() == acc.scalar_type() ? x.view(acc.sizes()) : x.view(acc.sizes()).to(acc.scalar_type());
+  const at::Tensor rhs =
+      x.scalar_type() == acc.scalar_type() ? x.view(acc.sizes()) : x.view(acc.sizes()).to(acc.scalar_type());
   switch (op) {
     case ReduceOp::kSum: at::add_out(acc, acc, rhs); break;
     case ReduceOp::kProd: at::mul_out(acc, acc, rhs); break;

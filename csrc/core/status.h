@@ -64,6 +64,6 @@ namespace detail {
     }                                                                                                          \
   } while (0)
 
-#define ATB_FAIL(status, ...)                                                                                \
+#define ATB_FAIL(status, ...)                                                                              \
   ::atb_ops::detail::raise(::atb_ops::Status::status, __func__, __FILE__, static_cast<uint32_t>(__LINE__), \
                            ::c10::str(__VA_ARGS__))

@@ -57,8 +57,8 @@ uint32_t rankTableSize(const std::string& path, std::string* hash) {
   std::stringstream text;
   text << f.rdbuf();
   const nlohmann::json table = parseJsonObject(text.str(), "rank table '" + path + "'");
-  ATB_CHECK(table.contains("server_list") && table["server_list"].is_array(), ERROR_INVALID_PARAM, "rank table '",
-            path, "' has no server_list array");
+  ATB_CHECK(table.contains("server_list") && table["server_list"].is_array(), ERROR_INVALID_PARAM, "rank table '", path,
+            "' has no server_list array");
   ATB_CHECK(table["server_list"].size() == 1, ERROR_INVALID_PARAM, "rank table '", path, "' lists ",
             table["server_list"].size(), " servers; HCCL on CPU runs the ranks of one host");
   uint32_t ranks = 0;
@@ -70,9 +70,9 @@ uint32_t rankTableSize(const std::string& path, std::string* hash) {
   ATB_CHECK(ranks > 0, ERROR_INVALID_PARAM, "rank table '", path, "' lists no device");
   // Two jobs may read one table file: scope its ranks' meeting by this process's job too.
   char hex[17];
-  std::snprintf(hex, sizeof(hex), "%016llx",
-                static_cast<unsigned long long>(fnv1a(defaultJobKey(readOptions(), CommMode::MULTI_PROCESS) + "|" +
-                                                      text.str())));
+  std::snprintf(
+      hex, sizeof(hex), "%016llx",
+      static_cast<unsigned long long>(fnv1a(defaultJobKey(readOptions(), CommMode::MULTI_PROCESS) + "|" + text.str())));
   *hash = hex;
   return ranks;
 }

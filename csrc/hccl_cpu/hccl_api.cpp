@@ -114,6 +114,13 @@ at::Tensor bytes(const void* ptr, uint64_t count, HcclDataType type) {
   return at::from_blob(const_cast<void*>(ptr), {n}, at::TensorOptions().dtype(at::kByte));
 }
 
+// A point-to-point payload: typed where torch has the type, so a size mismatch is reported in the caller's
+// elements; as bytes otherwise.
+at::Tensor payload(const void* ptr, uint64_t count, HcclDataType type) {
+  c10::ScalarType t;
+  return scalarTypeOf(type, &t) ? typed(ptr, count, type) : bytes(ptr, count, type);
+}
+
 atb_ops::ReduceOp reduceOpOf(HcclReduceOp op) {
   switch (op) {
     case HCCL_REDUCE_SUM: return atb_ops::ReduceOp::kSum;
@@ -125,10 +132,10 @@ atb_ops::ReduceOp reduceOpOf(HcclReduceOp op) {
 }
 
 // Checks what every collective needs: a live communicator, a known type, buffers where there is data.
-#define HCCL_CPU_CHECK_COMM(comm)                                                      \
+#define HCCL_CPU_CHECK_COMM(comm) \
   if ((comm) == nullptr) return fail(HCCL_E_PTR, "the HcclComm is null");
 
-#define HCCL_CPU_CHECK_TYPE(type)                                                      \
+#define HCCL_CPU_CHECK_TYPE(type) \
   if (sizeOf(type) == 0) return fail(HCCL_E_PARA, "unknown HcclDataType " + std::to_string(static_cast<int>(type)));
 
 std::vector<int64_t> countsOf(const void* values, uint32_t n) {
@@ -139,6 +146,14 @@ std::vector<int64_t> countsOf(const void* values, uint32_t n) {
     out.push_back(static_cast<int64_t>(v[i]));
   }
   return out;
+}
+
+// HCCL never touches a region of count 0, wherever its displacement points; the buffers' sizes are not
+// known here (only pointers), so such a displacement is set to 0 before the layout check.
+void clearEmptyDispls(const std::vector<int64_t>& counts, std::vector<int64_t>& displs) {
+  for (size_t i = 0; i < counts.size(); ++i) {
+    if (counts[i] == 0) displs[i] = 0;
+  }
 }
 
 int64_t extent(const std::vector<int64_t>& counts, const std::vector<int64_t>& displs) {
@@ -171,8 +186,8 @@ HcclResult HcclGetRootInfo(HcclRootInfo* rootInfo) {
 HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo* rootInfo, uint32_t rank, HcclComm* comm) {
   if (rootInfo == nullptr || comm == nullptr) return fail(HCCL_E_PTR, "HcclCommInitRootInfo: null argument");
   if (nRanks == 0 || rank >= nRanks) {
-    return fail(HCCL_E_PARA, "HcclCommInitRootInfo: rank " + std::to_string(rank) + " of nRanks " +
-                                 std::to_string(nRanks));
+    return fail(HCCL_E_PARA,
+                "HcclCommInitRootInfo: rank " + std::to_string(rank) + " of nRanks " + std::to_string(nRanks));
   }
   const std::string token = atb_ops::hccl_cpu::tokenOf(rootInfo->internal, HCCL_ROOT_INFO_BYTES);
   if (token.empty()) return fail(HCCL_E_PARA, "HcclCommInitRootInfo: rootInfo was not made by HcclGetRootInfo");
@@ -256,12 +271,31 @@ HcclResult HcclGetCommAsyncError(HcclComm comm, HcclResult* asyncError) {
 }
 
 const char* HcclGetErrorString(HcclResult code) {
-  static const char* kNames[] = {"success", "parameter error", "empty pointer", "memory error", "internal error",
-                                 "not supported", "not found", "unavailable", "system call error", "timeout",
-                                 "open file failure", "tcp connect failure", "roce connect failure",
-                                 "tcp transfer failure", "roce transfer failure", "runtime error", "driver error",
-                                 "profiling error", "cce error", "network error", "try again", "remote error",
-                                 "suspending", "retry failure", "out of memory"};
+  static const char* kNames[] = {"success",
+                                 "parameter error",
+                                 "empty pointer",
+                                 "memory error",
+                                 "internal error",
+                                 "not supported",
+                                 "not found",
+                                 "unavailable",
+                                 "system call error",
+                                 "timeout",
+                                 "open file failure",
+                                 "tcp connect failure",
+                                 "roce connect failure",
+                                 "tcp transfer failure",
+                                 "roce transfer failure",
+                                 "runtime error",
+                                 "driver error",
+                                 "profiling error",
+                                 "cce error",
+                                 "network error",
+                                 "try again",
+                                 "remote error",
+                                 "suspending",
+                                 "retry failure",
+                                 "out of memory"};
   const int c = static_cast<int>(code);
   if (c >= 0 && c < static_cast<int>(sizeof(kNames) / sizeof(kNames[0]))) return kNames[c];
   return "unknown HcclResult";
@@ -308,6 +342,7 @@ HcclResult HcclReduceScatterV(void* sendBuf, const void* sendCounts, const void*
   return guarded([&] {
     const CpuComm& c = *commOf(comm);
     atb_ops::VLayout layout{countsOf(sendCounts, c.size), countsOf(sendDispls, c.size)};
+    clearEmptyDispls(layout.counts, layout.displs);
     const int64_t sendNumel = extent(layout.counts, layout.displs);
     atb_ops::validateVLayout(layout, c.size, sendNumel, false, "sendCounts", "sendDispls");
     ATB_CHECK(layout.counts[c.rank] == static_cast<int64_t>(recvCount), ERROR_INVALID_PARAM, "recvCount ", recvCount,
@@ -360,6 +395,7 @@ HcclResult HcclAllGatherV(void* sendBuf, uint64_t sendCount, void* recvBuf, cons
     const CpuComm& c = *commOf(comm);
     const int64_t es = sizeOf(dataType);
     atb_ops::VLayout layout{countsOf(recvCounts, c.size), countsOf(recvDispls, c.size)};
+    clearEmptyDispls(layout.counts, layout.displs);
     const int64_t recvNumel = extent(layout.counts, layout.displs);
     atb_ops::validateVLayout(layout, c.size, recvNumel, true, "recvCounts", "recvDispls");
     ATB_CHECK(layout.counts[c.rank] == static_cast<int64_t>(sendCount), ERROR_INVALID_PARAM, "sendCount ", sendCount,
@@ -386,6 +422,8 @@ HcclResult HcclAlltoAllV(const void* sendBuf, const void* sendCounts, const void
     const CpuComm& c = *commOf(comm);
     atb_ops::AllToAllVLayout l{countsOf(sendCounts, c.size), countsOf(sdispls, c.size), countsOf(recvCounts, c.size),
                                countsOf(rdispls, c.size)};
+    clearEmptyDispls(l.sendCounts, l.sdispls);
+    clearEmptyDispls(l.recvCounts, l.rdispls);
     const int64_t sendNumel = extent(l.sendCounts, l.sdispls);
     const int64_t recvNumel = extent(l.recvCounts, l.rdispls);
     atb_ops::validateLayout(l, c.size, sendNumel, recvNumel);
@@ -433,7 +471,7 @@ HcclResult HcclSend(void* sendBuf, uint64_t count, HcclDataType dataType, uint32
   HCCL_CPU_CHECK_COMM(comm);
   HCCL_CPU_CHECK_TYPE(dataType);
   if (destRank >= commOf(comm)->size) return fail(HCCL_E_PARA, "HcclSend: destRank " + std::to_string(destRank));
-  return guarded([&] { commOf(comm)->comm->send(bytes(sendBuf, count, dataType), static_cast<int32_t>(destRank)); });
+  return guarded([&] { commOf(comm)->comm->send(payload(sendBuf, count, dataType), static_cast<int32_t>(destRank)); });
 }
 
 HcclResult HcclRecv(void* recvBuf, uint64_t count, HcclDataType dataType, uint32_t srcRank, HcclComm comm,
@@ -442,7 +480,7 @@ HcclResult HcclRecv(void* recvBuf, uint64_t count, HcclDataType dataType, uint32
   HCCL_CPU_CHECK_TYPE(dataType);
   if (srcRank >= commOf(comm)->size) return fail(HCCL_E_PARA, "HcclRecv: srcRank " + std::to_string(srcRank));
   return guarded([&] {
-    at::Tensor t = bytes(recvBuf, count, dataType);
+    at::Tensor t = payload(recvBuf, count, dataType);
     commOf(comm)->comm->recv(t, static_cast<int32_t>(srcRank));
   });
 }
@@ -455,10 +493,10 @@ HcclResult HcclBatchSendRecv(HcclSendRecvItem* sendRecvInfo, uint32_t itemNum, H
     const HcclSendRecvItem& it = sendRecvInfo[i];
     HCCL_CPU_CHECK_TYPE(it.dataType);
     if (it.remoteRank >= commOf(comm)->size || it.remoteRank == commOf(comm)->rank) {
-      return fail(HCCL_E_PARA, "HcclBatchSendRecv: item " + std::to_string(i) + " names rank " +
-                                   std::to_string(it.remoteRank));
+      return fail(HCCL_E_PARA,
+                  "HcclBatchSendRecv: item " + std::to_string(i) + " names rank " + std::to_string(it.remoteRank));
     }
-    ops.push_back(atb_ops::P2pOp{it.sendRecvType == HCCL_SEND, bytes(it.buf, it.count, it.dataType),
+    ops.push_back(atb_ops::P2pOp{it.sendRecvType == HCCL_SEND, payload(it.buf, it.count, it.dataType),
                                  static_cast<int32_t>(it.remoteRank)});
   }
   return guarded([&] { commOf(comm)->comm->sendRecv(ops); });

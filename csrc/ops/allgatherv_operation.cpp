@@ -58,18 +58,17 @@ class AllGatherVOperation final : public CommOperation {
               " must be in [0, x.numel()=", x.numel(), "]");
     validateVLayout(layout_, n, outNumel, /*disjoint=*/true, "recvCounts", "rdispls");
     const int64_t rank = param().rank;
-    ATB_CHECK(layout_.counts[rank] == sendCount_, ERROR_INVALID_PARAM, name(), " recvCounts[", rank, "]=",
-              layout_.counts[rank], " must equal this rank's sendCount ", sendCount_);
+    ATB_CHECK(layout_.counts[rank] == sendCount_, ERROR_INVALID_PARAM, name(), " recvCounts[", rank,
+              "]=", layout_.counts[rank], " must equal this rank's sendCount ", sendCount_);
     ATB_CHECK(layout_.total() > 0, ERROR_INVALID_PARAM, name(), " sum(recvCounts) must be > 0 (ATB), got ",
               c10::IntArrayRef(layout_.counts));
     return {TensorDesc{x.scalar_type(), shape}};
   }
 
  protected:
-  void readParam(JsonFields&, const CommParam& common) override {
-    ATB_CHECK(common.rankSize >= 2, ERROR_INVALID_PARAM, name(), " param 'rankSize' must be at least 2, got ",
-              common.rankSize);
-  }
+  // ATB refuses rankSize 1 here; a one-rank gather is a well-defined copy (and ATB's own test runs one), so
+  // atb_ops accepts it (README: differences from ATB).
+  void readParam(JsonFields&, const CommParam&) override {}
 
   CommParam defaults() const override { return CommParam{}; }  // rank -1, as ATB's AllGatherVParam
 

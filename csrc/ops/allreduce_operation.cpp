@@ -53,12 +53,15 @@ class AllReduceOperation final : public CommOperation {
     ATB_CHECK(quantType_ >= kUnquant && quantType_ <= kPerChannel, ERROR_INVALID_PARAM, name(),
               " param 'quantType' is ", quantType_, "; expected 0 (none), 1 (per tensor) or 2 (per channel)");
     if (quantType_ == kUnquant) return;
-    ATB_CHECK(common.backend != "hccl", ERROR_INVALID_PARAM, name(),
-              " quantType ", quantType_, " is not supported with backend 'hccl' (ATB quantises only on 'lccl')");
-    ATB_CHECK(op_ == ReduceOp::kSum, ERROR_INVALID_PARAM, name(), " a quantised all-reduce must use allReduceType "
-              "'sum', got '", opName_, "'");
+    ATB_CHECK(common.backend != "hccl", ERROR_INVALID_PARAM, name(), " quantType ", quantType_,
+              " is not supported with backend 'hccl' (ATB quantises only on 'lccl')");
+    ATB_CHECK(op_ == ReduceOp::kSum, ERROR_INVALID_PARAM, name(),
+              " a quantised all-reduce must use allReduceType "
+              "'sum', got '",
+              opName_, "'");
     ATB_CHECK(outDataType_ == kAclFloat16 || outDataType_ == kAclBf16, ERROR_INVALID_PARAM, name(),
-              " param 'outDataType' is ", outDataType_, "; a quantised all-reduce needs 1 (ACL_FLOAT16) or 27 (ACL_BF16)");
+              " param 'outDataType' is ", outDataType_,
+              "; a quantised all-reduce needs 1 (ACL_FLOAT16) or 27 (ACL_BF16)");
   }
 
   void run(const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) override {
@@ -87,8 +90,8 @@ class AllReduceOperation final : public CommOperation {
                 " backend 'lccl' does not support int64 x");
     }
     if (param().backend == "hccl" && op_ == ReduceOp::kProd) {
-      ATB_CHECK(x.scalar_type() != at::kShort && x.scalar_type() != at::kBFloat16, ERROR_INVALID_TENSOR_DTYPE,
-                name(), " backend 'hccl' with allReduceType 'prod' does not support ", x.scalar_type(), " x");
+      ATB_CHECK(x.scalar_type() != at::kShort && x.scalar_type() != at::kBFloat16, ERROR_INVALID_TENSOR_DTYPE, name(),
+                " backend 'hccl' with allReduceType 'prod' does not support ", x.scalar_type(), " x");
     }
   }
 
@@ -115,8 +118,10 @@ class AllReduceOperation final : public CommOperation {
                 " per-tensor scale must have shape [1], got ", scale.sizes());
       return;
     }
-    ATB_CHECK(n <= kMaxChannels, ERROR_INVALID_TENSOR_DIM, name(), " per-channel quantisation allows at most 2^22 "
-              "channels, got ", n);
+    ATB_CHECK(n <= kMaxChannels, ERROR_INVALID_TENSOR_DIM, name(),
+              " per-channel quantisation allows at most 2^22 "
+              "channels, got ",
+              n);
     const bool flat = scale.dim() == 1 && scale.size(0) == n;
     const bool row = scale.dim() == 2 && scale.size(0) == 1 && scale.size(1) == n;
     ATB_CHECK(flat || row, ERROR_INVALID_TENSOR_DIM, name(), " per-channel scale must have shape [", n, "] or [1, ", n,

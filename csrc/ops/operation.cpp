@@ -22,7 +22,8 @@ void checkLcclCommDomain(const std::string& d) {
   const std::string size = colon == std::string::npos ? "1" : d.substr(colon + 1);
   ATB_CHECK(digits(id) && digits(size) && std::stol(id) <= 65535 && std::stol(size) > 0, ERROR_INVALID_PARAM,
             "backend 'lccl' (multi-process) needs commDomain \"<id>\" or \"<id>:<size>\" with id in [0, 65535] and "
-            "size > 0, got '", d, "'");
+            "size > 0, got '",
+            d, "'");
 }
 
 }  // namespace
@@ -128,8 +129,8 @@ std::vector<int64_t> CommOperation::countInput(const at::Tensor& t, const std::s
 }
 
 void CommOperation::checkInputs(const std::vector<at::Tensor>& inputs, size_t expected) const {
-  ATB_CHECK(inputs.size() == expected, ERROR_INVALID_IN_TENSOR_NUM, name_, " takes ", expected,
-            " input tensors, got ", inputs.size());
+  ATB_CHECK(inputs.size() == expected, ERROR_INVALID_IN_TENSOR_NUM, name_, " takes ", expected, " input tensors, got ",
+            inputs.size());
   ATB_CHECK(inputs[0].defined(), ERROR_INVALID_PARAM, name_, " input 0 (x) is an undefined tensor");
   checkSupportedDtype(inputs[0].scalar_type(), name_ + " input x");
 }

@@ -28,8 +28,8 @@ class ReduceScatterOperation final : public CommOperation {
                 " backend 'lccl' does not support int64 x");
     }
     if (param().backend == "hccl" && op_ == ReduceOp::kProd) {
-      ATB_CHECK(x.scalar_type() != at::kShort && x.scalar_type() != at::kBFloat16, ERROR_INVALID_TENSOR_DTYPE,
-                name(), " backend 'hccl' with reduceType 'prod' does not support ", x.scalar_type(), " x");
+      ATB_CHECK(x.scalar_type() != at::kShort && x.scalar_type() != at::kBFloat16, ERROR_INVALID_TENSOR_DTYPE, name(),
+                " backend 'hccl' with reduceType 'prod' does not support ", x.scalar_type(), " x");
     }
     Shape shape = x.sizes().vec();
     shape[0] /= n;

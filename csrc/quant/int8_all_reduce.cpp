@@ -151,7 +151,9 @@ at::Tensor int8AllReduce(Communicator& comm, const at::Tensor& x, const Int8AllR
   }
   at::Tensor gathered = at::empty({n * packed.numel()}, packed.options());
   comm.allgather(packed, gathered);
-  return dequantizePacked(gathered, n * plan.shard, bs, plan.shard / bs, a.outDtype).narrow(0, 0, numel).view(x.sizes());
+  return dequantizePacked(gathered, n * plan.shard, bs, plan.shard / bs, a.outDtype)
+      .narrow(0, 0, numel)
+      .view(x.sizes());
 }
 
 }  // namespace atb_ops::quant

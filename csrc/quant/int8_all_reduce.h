@@ -16,9 +16,9 @@
 namespace atb_ops::quant {
 
 struct Int8AllReduceArgs {
-  at::Tensor scale;       // float32 on x's device: [1] (per tensor) or [x.shape[-1]] (per channel)
+  at::Tensor scale;  // float32 on x's device: [1] (per tensor) or [x.shape[-1]] (per channel)
   bool perChannel = false;
-  double offset = 0.0;    // added to every code before scaling (ATB's offset)
+  double offset = 0.0;  // added to every code before scaling (ATB's offset)
   c10::ScalarType outDtype = at::kHalf;
   int64_t blockSize = 128;
   bool quantizeAllgather = false;

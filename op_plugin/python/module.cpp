@@ -7,10 +7,10 @@
 #include <pybind11/stl.h>
 
 #include <c10/util/Exception.h>
+#include <torch/csrc/utils/pybind.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
-#include <torch/csrc/utils/pybind.h>
 
 #include "comm/bootstrap/bootstrap.h"
 #include "comm/bootstrap/node_local_bootstrap.h"
@@ -102,7 +102,8 @@ PYBIND11_MODULE(_C, m) {
       },
       "Drops every cached communicator (at exit, and in tests).");
   m.def(
-      "options", [] { return atb_ops::withPythonErrors([] { return atb_ops::describeOptions(atb_ops::readOptions()); }); },
+      "options",
+      [] { return atb_ops::withPythonErrors([] { return atb_ops::describeOptions(atb_ops::readOptions()); }); },
       "The ATB_OPS_* settings as atb_ops reads them now (one parser for C++ and Python); raises on a bad value.");
   m.def("set_store_provider", &installStoreProvider, py::arg("provider"),
         "Installs provider(required: bool) -> torch.distributed Store | None: the job's store for the bootstrap.");
@@ -112,14 +113,16 @@ PYBIND11_MODULE(_C, m) {
         py::arg("job_key"), py::arg("device"), py::arg("group") = py::none(),
         "The handle of the (cached) communicator of a torch.distributed group's collectives.");
   m.def(
-      "comm_size", [](int64_t h) { return atb_ops::withPythonErrors([&] { return atb_ops::communicatorOf(h)->size(); }); },
+      "comm_size",
+      [](int64_t h) { return atb_ops::withPythonErrors([&] { return atb_ops::communicatorOf(h)->size(); }); },
       py::arg("handle"));
   m.def(
       "comm_backend",
       [](int64_t h) { return atb_ops::withPythonErrors([&] { return atb_ops::communicatorOf(h)->backend(); }); },
       py::arg("handle"));
   m.def(
-      "comm_rank", [](int64_t h) { return atb_ops::withPythonErrors([&] { return atb_ops::communicatorOf(h)->rank(); }); },
+      "comm_rank",
+      [](int64_t h) { return atb_ops::withPythonErrors([&] { return atb_ops::communicatorOf(h)->rank(); }); },
       py::arg("handle"));
 
   m.def(
@@ -130,8 +133,8 @@ PYBIND11_MODULE(_C, m) {
           return py::dict(py::arg("dir") = atb_ops::privateDirPath(atb_ops::readOptions()),
                           py::arg("segment_magic") = atb_ops::shm::kSegmentMagic,
                           py::arg("segment_root_pid_offset") = offsetof(atb_ops::shm::SegmentHeader, rootPid),
-                          py::arg("record_magic") = atb_ops::kRendezvousMagic,
-                          py::arg("record_root_pid_offset") = 24, py::arg("record_start_time_offset") = 32);
+                          py::arg("record_magic") = atb_ops::kRendezvousMagic, py::arg("record_root_pid_offset") = 24,
+                          py::arg("record_start_time_offset") = 32);
         });
       },
       "Where atb_ops keeps its node-local files and how to read their creator's pid (python -m atb_ops doctor).");

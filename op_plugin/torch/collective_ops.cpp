@@ -10,6 +10,7 @@
 #include "core/status.h"
 #include "op_plugin/torch/comm_handles.h"
 #include "op_plugin/torch/gil_release.h"
+#include "quant/int8_all_reduce.h"
 
 namespace atb_ops {
 namespace {
@@ -85,23 +86,54 @@ at::Tensor broadcast(const at::Tensor& x, int64_t root, int64_t comm) {
   return out;
 }
 
+// The int8 pipeline of quant/int8_all_reduce.h: the one implementation behind AllReduceOperation's quantType
+// and atb_ops.quant.quantized_all_reduce of an int8 x. x: int8, any shape; scale: [1] or [x.shape[-1]].
+// returns x's shape in out_dtype: sum_r (float(x_r) + offset) * scale_r.
+at::Tensor int8AllReduce(const at::Tensor& x, const at::Tensor& scale, bool perChannel, double offset,
+                         c10::ScalarType outDtype, int64_t blockSize, bool quantizeAllgather, int64_t comm) {
+  ATB_CHECK(x.scalar_type() == at::kChar, ERROR_INVALID_TENSOR_DTYPE, "int8_all_reduce input x must be int8, got ",
+            x.scalar_type());
+  ATB_CHECK(x.is_contiguous(), ERROR_INVALID_PARAM, "int8_all_reduce input x must be contiguous (strides ", x.strides(),
+            ")");
+  const int64_t channels = x.dim() == 0 ? 1 : x.size(-1);
+  ATB_CHECK(scale.numel() == (perChannel ? channels : 1), ERROR_INVALID_TENSOR_SIZE, "int8_all_reduce scale has ",
+            scale.numel(), " elements; ", perChannel ? "per channel" : "per tensor", " needs ",
+            perChannel ? channels : 1);
+  ATB_CHECK(blockSize > 0, ERROR_INVALID_PARAM, "int8_all_reduce block_size is ", blockSize, "; must be > 0");
+  const auto c = communicatorOf(comm);
+  quant::Int8AllReduceArgs args;
+  args.scale = scale.reshape({-1}).to(x.device(), at::kFloat);
+  args.perChannel = perChannel;
+  args.offset = offset;
+  args.outDtype = outDtype;
+  args.blockSize = blockSize;
+  args.quantizeAllgather = quantizeAllgather;
+  GilRelease unlocked;
+  return quant::int8AllReduce(*c, x, args);
+}
+
 }  // namespace
 }  // namespace atb_ops
 
 TORCH_LIBRARY_FRAGMENT(atb_ops, m) {
-  m.def("all_to_all_v(Tensor x, int[] send_counts, int[] sdispls, int[] recv_counts, int[] rdispls, int comm) -> Tensor");
+  m.def(
+      "all_to_all_v(Tensor x, int[] send_counts, int[] sdispls, int[] recv_counts, int[] rdispls, int comm) -> Tensor");
   m.def("all_gather(Tensor x, int comm) -> Tensor");
   m.def("all_reduce(Tensor x, str op, int comm) -> Tensor");
   m.def("reduce_scatter(Tensor x, str op, int comm) -> Tensor");
   m.def("broadcast(Tensor x, int root, int comm) -> Tensor");
+  m.def(
+      "int8_all_reduce(Tensor x, Tensor scale, bool per_channel, float offset, ScalarType out_dtype, int block_size, "
+      "bool quantize_allgather, int comm) -> Tensor");
 }
 
-#define ATB_OPS_COLLECTIVE_IMPLS(m)               \
-  m.impl("all_to_all_v", &atb_ops::allToAllV);    \
-  m.impl("all_gather", &atb_ops::allGather);      \
-  m.impl("all_reduce", &atb_ops::allReduce);      \
+#define ATB_OPS_COLLECTIVE_IMPLS(m)                  \
+  m.impl("all_to_all_v", &atb_ops::allToAllV);       \
+  m.impl("all_gather", &atb_ops::allGather);         \
+  m.impl("all_reduce", &atb_ops::allReduce);         \
   m.impl("reduce_scatter", &atb_ops::reduceScatter); \
-  m.impl("broadcast", &atb_ops::broadcast)
+  m.impl("broadcast", &atb_ops::broadcast);          \
+  m.impl("int8_all_reduce", &atb_ops::int8AllReduce)
 
 TORCH_LIBRARY_IMPL(atb_ops, CPU, m) {
   ATB_OPS_COLLECTIVE_IMPLS(m);

@@ -43,6 +43,11 @@ def _broadcast_fake(x, root, comm):
     return torch.empty_like(x)
 
 
+@torch.library.register_fake("atb_ops::int8_all_reduce")
+def _int8_all_reduce_fake(x, scale, per_channel, offset, out_dtype, block_size, quantize_allgather, comm):
+    return x.new_empty(x.shape, dtype=out_dtype)
+
+
 def _all_to_all_v_setup(ctx, inputs, output):
     x, send_counts, sdispls, recv_counts, rdispls, comm = inputs
     ctx.layout = (list(send_counts), list(sdispls), list(recv_counts), list(rdispls))

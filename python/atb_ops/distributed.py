@@ -37,6 +37,7 @@ REDUCE_OPS = ("sum", "prod", "max", "min")
 
 Counts = Sequence[int] | torch.Tensor
 
+_INT64_MAX = 2**63 - 1
 _INTEGER_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
 
 
@@ -59,6 +60,10 @@ def _as_counts(name: str, value: Counts, length: int | None = None) -> list[int]
         raise AtbError(f"{name} has {len(values)} entries, expected {length}: {values}")
     if any(v < 0 for v in values):
         raise AtbError(f"{name} must be >= 0, got {values}")
+    too_big = [(i, v) for i, v in enumerate(values) if v > _INT64_MAX]
+    if too_big:
+        i, v = too_big[0]
+        raise AtbError(f"{name}[{i}] = {v} does not fit int64 (max {_INT64_MAX})")
     return values
 
 

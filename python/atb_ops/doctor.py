@@ -175,7 +175,7 @@ def backend_report() -> list[tuple[str, bool, str]]:
         (
             "hccl",
             bool(hccl),
-            ", ".join(hccl) if hccl else "not built for NPUs (no Ascend toolkit); on CPU only under `python -m atb_ops run`",
+            ", ".join(hccl) if hccl else "not built for NPUs; on CPU ranks only under `python -m atb_ops run`",
         )
     )
     return rows

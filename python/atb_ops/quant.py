@@ -38,7 +38,7 @@ import torch.distributed as dist
 
 from atb_ops import _C  # noqa: F401  (loads the torch.ops.atb_ops kernels)
 from atb_ops import distributed as _distributed
-from atb_ops._groups import resolve_group
+from atb_ops._groups import comm_for, resolve_group
 from atb_ops._ops import packed as _packed
 from atb_ops.errors import AtbError
 
@@ -216,8 +216,12 @@ class ReducePlan:
         return min(n, self.channels)
 
     def a2a_bytes(self, j: int) -> int:
-        """Bytes of shard j in the all-to-all: its int8 codes and its float32 scales."""
-        return self.length(j) + SCALE_BYTES * self.scales(j)
+        """Bytes of shard j in the all-to-all: its int8 codes, its float32 scales and, for an int8 x, the
+        float32 offset (csrc/quant/int8_all_reduce.cpp)."""
+        if self.length(j) == 0:
+            return 0
+        offset = 0 if self.mode == "block" else SCALE_BYTES
+        return self.length(j) + SCALE_BYTES * self.scales(j) + offset
 
     def gather_bytes(self, out_dtype: torch.dtype, quantize_allgather: bool) -> int:
         """Bytes each rank contributes to the all-gather (every rank sends a full, padded shard)."""
@@ -274,20 +278,6 @@ def _as_scale(scale, x: torch.Tensor) -> tuple[torch.Tensor, str]:
             f"got shape {list(scale.shape)} for x of shape {list(x.shape)}"
         )
     return scale.detach().to(device=x.device, dtype=torch.float32).reshape(-1).contiguous(), kind
-
-
-def _channel_slice(scale: torch.Tensor, start: int, count: int) -> torch.Tensor:
-    """scale[(start + k) % C] for k < count: the per-channel scales of a shard starting at `start`."""
-    channels = scale.numel()
-    first = start % channels
-    if first + count <= channels:
-        return scale[first : first + count]
-    return torch.cat([scale[first:], scale[: count - (channels - first)]])
-
-
-def _bytes(t: torch.Tensor) -> torch.Tensor:
-    """A contiguous tensor's bytes as an int8 view (no copy)."""
-    return t.contiguous().view(-1).view(torch.int8)
 
 
 def _float32_rows(raw: torch.Tensor) -> torch.Tensor:
@@ -369,44 +359,36 @@ def quantized_all_reduce(
     world_size, rank = dist.get_world_size(g), dist.get_rank(g)
     if rank < 0:
         raise AtbError("this process is not a member of the group")
+    if x.numel() == 0:
+        return torch.empty(x.shape, dtype=out_dtype, device=x.device)
+    if x.dtype == torch.int8:
+        # Seed 004's pipeline for int8 codes is AllReduceOperation's quantType path: one implementation
+        # (csrc/quant/int8_all_reduce.cpp), here with no offset.
+        return torch.ops.atb_ops.int8_all_reduce(
+            x.detach().contiguous(), scale_f32, mode == "channel", 0.0, out_dtype, block_size, quantize_allgather,
+            comm_for(g, x),
+        )
 
     flat = x.detach().contiguous().view(-1)
     numel = flat.numel()
-    if numel == 0:
-        return torch.empty(x.shape, dtype=out_dtype, device=x.device)
-    plan = plan_all_reduce(numel, world_size, block_size, mode, x.shape[-1] if x.dim() else 1)
+    plan = plan_all_reduce(numel, world_size, block_size, mode)
 
-    # 1. Codes and scales of every shard, packed per destination as [int8 codes | float32 scales as bytes].
-    #    A floating x's own shard never leaves this rank, so it is neither quantised nor sent: it joins the
-    #    sum exactly (as term number `rank`, keeping the order every rank uses).
-    send_counts = [plan.a2a_bytes(j) for j in range(world_size)]
-    recv_counts = [plan.a2a_bytes(rank)] * world_size
+    # 1. Codes and scales of every other rank's shard, packed per destination as [int8 codes | float32 scales
+    #    as bytes], back to back in rank order. The own shard never leaves this rank, so it is neither
+    #    quantised nor sent: it joins the sum exactly (as term number `rank`, the order every rank uses).
+    send_counts = [plan.a2a_bytes(j) if j != rank else 0 for j in range(world_size)]
+    recv_counts = [plan.a2a_bytes(rank) if j != rank else 0 for j in range(world_size)]
     mine = plan.length(rank)
     start, end = plan.bounds(rank)
-    exact = None
-    if mode == "block":
-        # The packed buffer leaves the own shard out, so the shards sit back to back in rank order.
-        send = torch.ops.atb_ops.quantize_int8_packed(flat, block_size, plan.shard // block_size, False, rank)
-        send_counts[rank] = recv_counts[rank] = 0
-        exact = flat[start:end]
-    else:
-        pieces = []
-        for j in range(world_size):
-            lo, hi = plan.bounds(j)
-            pieces += [flat[lo:hi], _bytes(_channel_slice(scale_f32, lo, plan.scales(j)))]
-        send = torch.cat(pieces)
+    send = torch.ops.atb_ops.quantize_int8_packed(flat, block_size, plan.shard // block_size, False, rank)
+    exact = flat[start:end]
 
-    # 2. Reduce-scatter: the all-to-all brings this rank's shard from every (other) rank.
+    # 2. Reduce-scatter: the all-to-all brings this rank's shard from every other rank.
     received = _all_to_all_v(send, send_counts, _packed(send_counts), recv_counts, _packed(recv_counts), group)
-    rows = received.view(world_size if exact is None else world_size - 1, plan.a2a_bytes(rank))
+    rows = received.view(world_size - 1, plan.a2a_bytes(rank))
     row_codes = rows[:, :mine]
     row_scales = _float32_rows(rows[:, mine:])  # [rows, plan.scales(rank)]
-    if mode == "block":
-        group_size, period = block_size, max(plan.scales(rank), 1)
-    elif mode == "channel":
-        group_size, period = 1, plan.channels
-    else:
-        group_size, period = max(mine, 1), 1
+    group_size, period = block_size, max(plan.scales(rank), 1)
 
     # 3. Dequantise and sum this shard in float32, then all-gather it, padded to a full shard (only the last
     #    ranks' are short): in out_dtype, or re-quantised per block ([codes | scales], so the gathered

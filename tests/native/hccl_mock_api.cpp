@@ -553,6 +553,8 @@ int32_t MockHcclApi::reduceScatterV(void* sendBuf, const uint64_t* sendCounts, c
   call.ints["recvCount"] = static_cast<int64_t>(recvCount);
   call.ints["dataType"] = dataType;
   call.ints["op"] = op;
+  call.ints["sendBuf"] = static_cast<int64_t>(u64(sendBuf));
+  call.ints["recvBuf"] = static_cast<int64_t>(u64(recvBuf));
   const int32_t n = state_->worldSize(comm);
   if (n <= 0) return kEPtr;
   call.arrays["sendCounts"].assign(sendCounts, sendCounts + n);

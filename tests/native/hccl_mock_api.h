@@ -1,4 +1,5 @@
-// A recording mock of HcclApi for CPU tests of the HCCL backend's logic (tests/test_hccl_mock.py; built into atb_ops._testing only).
+// A recording mock of HcclApi for CPU tests of the HCCL backend's logic (tests/test_hccl_mock.py; built into
+// atb_ops._testing only).
 //
 // Every call is logged with its arguments. Communicators live in in-process "worlds": ranks that are
 // threads of this process really exchange data through host memory, so a test can check results as
@@ -76,8 +77,8 @@ class MockHcclApi final : public HcclApi {
                      const uint64_t* recvDispls, int32_t dataType, CommHandle comm, StreamHandle stream) override;
   int32_t allReduce(void* sendBuf, void* recvBuf, uint64_t count, int32_t dataType, int32_t op, CommHandle comm,
                     StreamHandle stream) override;
-  int32_t reduceScatter(void* sendBuf, void* recvBuf, uint64_t recvCount, int32_t dataType, int32_t op,
-                        CommHandle comm, StreamHandle stream) override;
+  int32_t reduceScatter(void* sendBuf, void* recvBuf, uint64_t recvCount, int32_t dataType, int32_t op, CommHandle comm,
+                        StreamHandle stream) override;
   int32_t reduceScatterV(void* sendBuf, const uint64_t* sendCounts, const uint64_t* sendDispls, void* recvBuf,
                          uint64_t recvCount, int32_t dataType, int32_t op, CommHandle comm,
                          StreamHandle stream) override;

@@ -1,5 +1,6 @@
 // A recording NcclApi for CPU tests: every call is logged with its arguments, and results, asynchronous
-// errors, InProgress phases and stream states are scripted. Exposed to Python by nccl_mock_bindings.cpp (atb_ops._testing, tests only).
+// errors, InProgress phases and stream states are scripted. Exposed to Python by nccl_mock_bindings.cpp
+// (atb_ops._testing, tests only).
 #pragma once
 
 #include <cstdint>

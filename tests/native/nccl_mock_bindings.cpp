@@ -201,7 +201,6 @@ void bindNcclMock(py::module& m) {
       py::arg("rdispls"), py::arg("dtype"), py::arg("stream") = kStream, py::arg("as_bytes") = false,
       "The NcclApi calls one alltoallv makes on an adopted mock communicator (send buffer at 0x10000000, "
       "receive buffer at 0x20000000).");
-
 }
 
 }  // namespace atb_ops

@@ -54,12 +54,12 @@ std::unique_ptr<Bootstrap> makeBootstrap(const CommConfig& c, const std::string&
   if (c.bootstrap == BootstrapKind::kAuto) store = jobStore(/*required=*/false);
   if (store) {
     // The store belongs to one job already: no job key in its names.
-    const std::string scope = purpose + "/" + c.commDomain + "/" + std::to_string(c.rankSize) + "/" +
-                              std::to_string(c.rankRoot);
+    const std::string scope =
+        purpose + "/" + c.commDomain + "/" + std::to_string(c.rankSize) + "/" + std::to_string(c.rankRoot);
     return makeStoreBootstrap(c, std::move(store), scope + "/" + std::to_string(nextGeneration(scope, c.rank)));
   }
-  const std::string scope = purpose + "|" + jobKeyFor(c) + "|" + c.commDomain + "|" + std::to_string(c.rankSize) +
-                            "|" + std::to_string(c.rankRoot);
+  const std::string scope = purpose + "|" + jobKeyFor(c) + "|" + c.commDomain + "|" + std::to_string(c.rankSize) + "|" +
+                            std::to_string(c.rankRoot);
   return makeNodeLocalBootstrap(c, scope + "|" + std::to_string(nextGeneration(scope, c.rank)));
 }
 

@@ -3,8 +3,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cstddef>
 #include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <thread>
@@ -92,9 +92,7 @@ class NodeLocalBootstrap final : public Bootstrap {
 
   std::string describe() const override { return what_; }
 
-  std::string broadcast(const std::string& payload) override {
-    return rank_ == root_ ? publish(payload) : fetch();
-  }
+  std::string broadcast(const std::string& payload) override { return rank_ == root_ ? publish(payload) : fetch(); }
 
  private:
   double seconds() const { return std::chrono::duration<double>(timeout_).count(); }

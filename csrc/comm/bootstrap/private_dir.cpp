@@ -71,13 +71,13 @@ std::string privateDir(const Options& options) {
   FdGuard fd{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
   struct stat st{};
   const bool opened = fd.fd >= 0 && ::fstat(fd.fd, &st) == 0;
-  ATB_CHECK(opened && S_ISDIR(st.st_mode) && st.st_uid == uid, ERROR_RT_FAIL, "atb_ops' private folder '", dir,
-            "' is ", describePath(dir), ", not a directory of uid ", uid,
+  ATB_CHECK(opened && S_ISDIR(st.st_mode) && st.st_uid == uid, ERROR_RT_FAIL, "atb_ops' private folder '", dir, "' is ",
+            describePath(dir), ", not a directory of uid ", uid,
             "; remove it (it is not atb_ops') or set ATB_OPS_SHM_DIR elsewhere");
   if ((st.st_mode & 077) != 0) {
     // Ours but opened up by hand: close it again rather than trust names others could have placed.
-    ATB_CHECK(::fchmod(fd.fd, 0700) == 0, ERROR_RT_FAIL, "cannot restore mode 0700 on '", dir,
-              "' (mode ", modeText(st.st_mode), "): ", std::strerror(errno));
+    ATB_CHECK(::fchmod(fd.fd, 0700) == 0, ERROR_RT_FAIL, "cannot restore mode 0700 on '", dir, "' (mode ",
+              modeText(st.st_mode), "): ", std::strerror(errno));
   }
   return dir;
 }

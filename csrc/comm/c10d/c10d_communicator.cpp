@@ -93,9 +93,9 @@ C10dCommunicator::C10dCommunicator(const CommConfig& c) : Communicator("gloo", c
   if (c.group) {
     group_ = c.group->group;
     name_ = "group '" + group_->getGroupName() + "'";
-    ATB_CHECK(group_->getRank() == c.rank && group_->getSize() == c.rankSize, ERROR_INVALID_PARAM, "backend 'gloo': ",
-              name_, " has rank ", group_->getRank(), " of size ", group_->getSize(), " but rank ", c.rank,
-              " of rankSize ", c.rankSize, " was asked for");
+    ATB_CHECK(group_->getRank() == c.rank && group_->getSize() == c.rankSize, ERROR_INVALID_PARAM,
+              "backend 'gloo': ", name_, " has rank ", group_->getRank(), " of size ", group_->getSize(), " but rank ",
+              c.rank, " of rankSize ", c.rankSize, " was asked for");
     backend_ = group_->getBackend(c10::DeviceType::CPU);
   } else {
     backend_ = ownGlooGroup(c, name_);

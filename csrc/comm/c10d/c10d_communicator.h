@@ -47,7 +47,7 @@ class C10dCommunicator final : public Communicator {
   // Ranks on this host whose process has exited, for error messages ("" when none is known dead).
   std::string deadPeers() const;
 
-  std::string name_;  // for messages: "group 'x'" or "commDomain 'y'"
+  std::string name_;                              // for messages: "group 'x'" or "commDomain 'y'"
   c10::intrusive_ptr<c10d::ProcessGroup> group_;  // the caller's group, kept alive
   c10::intrusive_ptr<c10d::Backend> backend_;
   std::vector<int64_t> peerHosts_;  // per rank: a hash of its host's boot id (pids compare only within a host)

@@ -95,8 +95,8 @@ class HcclApi {
   virtual int32_t allGatherV(void* sendBuf, uint64_t sendCount, void* recvBuf, const uint64_t* recvCounts,
                              const uint64_t* recvDispls, int32_t dataType, CommHandle comm, StreamHandle stream) = 0;
   // `op` is an HcclReduceOp (sum 0, prod 1, max 2, min 3: atb_ops::ReduceOp's order).
-  virtual int32_t allReduce(void* sendBuf, void* recvBuf, uint64_t count, int32_t dataType, int32_t op,
-                            CommHandle comm, StreamHandle stream) = 0;
+  virtual int32_t allReduce(void* sendBuf, void* recvBuf, uint64_t count, int32_t dataType, int32_t op, CommHandle comm,
+                            StreamHandle stream) = 0;
   virtual int32_t reduceScatter(void* sendBuf, void* recvBuf, uint64_t recvCount, int32_t dataType, int32_t op,
                                 CommHandle comm, StreamHandle stream) = 0;
   virtual int32_t reduceScatterV(void* sendBuf, const uint64_t* sendCounts, const uint64_t* sendDispls, void* recvBuf,

@@ -125,11 +125,11 @@ void HcclCommunicator::alltoallvNative(const at::Tensor& send, const AllToAllVLa
   // A rank that sends or receives nothing must still take part, with stand-in buffers.
   at::Tensor sendStandIn;
   at::Tensor recvStandIn;
-  ATB_HCCL_CHECK(*api_, "HcclAlltoAllV",
-                 api_->alltoAllV(bufferOf(send, sendStandIn), sendCounts.data(), sdispls.data(), dataType,
-                                 bufferOf(recv, recvStandIn),
-                                 recvCounts.data(), rdispls.data(), dataType, comm_.get(), stream),
-                 describe());
+  ATB_HCCL_CHECK(
+      *api_, "HcclAlltoAllV",
+      api_->alltoAllV(bufferOf(send, sendStandIn), sendCounts.data(), sdispls.data(), dataType,
+                      bufferOf(recv, recvStandIn), recvCounts.data(), rdispls.data(), dataType, comm_.get(), stream),
+      describe());
 }
 
 void HcclCommunicator::alltoallvPairwise(const at::Tensor& send, const AllToAllVLayout& l, at::Tensor& recv,
@@ -181,11 +181,11 @@ void HcclCommunicator::doAllgatherv(const at::Tensor& send, const VLayout& r, at
   ScopedDevice device(*api_, launch.device);
   at::Tensor sendStandIn;
   at::Tensor recvStandIn;
-  ATB_HCCL_CHECK(*api_, "HcclAllGatherV",
-                 api_->allGatherV(bufferOf(send, sendStandIn), static_cast<uint64_t>(send.numel()),
-                                  bufferOf(recv, recvStandIn), counts.data(), displs.data(), dataType, comm_.get(),
-                                  launch.stream),
-                 describe());
+  ATB_HCCL_CHECK(
+      *api_, "HcclAllGatherV",
+      api_->allGatherV(bufferOf(send, sendStandIn), static_cast<uint64_t>(send.numel()), bufferOf(recv, recvStandIn),
+                       counts.data(), displs.data(), dataType, comm_.get(), launch.stream),
+      describe());
   finish(launch.stream, kWhat);
 }
 
@@ -221,11 +221,11 @@ void HcclCommunicator::doReduceScatterV(const at::Tensor& send, const VLayout& s
   } else {
     const std::vector<uint64_t> counts = toU64(s.counts);
     const std::vector<uint64_t> displs = toU64(s.displs);
-    ATB_HCCL_CHECK(*api_, "HcclReduceScatterV",
-                   api_->reduceScatterV(bufferOf(send, sendStandIn), counts.data(), displs.data(),
-                                        bufferOf(recv, recvStandIn), static_cast<uint64_t>(m), dataType,
-                                        static_cast<int32_t>(op), comm_.get(), launch.stream),
-                   "(", reduceOpName(op), ") ", describe());
+    ATB_HCCL_CHECK(
+        *api_, "HcclReduceScatterV",
+        api_->reduceScatterV(bufferOf(send, sendStandIn), counts.data(), displs.data(), bufferOf(recv, recvStandIn),
+                             static_cast<uint64_t>(m), dataType, static_cast<int32_t>(op), comm_.get(), launch.stream),
+        "(", reduceOpName(op), ") ", describe());
   }
   finish(launch.stream, kWhat);
 }
@@ -315,8 +315,8 @@ void HcclCommunicator::waitForStream(StreamHandle stream, const char* what) {
     ATB_HCCL_CHECK(*api_, "HcclGetCommAsyncError", api_->getCommAsyncError(comm_.get(), &asyncError),
                    "while waiting for ", what, " ", describe());
     if (asyncError != kSuccess) {
-      ATB_FAIL(ERROR_HCCL_FAIL, "hccl ", what, " ", describe(), ": HCCL reported asynchronous error ", asyncError,
-               " (", resultName(asyncError), ": ", api_->errorString(asyncError), ") during ", what, " after ", polls,
+      ATB_FAIL(ERROR_HCCL_FAIL, "hccl ", what, " ", describe(), ": HCCL reported asynchronous error ", asyncError, " (",
+               resultName(asyncError), ": ", api_->errorString(asyncError), ") during ", what, " after ", polls,
                " polls");
     }
     if (Clock::now() >= deadline) {

@@ -293,8 +293,8 @@ void NcclComm::broadcast(void* buf, int64_t numel, c10::ScalarType dtype, int32_
   const auto items = static_cast<size_t>(numel * wire.itemsPerElement);
   const NcclResult r = api_.broadcast(buf, buf, items, wire.type, root, comm_, stream);
   if (r != NcclResult::Success && r != NcclResult::InProgress) {
-    raiseNcclError(api_, comm_, r, "ncclBroadcast", c10::str(who(), " broadcast of ", numel, " elements from rank ", root),
-                   __FILE__, __LINE__);
+    raiseNcclError(api_, comm_, r, "ncclBroadcast",
+                   c10::str(who(), " broadcast of ", numel, " elements from rank ", root), __FILE__, __LINE__);
   }
   if (r == NcclResult::InProgress) waitReady("broadcast");
 }

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "comm/nccl/nccl_api.h"
 #include "comm/bootstrap/bootstrap.h"
+#include "comm/nccl/nccl_api.h"
 #include "core/layout.h"
 #include "core/reduce.h"
 

@@ -75,9 +75,9 @@ struct alignas(64) PostBlock {
   int32_t kind;  // CallKind
   int32_t dtype;
   int32_t elemSize;
-  int32_t op;    // ReduceOp (reductions)
-  int32_t root;  // broadcast
-  int32_t eager;  // 1: the whole call travels through the eager buffers
+  int32_t op;           // ReduceOp (reductions)
+  int32_t root;         // broadcast
+  int32_t eager;        // 1: the whole call travels through the eager buffers
   uint64_t totalBytes;  // reductions and broadcast: the tensor's bytes
   // PeerEntry entries[rankSize] follow
 };

@@ -128,8 +128,8 @@ Attachment attachSegment(const CommConfig& c, PeerMemory& memory) {
     ATB_CHECK(name.rfind("seg.", 0) == 0 && name.find('/') == std::string::npos, ERROR_RT_FAIL, describe(c),
               ": the bootstrap delivered '", excerpt(name, 64), "', not a segment name");
     a.file = MappedFile::open(dir + "/" + name);
-    ATB_CHECK(a.file.valid() && a.file.size() >= sizeof(SegmentHeader), ERROR_RT_FAIL, describe(c), ": segment '",
-              dir, "/", name, "' of root rank ", c.rankRoot,
+    ATB_CHECK(a.file.valid() && a.file.size() >= sizeof(SegmentHeader), ERROR_RT_FAIL, describe(c), ": segment '", dir,
+              "/", name, "' of root rank ", c.rankRoot,
               " is not on this host; backend 'shm' needs every rank on one host (use 'gloo' across hosts)");
     auto& h = *static_cast<SegmentHeader*>(a.file.base());
     ATB_CHECK(h.magic.load(std::memory_order_acquire) == kSegmentMagic && h.rankSize == c.rankSize &&

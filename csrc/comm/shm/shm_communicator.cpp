@@ -143,7 +143,8 @@ void ShmCommunicator::checkSameCall(const Call& c) const {
 void ShmCommunicator::checkCountMatrix(const Call& c) const {
   const int64_t es = myPost(c).elemSize;
   atb_ops::checkCountMatrix(
-      size(), [&](int32_t i, int32_t j) { return static_cast<int64_t>(att_.view.entries(i, c.parity)[j].sendBytes) / es; },
+      size(),
+      [&](int32_t i, int32_t j) { return static_cast<int64_t>(att_.view.entries(i, c.parity)[j].sendBytes) / es; },
       [&](int32_t j, int32_t i) { return static_cast<int64_t>(att_.view.entries(j, c.parity)[i].recvBytes) / es; },
       c.what);
 }
@@ -243,7 +244,7 @@ void ShmCommunicator::moveData(const Call& c, bool selfDone, std::string& error)
 
 bool ShmCommunicator::touchesMyBuffers(const Call& c, int32_t p) const {
   const bool pullsMine = directBytes(c, rank(), p) > pushed(rank(), p);  // p reads our send buffer
-  const bool pushesMine = pushed(p, rank()) > 0;                          // p writes our receive buffer
+  const bool pushesMine = pushed(p, rank()) > 0;                         // p writes our receive buffer
   return pullsMine || pushesMine;
 }
 
@@ -518,10 +519,11 @@ void ShmCommunicator::awaitAck(const at::Tensor& t, int32_t peer, uint32_t seq) 
   waitWord(ch.ackSeq, ch.ackWaiters, seq, "shm send (waiting for the matching recv)", peer);
   const P2pSlot& slot = ch.slots[seq % kP2pSlots];
   const auto status = static_cast<P2pStatus>(slot.status);
-  ATB_CHECK(status != P2pStatus::kMismatch, ERROR_INVALID_PARAM, kWhat, ": rank ", rank(), " sent ", t.numel(),
-            " elements of ", t.scalar_type(), " to rank ", peer, ", which expected ",
-            slot.expectedBytes / std::max<int64_t>(1, c10::elementSize(static_cast<c10::ScalarType>(slot.expectedDtype))),
-            " elements of ", dtypeName(slot.expectedDtype));
+  ATB_CHECK(
+      status != P2pStatus::kMismatch, ERROR_INVALID_PARAM, kWhat, ": rank ", rank(), " sent ", t.numel(),
+      " elements of ", t.scalar_type(), " to rank ", peer, ", which expected ",
+      slot.expectedBytes / std::max<int64_t>(1, c10::elementSize(static_cast<c10::ScalarType>(slot.expectedDtype))),
+      " elements of ", dtypeName(slot.expectedDtype));
   ATB_CHECK(status == P2pStatus::kDelivered, ERROR_RT_FAIL, kWhat, ": rank ", peer, " could not read the message");
 }
 

@@ -23,7 +23,8 @@ static_assert(std::is_same_v<HcclComm, CommHandle>, "HcclComm is not a void*");
 static_assert(kSuccess == HCCL_SUCCESS && result::kPara == HCCL_E_PARA && result::kTimeout == HCCL_E_TIMEOUT &&
                   result::kRemote == HCCL_E_REMOTE,
               "HcclResult codes moved");
-static_assert(static_cast<int>(ReduceOp::kSum) == HCCL_REDUCE_SUM && static_cast<int>(ReduceOp::kMin) == HCCL_REDUCE_MIN,
+static_assert(static_cast<int>(ReduceOp::kSum) == HCCL_REDUCE_SUM &&
+                  static_cast<int>(ReduceOp::kMin) == HCCL_REDUCE_MIN,
               "HcclReduceOp codes moved");
 
 namespace {

@@ -40,8 +40,10 @@ static_assert(dtype::kInt8 == HCCL_DATA_TYPE_INT8 && dtype::kInt16 == HCCL_DATA_
                   dtype::kUint16 == HCCL_DATA_TYPE_UINT16 && dtype::kUint32 == HCCL_DATA_TYPE_UINT32 &&
                   dtype::kFp64 == HCCL_DATA_TYPE_FP64 && dtype::kBfp16 == HCCL_DATA_TYPE_BFP16,
               "HcclDataType codes moved");
-static_assert(HCCL_REDUCE_SUM == static_cast<int>(ReduceOp::kSum) && HCCL_REDUCE_PROD == static_cast<int>(ReduceOp::kProd) &&
-                  HCCL_REDUCE_MAX == static_cast<int>(ReduceOp::kMax) && HCCL_REDUCE_MIN == static_cast<int>(ReduceOp::kMin),
+static_assert(HCCL_REDUCE_SUM == static_cast<int>(ReduceOp::kSum) &&
+                  HCCL_REDUCE_PROD == static_cast<int>(ReduceOp::kProd) &&
+                  HCCL_REDUCE_MAX == static_cast<int>(ReduceOp::kMax) &&
+                  HCCL_REDUCE_MIN == static_cast<int>(ReduceOp::kMin),
               "HcclReduceOp codes moved");
 static_assert(static_cast<int32_t>(SendRecvType::kSend) == HCCL_SEND &&
                   static_cast<int32_t>(SendRecvType::kRecv) == HCCL_RECV,
@@ -143,8 +145,8 @@ class RealHcclApi final : public HcclApi {
     return HcclAllReduce(sendBuf, recvBuf, count, toHccl(dataType), static_cast<HcclReduceOp>(op), comm, stream);
   }
 
-  int32_t reduceScatter(void* sendBuf, void* recvBuf, uint64_t recvCount, int32_t dataType, int32_t op,
-                        CommHandle comm, StreamHandle stream) override {
+  int32_t reduceScatter(void* sendBuf, void* recvBuf, uint64_t recvCount, int32_t dataType, int32_t op, CommHandle comm,
+                        StreamHandle stream) override {
     return HcclReduceScatter(sendBuf, recvBuf, recvCount, toHccl(dataType), static_cast<HcclReduceOp>(op), comm,
                              stream);
   }
