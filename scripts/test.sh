@@ -23,4 +23,7 @@ done
 
 echo "[test] pytest"
 python -m pytest -q "$@"
+
+echo "[test] the wheel, installed outside the checkout (scripts/wheel_smoke.sh)"
+bash scripts/wheel_smoke.sh
 echo "[test] whole run took $(( $(date +%s) - suite_start )) s"

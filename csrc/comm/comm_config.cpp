@@ -2,7 +2,6 @@
 
 #include <c10/util/Exception.h>
 
-#include "comm/c10d/existing_group.h"
 #include "comm/comm_cache.h"
 #include "core/status.h"
 
@@ -84,24 +83,6 @@ CommConfig configFromParam(const CommParam& p, const c10::Device& device) {
   c.commMode = p.commMode;
   c.rankTableFile = p.rankTableFile;
   c.commDomain = p.commDomain;
-  return c;
-}
-
-CommConfig configForGroup(const std::string& backend, int32_t rank, int32_t size, const std::string& commDomain,
-                          const std::string& jobKey, const c10::Device& device,
-                          c10::intrusive_ptr<c10d::ProcessGroup> group) {
-  CommParam p;
-  p.rank = rank;
-  p.rankSize = size;
-  p.backend = backend;
-  p.commDomain = commDomain;
-  validateCommParam(p, "atb_ops.distributed");
-  CommConfig c = configFromParam(p, device);
-  c.jobKey = jobKey;
-  if (c.backend == "gloo" && group) {
-    c.groupId = group.get();
-    c.group = std::make_shared<ExistingGroup>(ExistingGroup{std::move(group)});
-  }
   return c;
 }
 

@@ -1,0 +1,27 @@
+// configForGroup lives with ExistingGroup: only this folder includes c10d's ProcessGroup header, which is
+// slow to compile.
+#include "comm/c10d/existing_group.h"
+
+#include "comm/comm_config.h"
+
+namespace atb_ops {
+
+CommConfig configForGroup(const std::string& backend, int32_t rank, int32_t size, const std::string& commDomain,
+                          const std::string& jobKey, const c10::Device& device,
+                          c10::intrusive_ptr<c10d::ProcessGroup> group) {
+  CommParam p;
+  p.rank = rank;
+  p.rankSize = size;
+  p.backend = backend;
+  p.commDomain = commDomain;
+  validateCommParam(p, "atb_ops.distributed");
+  CommConfig c = configFromParam(p, device);
+  c.jobKey = jobKey;
+  if (c.backend == "gloo" && group) {
+    c.groupId = group.get();
+    c.group = std::make_shared<ExistingGroup>(ExistingGroup{std::move(group)});
+  }
+  return c;
+}
+
+}  // namespace atb_ops
