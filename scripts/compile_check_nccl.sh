@@ -20,10 +20,12 @@ CUDA_DIR="${CUDA_HOME:-/usr/local/cuda}"
 CACHE="$ROOT/third_party/nccl"
 WHEEL_SPEC="${ATB_OPS_NCCL_WHEEL:-nvidia-nccl-cu13}"
 LINK=0
+SKIP_BUILT=0
 for arg in "$@"; do
   case "$arg" in
     --link) LINK=1 ;;
-    *) echo "usage: $0 [--link]" >&2; exit 2 ;;
+    --skip-built) SKIP_BUILT=1 ;;  # scripts/test.sh: TUs setup.py just compiled are not compiled twice
+    *) echo "usage: $0 [--link] [--skip-built]" >&2; exit 2 ;;
   esac
 done
 
@@ -102,6 +104,13 @@ flags+=("-I$CUDA_DIR/include" "-I$nccl_include")
 shopt -s nullglob
 cuda_tus=(csrc/comm/nccl/cuda/*.cpp csrc/comm/nccl/cuda/*.cu)
 logic_tus=(csrc/comm/nccl/*.cpp tests/native/nccl_mock_bindings.cpp)
+if [ "$SKIP_BUILT" -eq 1 ]; then
+  kept=()
+  for tu in "${logic_tus[@]}"; do
+    if compgen -G "build/temp.*/${tu%.cpp}.o" > /dev/null; then say "built   $tu (by setup.py)"; else kept+=("$tu"); fi
+  done
+  logic_tus=("${kept[@]}")
+fi
 if [ "${#cuda_tus[@]}" -eq 0 ]; then
   say "FAILED: no translation units in csrc/comm/nccl/cuda/ (nothing would be checked)"
   exit 2

@@ -68,12 +68,12 @@ def test_payload_checks_itself(dtype_name):
 
 
 def test_report_figures_and_row():
-    f = report.figures({"time_s": 1e-3, "wrong": 0}, 4 << 20, 4)
+    f = report.figures({"time_s": 1e-3, "wrong": 0}, 4 << 20, 3 / 4)
     assert f["time_us"] == pytest.approx(1000.0) and f["algbw"] == pytest.approx(4.194304)
     assert f["busbw"] == pytest.approx(4.194304 * 3 / 4)
     assert report.figures(None, 1, 2) is None and report.figures({"time_s": float("nan"), "wrong": 0}, 1, 2) is None
-    gloo = report.figures({"time_s": 2e-3, "wrong": 3}, 4 << 20, 4)
-    shared = report.figures({"time_s": 0.5e-3, "wrong": 0}, 4 << 20, 4)
+    gloo = report.figures({"time_s": 2e-3, "wrong": 3}, 4 << 20, 3 / 4)
+    shared = report.figures({"time_s": 0.5e-3, "wrong": 0}, 4 << 20, 3 / 4)
     row = {"bytes": 4 << 20, "count": 1 << 20, "figures": {"atb": f, "gloo": gloo, "shared": shared}}
     columns = [report.Column("shared", "shared", "vs gloo", "self", "gloo"),
                report.Column("gloo", "gloo", "speedup", "atb", "self")]
@@ -128,3 +128,53 @@ def test_bench_skewed_three_ranks_rounds(tmp_path):
     assert [r["figures"]["atb"]["wrong"] for r in doc["rows"]] == [0, 0]
     assert [r["figures"]["shared"]["wrong"] for r in doc["rows"]] == [0, 0]
     assert set(doc["rows"][0]["figures"]) == {"atb", "shared"}
+
+
+@pytest.mark.parametrize("op", ["allreduce", "reduce_scatter"])
+def test_bench_reductions_with_the_framework_api_column(tmp_path, op):
+    """--op allreduce / reduce_scatter: every column checked against the independent expected sums."""
+    have_mpi = shutil.which("mpirun") is not None and importlib.util.find_spec("mpi4py") is not None
+    args = ["--op", op, "--api", "distributed", "-n", "2", "-s", "1K,300K", "-i", "3", "-w", "1"]
+    args += [] if have_mpi else ["--no-mpi"]
+    stdout, doc = _run_bench(args, tmp_path)
+    expected_columns = {"atb", "shared", "dist", "gloo"} | ({"mpi"} if have_mpi else set())
+    assert "x exec" in stdout and ("AllReduceOperation" if op == "allreduce" else "ReduceScatterOperation") in stdout
+    for row in doc["rows"]:
+        assert set(row["figures"]) == expected_columns, row["figures"]
+        assert all(f["wrong"] == 0 for f in row["figures"].values()), row["figures"]
+        factor = 1.0 if op == "allreduce" else 0.5  # nccl-tests: 2(n-1)/n and (n-1)/n at n = 2
+        assert row["figures"]["atb"]["busbw"] == pytest.approx(row["figures"]["atb"]["algbw"] * factor)
+    assert [r["bytes"] for r in doc["rows"]] == [1024, 300 * 1024]
+
+
+def test_bench_reduction_expected_values_are_independent():
+    from atb_ops.bench import reductions
+
+    for dtype in (torch.int8, torch.bfloat16, torch.uint8):
+        xs = [reductions.values(40, r, dtype) for r in range(4)]
+        want = torch.stack([x.to(torch.float64) for x in xs]).sum(0)
+        assert torch.equal(reductions.expected("allreduce", 40, 1, 4, dtype).to(torch.float64), want)
+        assert torch.equal(reductions.expected("reduce_scatter", 40, 2, 4, dtype).to(torch.float64), want[20:30])
+
+
+def test_bench_rejects_what_a_reduction_cannot_do(tmp_path):
+    for extra, message in ((["--dtype", "bool"], "needs a dtype with a sum"),
+                           (["--pattern", "skewed"], "applies to --op alltoallv only")):
+        proc = subprocess.run([sys.executable, "-m", "atb_ops", "bench", "--op", "allreduce", *extra],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+
+
+def test_quant_bench_takes_the_same_size_syntax(tmp_path):
+    """`--op quant_allreduce --sizes 64K,128K` (the alltoallv bench's syntax) runs both sizes."""
+    out_json = tmp_path / "quant.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "atb_ops", "bench", "--op", "quant_allreduce", "--sizes", "64K,128K", "--world-size",
+         "2", "--iters", "1", "--rounds", "1", "--warmup", "0", "--json", str(out_json)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert sorted({row["size"] for row in json.loads(out_json.read_text())["rows"]}) == [64 << 10, 128 << 10]
+    bad = subprocess.run([sys.executable, "-m", "atb_ops", "bench", "--op", "quant_allreduce", "--sizes", "1M,oops"],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "bad size 'oops'" in bad.stderr, bad.stderr

@@ -17,7 +17,7 @@ from atb_ops._torch_check import check_torch
 check_torch()  # before any native library loads: a clear error instead of an undefined symbol
 
 from atb_ops import _C, _hooks, _ops, distributed, quant  # noqa: E402
-from atb_ops.errors import AtbError
+from atb_ops.errors import AtbError  # noqa: E402
 
 __all__ = [
     "AtbError",

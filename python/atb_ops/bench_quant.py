@@ -31,18 +31,10 @@ import uuid
 from typing import Any
 
 from atb_ops._launch import free_port, run_ranks
+from atb_ops.bench import workload
 
 DTYPES = ("float16", "bfloat16", "float32")
 DEFAULT_SIZES = ("1M", "16M", "64M")
-
-
-def parse_size(text: str) -> int:
-    """'64M' -> 67108864 bytes (K, M, G are powers of 1024)."""
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    text = text.strip().upper().removesuffix("IB").removesuffix("B")
-    if text and text[-1] in units:
-        return int(float(text[:-1]) * units[text[-1]])
-    return int(text)
 
 
 def _time_calls(fn, warmup: int, iters: int) -> float:
@@ -176,7 +168,7 @@ def run(
     Raises:
         RuntimeError: When a rank failed or did not finish within timeout_s.
     """
-    sizes = [parse_size(s) for s in DEFAULT_SIZES] if sizes is None else sizes
+    sizes = workload.parse_sizes(",".join(DEFAULT_SIZES)) if sizes is None else sizes
     env = {
         "MASTER_ADDR": "127.0.0.1",
         "MASTER_PORT": str(free_port()),
@@ -243,7 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--op", default="quant_allreduce", choices=["quant_allreduce"])
     parser.add_argument("--world-size", type=int, default=2)
-    parser.add_argument("--sizes", nargs="+", default=list(DEFAULT_SIZES), help="bytes of the input (K/M/G suffixes)")
+    parser.add_argument("--sizes", nargs="+", default=[",".join(DEFAULT_SIZES)],
+                        help="bytes of the input, as `python -m atb_ops bench`: 1M,16M or 1M 16M or LO:HI[:FACTOR]")
     parser.add_argument("--dtype", default="float32", choices=DTYPES, help="input dtype (default float32)")
     parser.add_argument("--out-dtype", default="float16", choices=DTYPES)
     parser.add_argument("--block-size", type=int, default=128)
@@ -263,7 +256,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.world_size < 1:
         parser.error(f"--world-size must be >= 1, got {args.world_size}")
-    sizes = [parse_size(s) for s in args.sizes]
+    try:
+        sizes = workload.parse_sizes(",".join(args.sizes))
+    except ValueError as e:
+        parser.error(str(e))
     rows = run(
         args.world_size,
         sizes,

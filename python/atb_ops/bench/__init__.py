@@ -62,15 +62,28 @@ import uuid
 from typing import Any
 
 from atb_ops._launch import free_port
-from atb_ops.bench import report, workload
+from atb_ops.bench import reductions, report, workload
 from atb_ops.bench.ranks import BenchConfig
 
 DEFAULT_SIZES = "1K:256M"
+SIZE_MEANING = {
+    "alltoallv": "bytes of the busiest rank",
+    "allreduce": "bytes of a rank's input (= its output)",
+    "reduce_scatter": "bytes of a rank's input (it receives 1/n of them reduced)",
+}
+BUS_FORMULA = {"alltoallv": "(n-1)/n", "allreduce": "2(n-1)/n", "reduce_scatter": "(n-1)/n"}
 LABELS_OTHER = {
     "shared": "atb_ops {backend}, shm_empty buffers",
-    "gloo": "gloo all_to_all_single",
-    "mpi": "Open MPI MPI_Alltoallv",
+    "dist": "atb_ops.distributed.{dist}",
 }
+# --op -> (ATB operation, atb_ops.distributed function, gloo's call, Open MPI's call)
+OP_NAMES = {
+    "alltoallv": ("AllToAllVV2Operation", "all_to_all_v", "all_to_all_single", "MPI_Alltoallv"),
+    "allreduce": ("AllReduceOperation", "all_reduce", "all_reduce", "MPI_Allreduce"),
+    "reduce_scatter": ("ReduceScatterOperation", "reduce_scatter", "reduce_scatter_tensor", "MPI_Reduce_scatter_block"),
+}
+# Open MPI reduces what numpy and MPI both type; it has no float16/bfloat16 arithmetic.
+MPI_REDUCIBLE = ("int8", "int16", "int32", "int64", "float32", "float64", "uint8")
 
 
 def _cpu_model() -> str:
@@ -100,6 +113,12 @@ class Progress:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m atb_ops bench", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--op", default="alltoallv", choices=[*reductions.OPS, "quant_allreduce"],
+                   help="the collective: alltoallv (AllToAllVV2Operation, default), allreduce (AllReduceOperation), "
+                        "reduce_scatter (ReduceScatterOperation); quant_allreduce: atb_ops.quant's own bench")
+    p.add_argument("--api", choices=["atb", "distributed"], default="atb",
+                   help="distributed: also time the same collective through atb_ops.distributed (a column beside "
+                        "execute_out)")
     p.add_argument("--world-size", "-n", type=int, default=2, help="ranks on this host (default 2)")
     p.add_argument("--backend", "-b", default="shm", choices=["shm", "gloo", "nccl", "hccl", "auto"],
                    help="atb_ops backend under test (default shm)")
@@ -135,6 +154,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.error(str(e))
     if args.iters < 0 or args.warmup < 0 or args.rounds < 1:
         p.error("--iters and --warmup must be >= 0, --rounds >= 1")
+    if args.op != "alltoallv" and args.dtype not in reductions.REDUCIBLE:
+        p.error(f"--op {args.op} needs a dtype with a sum, one of {', '.join(reductions.REDUCIBLE)}; got {args.dtype}")
+    if args.op != "alltoallv" and args.pattern != "uniform":
+        p.error(f"--pattern applies to --op alltoallv only (a {args.op} moves the same amount to every rank)")
     return args
 
 
@@ -231,12 +254,10 @@ def _make_row(raw: list[dict[str, Any]], mpi_raw: list[dict[str, Any] | None], a
     """One table row from every round of one size: each library's best round."""
     first = raw[0]
     nbytes = first["bytes"]
-    figs = {
-        "atb": report.figures(_best([r["atb"] for r in raw]), nbytes, args.world_size),
-        "shared": report.figures(_best([r.get("shared") for r in raw]), nbytes, args.world_size),
-        "gloo": report.figures(_best([r.get("gloo") for r in raw]), nbytes, args.world_size),
-        "mpi": report.figures(_best(mpi_raw), nbytes, args.world_size),
-    }
+    factor = reductions.bus_factor(args.op, args.world_size)
+    figs = {key: report.figures(_best([r.get(key) for r in raw]), nbytes, factor)
+            for key in ("atb", "shared", "dist", "gloo")}
+    figs["mpi"] = report.figures(_best(mpi_raw), nbytes, factor)
     memcpy = [r["memcpy_s"] for r in raw if r.get("memcpy_s") and r["memcpy_s"] == r["memcpy_s"]]
     return {
         "size": first["size"], "bytes": nbytes, "count": first["count"], "type": args.dtype,
@@ -250,7 +271,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     cfg = BenchConfig(
-        world_size=args.world_size, backend=args.backend, sizes=args.size_list, dtype=args.dtype,
+        world_size=args.world_size, op=args.op, api=args.api == "distributed", backend=args.backend,
+        sizes=args.size_list, dtype=args.dtype,
         pattern=args.pattern, spread=args.spread, seed=args.seed, iters=args.iters, warmup=args.warmup,
         budget_s=args.budget, gloo=not args.no_gloo, check=not args.no_check, shared=not args.no_shared,
         bind=args.bind if args.bind != "auto" else ("core" if args.world_size <= len(os.sched_getaffinity(0))
@@ -266,30 +288,43 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if not cpu_backend:
         cfg.gloo = False
         notes.append("gloo and Open MPI columns run only for CPU backends")
+    op_name, dist_fn, gloo_fn, mpi_fn = OP_NAMES[args.op]
+    want_mpi = cpu_backend and not args.no_mpi
+    if want_mpi and args.op != "alltoallv" and args.dtype not in MPI_REDUCIBLE:
+        notes.append(f"Open MPI skipped: it has no {args.dtype} arithmetic for {mpi_fn}")
+        want_mpi = False
     ranks = Ranks(cfg, args.timeout, progress)
-    mpi_job = _start_mpi(cfg, args.timeout, notes) if cpu_backend and not args.no_mpi else None
-    present = {"shared": cfg.shared, "gloo": cfg.gloo, "mpi": mpi_job is not None}
-    others = [k for k in ("shared", "gloo", "mpi") if present[k]]
-    labels = {"atb": f"atb_ops {args.backend}", **{k: LABELS_OTHER[k].format(backend=args.backend) for k in others}}
-    columns = [
-        report.Column(k, labels[k], *(("vs MPI", "self", "mpi") if present["mpi"] else ("vs torch", "self", "atb")))
-        if k == "shared"
-        else report.Column(k, labels[k], "speedup", "atb", "self")
-        for k in others
-    ]
+    mpi_job = _start_mpi(cfg, args.timeout, notes) if want_mpi else None
+    present = {"shared": cfg.shared, "dist": cfg.api, "gloo": cfg.gloo, "mpi": mpi_job is not None}
+    others = [k for k in ("shared", "dist", "gloo", "mpi") if present[k]]
+    labels = {"atb": f"atb_ops {args.backend}",
+              **{k: LABELS_OTHER[k].format(backend=args.backend, dist=dist_fn) for k in ("shared", "dist")},
+              "gloo": f"gloo {gloo_fn}", "mpi": f"Open MPI {mpi_fn}"}
+    labels = {k: v for k, v in labels.items() if k == "atb" or k in others}
+    columns = []
+    for k in others:
+        if k == "shared":
+            ratio = ("vs MPI", "self", "mpi") if present["mpi"] else ("vs torch", "self", "atb")
+        elif k == "dist":
+            ratio = ("x exec", "atb", "self")  # its time over execute_out's: the framework API's cost
+        else:
+            ratio = ("speedup", "atb", "self")
+        columns.append(report.Column(k, labels[k], *ratio))
     if mpi_job is not None:
         notes.append(f"Open MPI: {mpi_job.library}")
     cores = os.cpu_count() or 1
     pattern = args.pattern + (f" (spread {args.spread:g})" if args.pattern == "skewed" else "")
     rounds = (f"best of {args.rounds} rounds (libraries alternate size by size); " if args.rounds > 1 else "")
     title = [
-        f"atb_ops bench: AllToAllVV2Operation execute_out (reused buffers), {args.world_size} rank(s), "
-        f"backend {args.backend}, {args.dtype}, pattern {pattern}, seed {args.seed}, binding {cfg.bind}",
+        f"atb_ops bench: {op_name} execute_out (reused buffers), {args.world_size} rank(s), "
+        f"backend {args.backend}, {args.dtype}, "
+        + (f"pattern {pattern}, seed {args.seed}, " if args.op == "alltoallv" else "")
+        + f"binding {cfg.bind}",
         f"host: {cores} core(s) {_cpu_model()}, {platform.system()} {platform.release()}, "
         f"torch {torch.__version__}",
-        f"size: bytes of the busiest rank; time: {rounds}mean per call, max over ranks; algbw = size/time"
-        " (GB/s = 1e9 B/s); busbw = algbw*(n-1)/n; speedup = their time / atb_ops time; vs MPI = Open MPI's time /"
-        " this column's time",
+        f"size: {SIZE_MEANING[args.op]}; time: {rounds}mean per call, max over ranks; algbw = size/time"
+        f" (GB/s = 1e9 B/s); busbw = algbw*{BUS_FORMULA[args.op]}; speedup = their time / atb_ops time;"
+        " vs MPI = Open MPI's time / this column's time; x exec = its time / execute_out's time",
     ]
     rows: list[dict[str, Any]] = []
     try:
@@ -299,7 +334,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             mpi_raw: list[dict[str, Any] | None] = []
             for round_no in range(args.rounds):
                 if mpi_job is not None:
-                    progress(f"{workload.format_bytes(size)}: Open MPI MPI_Alltoallv (round {round_no + 1})")
+                    progress(f"{workload.format_bytes(size)}: Open MPI {mpi_fn} (round {round_no + 1})")
                     try:
                         mpi_raw.append(mpi_job.run(index))
                     except RuntimeError as e:
@@ -322,7 +357,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         with open(args.json, "w") as f:
             json.dump(doc, f, indent=1)
     if args.plot:
-        report.plot(args.plot, rows, labels, f"alltoallv, {args.world_size} ranks, {args.dtype}, {pattern}",
+        report.plot(args.plot, rows, labels, f"{args.op}, {args.world_size} ranks, {args.dtype}"
+                    + (f", {pattern}" if args.op == "alltoallv" else ""),
                     args.world_size, cores)
     return doc
 

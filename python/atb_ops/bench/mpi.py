@@ -1,13 +1,14 @@
-"""Open MPI's MPI_Alltoallv on the benchmark's counts, displacements and bytes (mpi4py).
+"""Open MPI's MPI_Alltoallv, MPI_Allreduce or MPI_Reduce_scatter_block on the benchmark's data (mpi4py).
 
 ``python -m atb_ops bench`` starts this module as one ``mpirun`` job next to its own ranks:
 
     mpirun -n N --allow-run-as-root --oversubscribe --bind-to core|none \\
         python -m atb_ops.bench.mpi CONFIG.json DIR
 
-Every MPI rank builds the same layout and payload as the atb_ops ranks (atb_ops.bench.workload),
-moves it with ``Alltoallv`` on MPI_BYTE (byte counts and displacements, so every dtype moves the same
-way), checks the received bytes and times the same kind of loop. The job runs one size per command,
+Every MPI rank builds the same layout and payload as the atb_ops ranks (atb_ops.bench.workload and
+.reductions), moves it with ``Alltoallv`` on MPI_BYTE (byte counts and displacements, so every dtype moves
+the same way) or reduces it with ``Allreduce`` / ``Reduce_scatter_block`` (MPI_SUM on the numpy type), checks
+what it received and times the same kind of loop. The job runs one size per command,
 so the parent can alternate it with atb_ops size by size: rank r reads size indices from the FIFO
 ``DIR/cmd.<r>`` (a blocking read: idle MPI ranks sleep instead of polling while atb_ops is timed) and
 rank 0 answers each with one JSON line ``{"index", "size", "time_s", "wrong"}`` on ``DIR/results``
@@ -157,7 +158,27 @@ def main(argv: list[str] | None = None) -> int:
     def reduce_max(v: float) -> float:
         return comm.allreduce(v, op=MPI.MAX)
 
+    def run_reduction(index: int) -> dict[str, Any]:
+        from atb_ops.bench import reductions
+
+        size = cfg.sizes[index]
+        numel_in, numel_out = reductions.shapes(cfg.op, size, n, dtype)
+        x = reductions.values(numel_in, rank, dtype)
+        out = torch.empty(numel_out, dtype=dtype)
+        want = reductions.expected(cfg.op, numel_in, rank, n, dtype)
+        reduce_call = comm.Allreduce if cfg.op == "allreduce" else comm.Reduce_scatter_block
+        call = functools.partial(reduce_call, x.numpy(), out.numpy(), op=MPI.SUM)
+        wrong = 0
+        if cfg.check:
+            workload.poison(out)
+            call()
+            wrong = reductions.count_wrong(out, want)
+        seconds = comm.allreduce(time_loop(call, cfg, reduce_max, comm.Barrier, lambda: None), op=MPI.MAX)
+        return {"index": index, "size": size, "time_s": seconds, "wrong": comm.allreduce(wrong, op=MPI.SUM)}
+
     def run_size(index: int) -> dict[str, Any]:
+        if cfg.op != "alltoallv":
+            return run_reduction(index)
         size = cfg.sizes[index]
         lay = (plan := plan_for(cfg, size, rank)).layout
         seq = workload.sequence_for(plan.matrix, dtype)

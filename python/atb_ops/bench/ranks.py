@@ -1,10 +1,12 @@
-"""The benchmark's rank processes: one AllToAllVV2Operation and one gloo group per rank.
+"""The benchmark's rank processes: one ATB operation (AllToAllVV2, AllReduce or ReduceScatter, by ``--op``)
+and one gloo group per rank.
 
 Each rank runs every size: the checked call, warm-up, then the timed loop through ``execute_out``
-with the variant pack set once and the same input/output tensors reused on every call (the path a
-training loop takes, and the one that shows small-message latency). Then the same counts through
-``torch.distributed.all_to_all_single`` on the gloo group. Rank 0 reduces the per-rank figures
-(time: max over ranks; #wrong: sum) and hands each size's row to the parent process.
+with the same input/output tensors reused on every call (the path a training loop takes, and the one
+that shows small-message latency). Then, as asked, the same call on ``atb_ops.shm_empty`` buffers, the same
+collective through ``atb_ops.distributed`` (``--api distributed``), and torch.distributed's on the gloo group.
+Rank 0 reduces the per-rank figures (time: max over ranks; #wrong: sum) and hands each size's row to the
+parent process.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 
 import torch
 
-from atb_ops.bench import workload
+from atb_ops.bench import reductions, workload
 
 
 @dataclass
@@ -28,6 +30,7 @@ class BenchConfig:
     """Everything the ranks (and the Open MPI helper) need to reproduce one run."""
 
     world_size: int = 2
+    op: str = "alltoallv"  # reductions.OPS
     backend: str = "shm"
     sizes: list[int] = field(default_factory=list)
     dtype: str = "float32"
@@ -38,6 +41,7 @@ class BenchConfig:
     warmup: int = 5
     budget_s: float = 0.25
     gloo: bool = True
+    api: bool = False  # also time the collective through atb_ops.distributed
     shared: bool = True  # also time atb_ops with send/output tensors from atb_ops.shm_empty (CPU backends)
     check: bool = True
     bind: str = "none"  # "core": rank r runs on allowed CPU r % count (as mpirun --bind-to core)
@@ -59,6 +63,16 @@ class Plan:
     layout: workload.RankLayout
     bytes: int  # the busiest rank's bytes
     count: int  # the busiest rank's elements
+
+
+def row_bytes(cfg: BenchConfig, size: int) -> tuple[int, int]:
+    """(bytes, elements) a row of the table reports for `size`: nccl-tests' size of the operation."""
+    dtype = workload.DTYPES[cfg.dtype]
+    if cfg.op == "alltoallv":
+        plan = plan_for(cfg, size, 0)
+        return plan.bytes, plan.count
+    numel_in, _ = reductions.shapes(cfg.op, size, cfg.world_size, dtype)
+    return numel_in * workload.element_size(dtype), numel_in
 
 
 def plan_for(cfg: BenchConfig, size: int, rank: int) -> Plan:
@@ -122,6 +136,14 @@ def _device_for(backend: str, rank: int) -> torch.device:
     return torch.device("cpu")
 
 
+# --op -> the ATB operation timed and its param beyond rank, rankSize, rankRoot and backend.
+OPERATIONS: dict[str, tuple[str, dict[str, Any]]] = {
+    "alltoallv": ("AllToAllVV2Operation", {}),
+    "allreduce": ("AllReduceOperation", {"allReduceType": "sum"}),
+    "reduce_scatter": ("ReduceScatterOperation", {"reduceType": "sum"}),
+}
+
+
 def rank_main(rank: int, cfg_json: str, env: dict[str, str], results: Any, commands: Any) -> None:
     """Entry point of one spawned rank.
 
@@ -160,12 +182,14 @@ def _run_rank(rank: int, cfg: BenchConfig, results: Any, commands: Any) -> None:
     def reduce_max(v: float) -> float:
         return reduce([v], dist.ReduceOp.MAX)[0]
 
-    op = torch.classes.OperationTorch.OperationTorch("AllToAllVV2Operation")
-    op.set_param(json.dumps({"rank": rank, "rankSize": n, "rankRoot": 0, "backend": cfg.backend}))
+    name, extra = OPERATIONS[cfg.op]
+    op = torch.classes.OperationTorch.OperationTorch(name)
+    op.set_param(json.dumps({"rank": rank, "rankSize": n, "rankRoot": 0, "backend": cfg.backend, **extra}))
+    run_size = _run_size if cfg.op == "alltoallv" else _run_reduction_size
     results.put(("ready", rank))
     while (command := commands.get()) is not None:
         index, round_no = command
-        _run_size(rank, cfg, index, round_no, results, op, dist, device, dtype, sync, reduce, reduce_max)
+        run_size(rank, cfg, index, round_no, results, op, dist, device, dtype, sync, reduce, reduce_max)
         results.put(("ran", rank))
     dist.barrier()
     dist.destroy_process_group()
@@ -218,6 +242,17 @@ def _run_size(rank: int, cfg: BenchConfig, index: int, round_no: int, results: A
         shared_s = time_loop(functools.partial(execute_out, s_inputs, s_outputs), cfg, reduce_max, dist.barrier, sync)
         del s_send, s_out, s_inputs, s_outputs
 
+    timed: dict[str, tuple[float, float]] = {"atb": (atb_s, wrong), "shared": (shared_s, shared_wrong)}
+    if cfg.api:
+        from atb_ops import distributed as ad
+
+        if rank == 0:
+            results.put(("progress", f"{workload.format_bytes(size)}: atb_ops.distributed.all_to_all_v"))
+        dist_call = functools.partial(ad.all_to_all_v, send, lay.send_counts, lay.sdispls, lay.recv_counts,
+                                      lay.rdispls)
+        dist_wrong = workload.count_wrong(dist_call().cpu(), lay, rank, cfg.seed, seq) if cfg.check else 0
+        timed["dist"] = (time_loop(dist_call, cfg, reduce_max, dist.barrier, sync), dist_wrong)
+
     gloo_s, gloo_wrong, gloo_call = float("nan"), 0.0, None
     if cfg.gloo and device.type == "cpu":
         if rank == 0:
@@ -236,15 +271,87 @@ def _run_size(rank: int, cfg: BenchConfig, index: int, round_no: int, results: A
             gloo_wrong = workload.count_wrong(out.reshape(-1), lay, rank, cfg.seed, seq)
         gloo_s = time_loop(gloo_call, cfg, reduce_max, dist.barrier, sync)
 
-    memcpy_s = memcpy_seconds(plan.bytes) if rank == 0 and plan.bytes > 0 else float("nan")
-    atb_max, shared_max, gloo_max = reduce([atb_s, shared_s, gloo_s], dist.ReduceOp.MAX)
-    wrong_sum, shared_wrong_sum, gloo_wrong_sum = reduce([float(wrong), float(shared_wrong), float(gloo_wrong)],
-                                                         dist.ReduceOp.SUM)
+    timed["gloo"] = (gloo_s, gloo_wrong)
+    _report(rank, index, round_no, size, plan.bytes, plan.count, timed, results, reduce)
+
+
+def _report(rank: int, index: int, round_no: int, size: int, nbytes: int, count: int,
+            timed: dict[str, tuple[float, float]], results: Any, reduce: Callable[..., list[float]]) -> None:
+    """Reduces each column's (seconds, #wrong) over the ranks (max, sum); rank 0 sends the row."""
+    import torch.distributed as dist
+
+    keys = sorted(timed)
+    memcpy_s = memcpy_seconds(nbytes) if rank == 0 and nbytes > 0 else float("nan")
+    times = reduce([timed[k][0] for k in keys], dist.ReduceOp.MAX)
+    wrongs = reduce([float(timed[k][1]) for k in keys], dist.ReduceOp.SUM)
     if rank == 0:
-        results.put(("row", {
-            "index": index, "round": round_no, "size": size, "bytes": plan.bytes, "count": plan.count,
-            "atb": {"time_s": atb_max, "wrong": int(wrong_sum)},
-            "shared": None if shared_s != shared_s else {"time_s": shared_max, "wrong": int(shared_wrong_sum)},
-            "gloo": None if gloo_s != gloo_s else {"time_s": gloo_max, "wrong": int(gloo_wrong_sum)},
-            "memcpy_s": memcpy_s,
-        }))
+        row: dict[str, Any] = {"index": index, "round": round_no, "size": size, "bytes": nbytes, "count": count,
+                               "memcpy_s": memcpy_s}
+        for k, t, w in zip(keys, times, wrongs, strict=True):
+            row[k] = None if t != t else {"time_s": t, "wrong": int(w)}
+        results.put(("row", row))
+
+
+def _run_reduction_size(rank: int, cfg: BenchConfig, index: int, round_no: int, results: Any, op: Any, dist: Any,
+                        device: torch.device, dtype: torch.dtype, sync: Callable[[], None],
+                        reduce: Callable[..., list[float]], reduce_max: Callable[[float], float]) -> None:
+    """One size of --op allreduce / reduce_scatter: the ATB operation, then shm_empty buffers,
+    atb_ops.distributed and gloo, each checked against reductions.expected first."""
+    import atb_ops
+    from atb_ops import distributed as ad
+
+    execute_out = op.execute_out
+    size = cfg.sizes[index]
+    n = cfg.world_size
+    numel_in, numel_out = reductions.shapes(cfg.op, size, n, dtype)
+    nbytes, count = row_bytes(cfg, size)
+    want = reductions.expected(cfg.op, numel_in, rank, n, dtype)
+    x = reductions.values(numel_in, rank, dtype).to(device)
+    out = torch.empty(numel_out, dtype=dtype, device=device)
+
+    def checked(call: Callable[[], Any], got: Callable[[], torch.Tensor], what: str) -> tuple[float, int]:
+        """The checked call (its output starts as a sentinel where it is a buffer of ours), then the timing."""
+        if rank == 0:
+            results.put(("progress", f"{workload.format_bytes(size)}: {what}"))
+        wrong = 0
+        if cfg.check:
+            workload.poison(got())
+            call()
+            sync()
+            wrong = reductions.count_wrong(got(), want)
+        return time_loop(call, cfg, reduce_max, dist.barrier, sync), wrong
+
+    timed: dict[str, tuple[float, float]] = {}
+    timed["atb"] = checked(functools.partial(execute_out, [x], [out]), lambda: out, f"atb_ops {cfg.backend}")
+    if cfg.shared and device.type == "cpu" and cfg.backend in ("shm", "auto", "hccl"):
+        s_x = atb_ops.shm_empty(numel_in, dtype=dtype)
+        s_x.copy_(x)
+        s_out = atb_ops.shm_empty(numel_out, dtype=dtype)
+        s_call = functools.partial(execute_out, [s_x], [s_out])
+
+        timed["shared"] = checked(s_call, lambda: s_out, f"atb_ops {cfg.backend}, shm_empty buffers")
+        del s_x, s_out, s_call
+    if cfg.api:
+        fn = ad.all_reduce if cfg.op == "allreduce" else ad.reduce_scatter
+        last = [torch.empty(0, dtype=dtype)]  # a fresh output per call: the API returns one
+
+        def d_call() -> None:
+            last[0] = fn(x)
+
+        timed["dist"] = checked(d_call, lambda: last[0], f"atb_ops.distributed.{fn.__name__}")
+    if cfg.gloo and device.type == "cpu":
+        if cfg.op == "allreduce":
+            # gloo reduces in place: the checked call runs on a copy of x, the timed ones keep reducing it.
+            g = x.clone()
+            g_wrong = 0
+            if rank == 0:
+                results.put(("progress", f"{workload.format_bytes(size)}: gloo all_reduce"))
+            if cfg.check:
+                dist.all_reduce(g)
+                g_wrong = reductions.count_wrong(g, want)
+            timed["gloo"] = (time_loop(functools.partial(dist.all_reduce, g), cfg, reduce_max, dist.barrier, sync),
+                             g_wrong)
+        else:
+            g_call = functools.partial(dist.reduce_scatter_tensor, out, x)
+            timed["gloo"] = checked(g_call, lambda: out, "gloo reduce_scatter_tensor")
+    _report(rank, index, round_no, size, nbytes, count, timed, results, reduce)

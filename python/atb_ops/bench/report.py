@@ -11,8 +11,9 @@ from atb_ops.bench import workload
 COLUMNS = ("time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong")
 
 
-def figures(entry: dict[str, Any] | None, nbytes: int, world_size: int) -> dict[str, float] | None:
-    """time (us), algbw and busbw (GB/s) from a {"time_s", "wrong"} entry; None when not measured."""
+def figures(entry: dict[str, Any] | None, nbytes: int, bus_factor: float) -> dict[str, float] | None:
+    """time (us), algbw and busbw (GB/s) from a {"time_s", "wrong"} entry; None when not measured.
+    bus_factor: busbw / algbw of the collective (nccl-tests: (n-1)/n for alltoallv, 2(n-1)/n for allreduce)."""
     if entry is None or entry.get("time_s") is None or math.isnan(entry["time_s"]):
         return None
     t = entry["time_s"]
@@ -20,7 +21,7 @@ def figures(entry: dict[str, Any] | None, nbytes: int, world_size: int) -> dict[
     return {
         "time_us": t * 1e6,
         "algbw": algbw,
-        "busbw": algbw * (world_size - 1) / world_size,
+        "busbw": algbw * bus_factor,
         "wrong": int(entry["wrong"]),
     }
 
