@@ -167,6 +167,8 @@ def gradchecks(rank: int, world_size: int, path: str):
         )
         results["all_to_all"] = lockstep_gradcheck(ad.all_to_all, inp(2 * n, 2), rank, n)
         results["all_gather"] = lockstep_gradcheck(ad.all_gather, inp(2, 3), rank, n)
+        results["all_reduce"] = lockstep_gradcheck(ad.all_reduce, inp(2, 3), rank, n)
+        results["reduce_scatter"] = lockstep_gradcheck(ad.reduce_scatter, inp(2 * n, 3), rank, n)
     return results
 
 
@@ -194,8 +196,16 @@ def bad_calls(rank: int, world_size: int):
     from atb_ops.errors import AtbError
 
     x = torch.zeros(8)
+    # A good call first, so the group's communicator exists and bad calls meet the direct path's checks too.
+    ad.all_reduce(torch.zeros(2))
     cases = {
         "short counts": lambda: ad.all_to_all_v(x, [4], [0], [4, 4], [0, 4]),
+        "huge count": lambda: ad.all_to_all_v(x, [2**63, 0], [0, 0], [4, 4], [0, 4]),
+        "reduce op": lambda: ad.all_reduce(x, op="avg"),
+        "reduce_scatter dim0": lambda: ad.reduce_scatter(torch.zeros(3)),
+        "broadcast src": lambda: ad.broadcast(x, src=2),
+        "broadcast bool src": lambda: ad.broadcast(x, src=True),
+        "split count": lambda: ad.alltoall_single(torch.zeros(8), x, [4, 4, 0], [4, 4]),
         "negative count": lambda: ad.all_to_all_v(x, [-1, 4], [0, 4], [4, 4], [0, 4]),
         "float counts": lambda: ad.all_to_all_v(x, torch.tensor([4.0, 4.0]), [0, 4], [4, 4], [0, 4]),
         "send past x": lambda: ad.all_to_all_v(x, [4, 4], [0, 6], [4, 4], [0, 4]),
@@ -265,3 +275,31 @@ def moe_compiled_vs_eager(rank: int, world_size: int, backend: str):
     eager = run(moe.moe_forward)
     compiled = run(torch.compile(moe.moe_forward, backend=backend))
     return eager, compiled
+
+
+def direct_and_dispatcher_paths_agree(rank: int, world_size: int) -> dict:
+    """Each collective without autograd (the direct path) and with x requiring grad (through the dispatcher
+    and autograd): the same values. alltoall_single writes into its output in place."""
+    torch.manual_seed(1234 + rank)
+    x = torch.randn(2 * world_size, 3, dtype=torch.float64)
+    n = world_size
+    calls = {
+        "all_reduce": lambda t: ad.all_reduce(t, "sum"),
+        "reduce_scatter": lambda t: ad.reduce_scatter(t),
+        "all_gather": lambda t: ad.all_gather(t),
+        "broadcast": lambda t: ad.broadcast(t, src=n - 1),
+        "all_to_all": lambda t: ad.all_to_all(t),
+        "all_to_all_v": lambda t: ad.all_to_all_v(t, [2] * n, [0] * n, [2] * n, [2 * r for r in range(n)]),
+    }
+    agree = {}
+    for name, call in calls.items():
+        fast = call(x)
+        slow = call(x.clone().requires_grad_())
+        agree[name] = slow.requires_grad and torch.equal(fast, slow.detach())
+    out = torch.full((2 * n, 3), -1.0, dtype=torch.float64)
+    ptr, version = out.data_ptr(), out._version
+    ad.alltoall_single(out, x)
+    want = torch.empty_like(out)
+    ad.alltoall_single(want, x.clone().requires_grad_())
+    agree["alltoall_single"] = torch.equal(out, want) and out.data_ptr() == ptr and out._version > version
+    return agree

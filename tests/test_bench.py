@@ -130,31 +130,40 @@ def test_bench_skewed_three_ranks_rounds(tmp_path):
     assert set(doc["rows"][0]["figures"]) == {"atb", "shared"}
 
 
-@pytest.mark.parametrize("op", ["allreduce", "reduce_scatter"])
-def test_bench_reductions_with_the_framework_api_column(tmp_path, op):
-    """--op allreduce / reduce_scatter: every column checked against the independent expected sums."""
+OPERATIONS = {"allreduce": "AllReduceOperation", "reduce_scatter": "ReduceScatterOperation",
+              "allgather": "AllGatherOperation", "broadcast": "BroadcastOperation"}
+BUS_FACTOR_AT_2 = {"allreduce": 1.0, "reduce_scatter": 0.5, "allgather": 0.5, "broadcast": 1.0}  # nccl-tests
+
+
+@pytest.mark.parametrize("op", list(OPERATIONS))
+def test_bench_collectives_with_the_framework_api_column(tmp_path, op):
+    """--op allreduce / reduce_scatter / allgather / broadcast: every column checked against the
+    independent expected values."""
     have_mpi = shutil.which("mpirun") is not None and importlib.util.find_spec("mpi4py") is not None
     args = ["--op", op, "--api", "distributed", "-n", "2", "-s", "1K,300K", "-i", "3", "-w", "1"]
     args += [] if have_mpi else ["--no-mpi"]
     stdout, doc = _run_bench(args, tmp_path)
     expected_columns = {"atb", "shared", "dist", "gloo"} | ({"mpi"} if have_mpi else set())
-    assert "x exec" in stdout and ("AllReduceOperation" if op == "allreduce" else "ReduceScatterOperation") in stdout
+    assert "x exec" in stdout and OPERATIONS[op] in stdout
     for row in doc["rows"]:
         assert set(row["figures"]) == expected_columns, row["figures"]
         assert all(f["wrong"] == 0 for f in row["figures"].values()), row["figures"]
-        factor = 1.0 if op == "allreduce" else 0.5  # nccl-tests: 2(n-1)/n and (n-1)/n at n = 2
-        assert row["figures"]["atb"]["busbw"] == pytest.approx(row["figures"]["atb"]["algbw"] * factor)
+        assert row["figures"]["atb"]["busbw"] == pytest.approx(row["figures"]["atb"]["algbw"] * BUS_FACTOR_AT_2[op])
     assert [r["bytes"] for r in doc["rows"]] == [1024, 300 * 1024]
 
 
-def test_bench_reduction_expected_values_are_independent():
-    from atb_ops.bench import reductions
+def test_bench_expected_values_are_independent():
+    from atb_ops.bench import collectives
 
     for dtype in (torch.int8, torch.bfloat16, torch.uint8):
-        xs = [reductions.values(40, r, dtype) for r in range(4)]
+        xs = [collectives.values(40, r, dtype) for r in range(4)]
         want = torch.stack([x.to(torch.float64) for x in xs]).sum(0)
-        assert torch.equal(reductions.expected("allreduce", 40, 1, 4, dtype).to(torch.float64), want)
-        assert torch.equal(reductions.expected("reduce_scatter", 40, 2, 4, dtype).to(torch.float64), want[20:30])
+        assert torch.equal(collectives.expected("allreduce", 40, 1, 4, dtype).to(torch.float64), want)
+        assert torch.equal(collectives.expected("reduce_scatter", 40, 2, 4, dtype).to(torch.float64), want[20:30])
+        assert torch.equal(collectives.expected("allgather", 40, 3, 4, dtype), torch.cat(xs))
+        assert torch.equal(collectives.expected("broadcast", 40, 3, 4, dtype), xs[0])
+    assert collectives.shapes("allgather", 4096, 4, torch.float32) == (256, 1024)
+    assert collectives.shapes("reduce_scatter", 4096, 4, torch.float32) == (1024, 256)
 
 
 def test_bench_rejects_what_a_reduction_cannot_do(tmp_path):

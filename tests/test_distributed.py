@@ -123,6 +123,8 @@ def test_gradcheck(rank_pools, world_size, path):
             "global_gather": True,
             "all_to_all": True,
             "all_gather": True,
+            "all_reduce": True,
+            "reduce_scatter": True,
         }
 
 
@@ -135,6 +137,12 @@ def test_opcheck(rank_pools):
 def test_bad_arguments_raise_before_communication(rank_pools):
     expected = {
         "short counts": "send_counts has 1 entries, expected 2",
+        "huge count": "send_counts[0] = 9223372036854775808 does not fit int64",
+        "reduce op": "op must be one of ('sum', 'prod', 'max', 'min'), got 'avg'",
+        "reduce_scatter dim0": "shape [3] does not divide by group size 2",
+        "broadcast src": "src must be a rank in [0, 2), got 2",
+        "broadcast bool src": "src must be a rank in [0, 2), got True",
+        "split count": "out_split_sizes has 3 entries, expected 2",
         "negative count": "send_counts must be >= 0, got [-1, 4]",
         "float counts": "send_counts must be an integer tensor",
         "send past x": "send region for rank 1 [sdispls[1]=6, +sendCounts[1]=4) exceeds the input's 8 elements",
@@ -150,6 +158,13 @@ def test_bad_arguments_raise_before_communication(rank_pools):
     for messages in rank_pools(2).run(dist_tasks.bad_calls):
         for name, fragment in expected.items():
             assert fragment in messages[name], (name, messages[name])
+
+
+@pytest.mark.parametrize("world_size", [2, 3])
+def test_direct_path_matches_the_dispatcher_path(rank_pools, world_size):
+    """Calls that need no autograd skip the dispatcher (atb_ops._C.direct_*): same values as the torch ops."""
+    for agree in rank_pools(world_size).run(dist_tasks.direct_and_dispatcher_paths_agree):
+        assert all(agree.values()), agree
 
 
 def test_subgroup(rank_pools):

@@ -23,6 +23,7 @@
 #include "core/layout.h"
 #include "core/options.h"
 #include "core/status.h"
+#include "op_plugin/python/direct_collectives.h"
 #include "op_plugin/python/python_errors.h"
 #include "op_plugin/torch/comm_handles.h"
 #include "quant/quant.h"
@@ -112,6 +113,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("make_comm", &makeComm, py::arg("backend"), py::arg("rank"), py::arg("size"), py::arg("comm_domain"),
         py::arg("job_key"), py::arg("device"), py::arg("group") = py::none(),
         "The handle of the (cached) communicator of a torch.distributed group's collectives.");
+  atb_ops::bindDirectCollectives(m);
   m.def(
       "comm_size",
       [](int64_t h) { return atb_ops::withPythonErrors([&] { return atb_ops::communicatorOf(h)->size(); }); },

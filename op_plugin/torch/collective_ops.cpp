@@ -8,11 +8,12 @@
 #include "core/layout.h"
 #include "core/reduce.h"
 #include "core/status.h"
+#include "op_plugin/torch/collective_ops.h"
 #include "op_plugin/torch/comm_handles.h"
 #include "op_plugin/torch/gil_release.h"
 #include "quant/int8_all_reduce.h"
 
-namespace atb_ops {
+namespace atb_ops::collectives {
 namespace {
 
 void checkInput(const at::Tensor& x, const char* op) {
@@ -20,7 +21,8 @@ void checkInput(const at::Tensor& x, const char* op) {
   ATB_CHECK(x.is_contiguous(), ERROR_INVALID_PARAM, op, " input x must be contiguous (strides ", x.strides(), ")");
 }
 
-// x: any shape, contiguous; counts/displacements in elements of x flattened. returns: [sum(recv_counts)]
+}  // namespace
+
 at::Tensor allToAllV(const at::Tensor& x, c10::IntArrayRef sendCounts, c10::IntArrayRef sdispls,
                      c10::IntArrayRef recvCounts, c10::IntArrayRef rdispls, int64_t comm) {
   checkInput(x, "all_to_all_v");
@@ -33,7 +35,18 @@ at::Tensor allToAllV(const at::Tensor& x, c10::IntArrayRef sendCounts, c10::IntA
   return out;
 }
 
-// x: [d0, *]; returns [size * d0, *] (rank-order concatenation on dim 0).
+void allToAllVInto(const at::Tensor& x, const AllToAllVLayout& layout, at::Tensor& out, int64_t comm) {
+  checkInput(x, "all_to_all_v");
+  ATB_CHECK(out.is_contiguous() && out.scalar_type() == x.scalar_type() && out.device() == x.device(),
+            ERROR_INVALID_PARAM, "all_to_all_v output must be contiguous, ", x.scalar_type(), " on ", x.device(),
+            "; got ", out.scalar_type(), " on ", out.device(), " with strides ", out.strides());
+  const auto c = communicatorOf(comm);
+  validateLayout(layout, c->size(), x.numel(), out.numel());
+  GilRelease unlocked;
+  at::Tensor flat = out.view({-1});
+  c->alltoallv(x, layout, flat);
+}
+
 at::Tensor allGather(const at::Tensor& x, int64_t comm) {
   checkInput(x, "all_gather");
   ATB_CHECK(x.dim() >= 1, ERROR_INVALID_TENSOR_DIM, "all_gather input x needs at least 1 dimension, got shape ",
@@ -47,7 +60,6 @@ at::Tensor allGather(const at::Tensor& x, int64_t comm) {
   return out;
 }
 
-// returns the reduction over ranks of x, shaped like x.
 at::Tensor allReduce(const at::Tensor& x, c10::string_view op, int64_t comm) {
   checkInput(x, "all_reduce");
   const ReduceOp reduce = parseReduceOp(std::string(op), "all_reduce op");
@@ -58,7 +70,6 @@ at::Tensor allReduce(const at::Tensor& x, c10::string_view op, int64_t comm) {
   return out;
 }
 
-// x: [size * d0, *]; returns [d0, *], the reduction over ranks of chunk `rank` of dim 0.
 at::Tensor reduceScatter(const at::Tensor& x, c10::string_view op, int64_t comm) {
   checkInput(x, "reduce_scatter");
   const ReduceOp reduce = parseReduceOp(std::string(op), "reduce_scatter op");
@@ -73,7 +84,6 @@ at::Tensor reduceScatter(const at::Tensor& x, c10::string_view op, int64_t comm)
   return out;
 }
 
-// returns root's x on every rank (x is not modified).
 at::Tensor broadcast(const at::Tensor& x, int64_t root, int64_t comm) {
   checkInput(x, "broadcast");
   const auto c = communicatorOf(comm);
@@ -86,9 +96,6 @@ at::Tensor broadcast(const at::Tensor& x, int64_t root, int64_t comm) {
   return out;
 }
 
-// The int8 pipeline of quant/int8_all_reduce.h: the one implementation behind AllReduceOperation's quantType
-// and atb_ops.quant.quantized_all_reduce of an int8 x. x: int8, any shape; scale: [1] or [x.shape[-1]].
-// returns x's shape in out_dtype: sum_r (float(x_r) + offset) * scale_r.
 at::Tensor int8AllReduce(const at::Tensor& x, const at::Tensor& scale, bool perChannel, double offset,
                          c10::ScalarType outDtype, int64_t blockSize, bool quantizeAllgather, int64_t comm) {
   ATB_CHECK(x.scalar_type() == at::kChar, ERROR_INVALID_TENSOR_DTYPE, "int8_all_reduce input x must be int8, got ",
@@ -112,8 +119,7 @@ at::Tensor int8AllReduce(const at::Tensor& x, const at::Tensor& scale, bool perC
   return quant::int8AllReduce(*c, x, args);
 }
 
-}  // namespace
-}  // namespace atb_ops
+}  // namespace atb_ops::collectives
 
 TORCH_LIBRARY_FRAGMENT(atb_ops, m) {
   m.def(
@@ -127,13 +133,13 @@ TORCH_LIBRARY_FRAGMENT(atb_ops, m) {
       "bool quantize_allgather, int comm) -> Tensor");
 }
 
-#define ATB_OPS_COLLECTIVE_IMPLS(m)                  \
-  m.impl("all_to_all_v", &atb_ops::allToAllV);       \
-  m.impl("all_gather", &atb_ops::allGather);         \
-  m.impl("all_reduce", &atb_ops::allReduce);         \
-  m.impl("reduce_scatter", &atb_ops::reduceScatter); \
-  m.impl("broadcast", &atb_ops::broadcast);          \
-  m.impl("int8_all_reduce", &atb_ops::int8AllReduce)
+#define ATB_OPS_COLLECTIVE_IMPLS(m)                               \
+  m.impl("all_to_all_v", &atb_ops::collectives::allToAllV);       \
+  m.impl("all_gather", &atb_ops::collectives::allGather);         \
+  m.impl("all_reduce", &atb_ops::collectives::allReduce);         \
+  m.impl("reduce_scatter", &atb_ops::collectives::reduceScatter); \
+  m.impl("broadcast", &atb_ops::collectives::broadcast);          \
+  m.impl("int8_all_reduce", &atb_ops::collectives::int8AllReduce)
 
 TORCH_LIBRARY_IMPL(atb_ops, CPU, m) {
   ATB_OPS_COLLECTIVE_IMPLS(m);

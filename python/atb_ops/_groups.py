@@ -31,6 +31,8 @@ class GroupPlan:
 
 _plans: dict[str, GroupPlan] = {}
 _handles: dict[tuple[str, str], int] = {}
+# (the group object, the device) -> handle, filled by comm_for: one dict lookup on the per-call path.
+_known: dict[tuple[object, torch.device], int] = {}
 
 
 def _host_id() -> str:
@@ -79,12 +81,18 @@ def cpu_path() -> str:
         raise AtbError(str(e)) from None
 
 
+def known_comm(group: dist.ProcessGroup | None, x: torch.Tensor) -> int | None:
+    """The handle comm_for gave for this group and x's device, if it has; never communicates."""
+    return _known.get((dist.GroupMember.WORLD if group is None else group, x.device))
+
+
 def comm_for(group: dist.ProcessGroup | None, x: torch.Tensor) -> int:
     """The communicator handle for collectives on tensors like x over group (made on first use)."""
     g = resolve_group(group)
     key = (g.group_name, str(x.device))
     handle = _handles.get(key)
     if handle is not None:
+        _known[(g, x.device)] = handle
         return handle
     plan = plan_for(g)
     domain = f"pg:{plan.group_name}"
@@ -102,6 +110,7 @@ def comm_for(group: dist.ProcessGroup | None, x: torch.Tensor) -> int:
     except RuntimeError as e:
         raise AtbError(str(e)) from None
     _handles[key] = handle
+    _known[(g, x.device)] = handle
     return handle
 
 

@@ -17,7 +17,7 @@ import torch
 import torch.distributed as dist
 
 from atb_ops import _C, _ops
-from atb_ops._groups import comm_for, group_size, resolve_group
+from atb_ops._groups import comm_for, group_size, known_comm, resolve_group
 from atb_ops.errors import AtbError
 
 __all__ = [
@@ -39,6 +39,36 @@ Counts = Sequence[int] | torch.Tensor
 
 _INT64_MAX = 2**63 - 1
 _INTEGER_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
+
+
+def _direct(*tensors: torch.Tensor) -> bool:
+    """Whether a call may skip the dispatcher (atb_ops._C.direct_*): plain tensors, no autograd to record, no
+    tracing (torch.compile, dispatch modes), no profiler to show the op to."""
+    if (torch._C._len_torch_dispatch_stack() or torch._C._is_torch_function_mode_enabled()
+            or torch.autograd._profiler_enabled() or torch.compiler.is_compiling()):
+        return False
+    grad = torch.is_grad_enabled()
+    for t in tensors:
+        if type(t) is not torch.Tensor or (grad and t.requires_grad):
+            return False
+    return True
+
+
+_SEQUENCES = (list, tuple)
+_NOT_DIRECT = object()
+
+
+def _try_direct(fn, group: dist.ProcessGroup | None, x: torch.Tensor, *args):
+    """fn(*args, comm) through atb_ops._C.direct_*, or _NOT_DIRECT when the group has no communicator yet
+    (its first call is a collective, made after the checks) or a precondition failed before any
+    communication (the caller's checks then name it)."""
+    comm = known_comm(group, x)
+    if comm is None:
+        return _NOT_DIRECT
+    try:
+        return fn(*args, comm)
+    except (TypeError, ValueError):
+        return _NOT_DIRECT
 
 
 def _as_counts(name: str, value: Counts, length: int | None = None) -> list[int]:
@@ -110,6 +140,11 @@ def all_to_all_v(
     Raises:
         AtbError: On bad arguments, before any communication.
     """
+    if _direct(x) and type(send_counts) in _SEQUENCES and type(sdispls) in _SEQUENCES \
+            and type(recv_counts) in _SEQUENCES and type(rdispls) in _SEQUENCES:
+        y = _try_direct(_C.direct_all_to_all_v, group, x, x, send_counts, sdispls, recv_counts, rdispls)
+        if y is not _NOT_DIRECT:
+            return y
     _check_tensor("x", x)
     n = group_size(group)
     layout = [
@@ -141,6 +176,7 @@ class Task:
         return self._future is None or self._future.done()
 
 
+_DONE = Task()  # what a synchronous call returns
 _executors: dict[str, ThreadPoolExecutor] = {}
 _last: dict[str, Future] = {}
 _order_lock = threading.Lock()
@@ -189,6 +225,13 @@ def alltoall_single(
     Raises:
         AtbError: On bad arguments, before any communication.
     """
+    if sync_op and not _last and _direct(in_tensor, out_tensor) and not out_tensor.requires_grad \
+            and (out_split_sizes is None or type(out_split_sizes) in _SEQUENCES) \
+            and (in_split_sizes is None or type(in_split_sizes) in _SEQUENCES):
+        done = _try_direct(_C.direct_alltoall_single, group, in_tensor, out_tensor, in_tensor, out_split_sizes,
+                           in_split_sizes)
+        if done is not _NOT_DIRECT:
+            return _DONE
     _check_tensor("in_tensor", in_tensor)
     if not isinstance(out_tensor, torch.Tensor):
         raise AtbError(f"out_tensor must be a torch.Tensor, got {type(out_tensor).__name__}")
@@ -346,6 +389,10 @@ def all_to_all(x: torch.Tensor, group: dist.ProcessGroup | None = None) -> torch
     Raises:
         AtbError: When dim 0 does not divide by the group size.
     """
+    if _direct(x):
+        y = _try_direct(_C.direct_all_to_all, group, x, x.contiguous())
+        if y is not _NOT_DIRECT:
+            return y
     if not isinstance(x, torch.Tensor) or x.dim() == 0:
         raise AtbError("all_to_all needs a tensor with at least 1 dimension")
     x = x.contiguous()
@@ -371,6 +418,10 @@ def all_gather(x: torch.Tensor, group: dist.ProcessGroup | None = None) -> torch
     Raises:
         AtbError: On bad arguments, before any communication.
     """
+    if _direct(x):
+        y = _try_direct(_C.direct_all_gather, group, x, x)
+        if y is not _NOT_DIRECT:
+            return y
     _check_tensor("x", x)
     if x.dim() == 0:
         raise AtbError("all_gather concatenates on dim 0: x needs at least 1 dimension")
@@ -400,6 +451,10 @@ def all_reduce(x: torch.Tensor, op: str = "sum", group: dist.ProcessGroup | None
     Raises:
         AtbError: On bad arguments, before any communication.
     """
+    if _direct(x) and type(op) is str:
+        y = _try_direct(_C.direct_all_reduce, group, x, x, op)
+        if y is not _NOT_DIRECT:
+            return y
     _check_tensor("x", x)
     _check_op(op)
     return torch.ops.atb_ops.all_reduce(x, op, comm_for(group, x))
@@ -419,6 +474,10 @@ def reduce_scatter(x: torch.Tensor, op: str = "sum", group: dist.ProcessGroup | 
     Raises:
         AtbError: When dim 0 does not divide by the group size, and on other bad arguments.
     """
+    if _direct(x) and type(op) is str:
+        y = _try_direct(_C.direct_reduce_scatter, group, x, x, op)
+        if y is not _NOT_DIRECT:
+            return y
     _check_tensor("x", x)
     _check_op(op)
     n = group_size(group)
@@ -441,6 +500,10 @@ def broadcast(x: torch.Tensor, src: int = 0, group: dist.ProcessGroup | None = N
     Raises:
         AtbError: When src is not a rank of the group, and on other bad arguments.
     """
+    if _direct(x) and type(src) is int:
+        y = _try_direct(_C.direct_broadcast, group, x, x, src)
+        if y is not _NOT_DIRECT:
+            return y
     _check_tensor("x", x)
     n = group_size(group)
     if isinstance(src, bool) or not isinstance(src, int) or not 0 <= src < n:

@@ -62,7 +62,7 @@ import uuid
 from typing import Any
 
 from atb_ops._launch import free_port
-from atb_ops.bench import reductions, report, workload
+from atb_ops.bench import collectives, report, workload
 from atb_ops.bench.ranks import BenchConfig
 
 DEFAULT_SIZES = "1K:256M"
@@ -70,17 +70,23 @@ SIZE_MEANING = {
     "alltoallv": "bytes of the busiest rank",
     "allreduce": "bytes of a rank's input (= its output)",
     "reduce_scatter": "bytes of a rank's input (it receives 1/n of them reduced)",
+    "allgather": "bytes of a rank's output (it sends 1/n of them)",
+    "broadcast": "bytes of the buffer",
 }
-BUS_FORMULA = {"alltoallv": "(n-1)/n", "allreduce": "2(n-1)/n", "reduce_scatter": "(n-1)/n"}
+BUS_FORMULA = {"alltoallv": "(n-1)/n", "allreduce": "2(n-1)/n", "reduce_scatter": "(n-1)/n", "allgather": "(n-1)/n",
+               "broadcast": "1"}
 LABELS_OTHER = {
     "shared": "atb_ops {backend}, shm_empty buffers",
     "dist": "atb_ops.distributed.{dist}",
+    "dist_single": "atb_ops.distributed.alltoall_single",
 }
 # --op -> (ATB operation, atb_ops.distributed function, gloo's call, Open MPI's call)
 OP_NAMES = {
     "alltoallv": ("AllToAllVV2Operation", "all_to_all_v", "all_to_all_single", "MPI_Alltoallv"),
     "allreduce": ("AllReduceOperation", "all_reduce", "all_reduce", "MPI_Allreduce"),
     "reduce_scatter": ("ReduceScatterOperation", "reduce_scatter", "reduce_scatter_tensor", "MPI_Reduce_scatter_block"),
+    "allgather": ("AllGatherOperation", "all_gather", "all_gather_into_tensor", "MPI_Allgather"),
+    "broadcast": ("BroadcastOperation", "broadcast", "broadcast", "MPI_Bcast"),
 }
 # Open MPI reduces what numpy and MPI both type; it has no float16/bfloat16 arithmetic.
 MPI_REDUCIBLE = ("int8", "int16", "int32", "int64", "float32", "float64", "uint8")
@@ -113,9 +119,10 @@ class Progress:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m atb_ops bench", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--op", default="alltoallv", choices=[*reductions.OPS, "quant_allreduce"],
+    p.add_argument("--op", default="alltoallv", choices=[*collectives.OPS, "quant_allreduce"],
                    help="the collective: alltoallv (AllToAllVV2Operation, default), allreduce (AllReduceOperation), "
-                        "reduce_scatter (ReduceScatterOperation); quant_allreduce: atb_ops.quant's own bench")
+                        "reduce_scatter (ReduceScatterOperation), allgather (AllGatherOperation), broadcast "
+                        "(BroadcastOperation, root 0); quant_allreduce: atb_ops.quant's bench")
     p.add_argument("--api", choices=["atb", "distributed"], default="atb",
                    help="distributed: also time the same collective through atb_ops.distributed (a column beside "
                         "execute_out)")
@@ -154,8 +161,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.error(str(e))
     if args.iters < 0 or args.warmup < 0 or args.rounds < 1:
         p.error("--iters and --warmup must be >= 0, --rounds >= 1")
-    if args.op != "alltoallv" and args.dtype not in reductions.REDUCIBLE:
-        p.error(f"--op {args.op} needs a dtype with a sum, one of {', '.join(reductions.REDUCIBLE)}; got {args.dtype}")
+    if args.op in collectives.REDUCTIONS and args.dtype not in collectives.REDUCIBLE:
+        p.error(f"--op {args.op} needs a dtype with a sum, one of {', '.join(collectives.REDUCIBLE)}; got {args.dtype}")
     if args.op != "alltoallv" and args.pattern != "uniform":
         p.error(f"--pattern applies to --op alltoallv only (a {args.op} moves the same amount to every rank)")
     return args
@@ -254,9 +261,9 @@ def _make_row(raw: list[dict[str, Any]], mpi_raw: list[dict[str, Any] | None], a
     """One table row from every round of one size: each library's best round."""
     first = raw[0]
     nbytes = first["bytes"]
-    factor = reductions.bus_factor(args.op, args.world_size)
+    factor = collectives.bus_factor(args.op, args.world_size)
     figs = {key: report.figures(_best([r.get(key) for r in raw]), nbytes, factor)
-            for key in ("atb", "shared", "dist", "gloo")}
+            for key in ("atb", "shared", "dist", "dist_single", "gloo")}
     figs["mpi"] = report.figures(_best(mpi_raw), nbytes, factor)
     memcpy = [r["memcpy_s"] for r in raw if r.get("memcpy_s") and r["memcpy_s"] == r["memcpy_s"]]
     return {
@@ -290,22 +297,23 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         notes.append("gloo and Open MPI columns run only for CPU backends")
     op_name, dist_fn, gloo_fn, mpi_fn = OP_NAMES[args.op]
     want_mpi = cpu_backend and not args.no_mpi
-    if want_mpi and args.op != "alltoallv" and args.dtype not in MPI_REDUCIBLE:
+    if want_mpi and args.op in collectives.REDUCTIONS and args.dtype not in MPI_REDUCIBLE:
         notes.append(f"Open MPI skipped: it has no {args.dtype} arithmetic for {mpi_fn}")
         want_mpi = False
     ranks = Ranks(cfg, args.timeout, progress)
     mpi_job = _start_mpi(cfg, args.timeout, notes) if want_mpi else None
-    present = {"shared": cfg.shared, "dist": cfg.api, "gloo": cfg.gloo, "mpi": mpi_job is not None}
-    others = [k for k in ("shared", "dist", "gloo", "mpi") if present[k]]
+    present = {"shared": cfg.shared, "dist": cfg.api, "dist_single": cfg.api and args.op == "alltoallv",
+               "gloo": cfg.gloo, "mpi": mpi_job is not None}
+    others = [k for k in ("shared", "dist", "dist_single", "gloo", "mpi") if present[k]]
     labels = {"atb": f"atb_ops {args.backend}",
-              **{k: LABELS_OTHER[k].format(backend=args.backend, dist=dist_fn) for k in ("shared", "dist")},
+              **{k: LABELS_OTHER[k].format(backend=args.backend, dist=dist_fn) for k in LABELS_OTHER},
               "gloo": f"gloo {gloo_fn}", "mpi": f"Open MPI {mpi_fn}"}
     labels = {k: v for k, v in labels.items() if k == "atb" or k in others}
     columns = []
     for k in others:
         if k == "shared":
             ratio = ("vs MPI", "self", "mpi") if present["mpi"] else ("vs torch", "self", "atb")
-        elif k == "dist":
+        elif k in ("dist", "dist_single"):
             ratio = ("x exec", "atb", "self")  # its time over execute_out's: the framework API's cost
         else:
             ratio = ("speedup", "atb", "self")

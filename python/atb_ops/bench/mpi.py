@@ -6,9 +6,9 @@
         python -m atb_ops.bench.mpi CONFIG.json DIR
 
 Every MPI rank builds the same layout and payload as the atb_ops ranks (atb_ops.bench.workload and
-.reductions), moves it with ``Alltoallv`` on MPI_BYTE (byte counts and displacements, so every dtype moves
-the same way) or reduces it with ``Allreduce`` / ``Reduce_scatter_block`` (MPI_SUM on the numpy type), checks
-what it received and times the same kind of loop. The job runs one size per command,
+.collectives), moves it with ``Alltoallv`` on MPI_BYTE (byte counts and displacements, so every dtype moves
+the same way), ``Allgather`` or ``Bcast``, or reduces it with ``Allreduce`` / ``Reduce_scatter_block``
+(MPI_SUM on the numpy type), checks what it received and times the same kind of loop. The job runs one size per command,
 so the parent can alternate it with atb_ops size by size: rank r reads size indices from the FIFO
 ``DIR/cmd.<r>`` (a blocking read: idle MPI ranks sleep instead of polling while atb_ops is timed) and
 rank 0 answers each with one JSON line ``{"index", "size", "time_s", "wrong"}`` on ``DIR/results``
@@ -158,27 +158,35 @@ def main(argv: list[str] | None = None) -> int:
     def reduce_max(v: float) -> float:
         return comm.allreduce(v, op=MPI.MAX)
 
-    def run_reduction(index: int) -> dict[str, Any]:
-        from atb_ops.bench import reductions
+    def run_collective(index: int) -> dict[str, Any]:
+        from atb_ops.bench import collectives
 
         size = cfg.sizes[index]
-        numel_in, numel_out = reductions.shapes(cfg.op, size, n, dtype)
-        x = reductions.values(numel_in, rank, dtype)
+        numel_in, numel_out = collectives.shapes(cfg.op, size, n, dtype)
+        x = collectives.values(numel_in, rank, dtype)
         out = torch.empty(numel_out, dtype=dtype)
-        want = reductions.expected(cfg.op, numel_in, rank, n, dtype)
-        reduce_call = comm.Allreduce if cfg.op == "allreduce" else comm.Reduce_scatter_block
-        call = functools.partial(reduce_call, x.numpy(), out.numpy(), op=MPI.SUM)
+        want = collectives.expected(cfg.op, numel_in, rank, n, dtype)
+        # Bytes where nothing is reduced (every dtype moves the same way), the numpy type where MPI sums.
+        raw = (lambda t: t.view(torch.uint8).numpy()) if cfg.op in ("allgather", "broadcast") else (lambda t: t.numpy())
+        call = {
+            "allreduce": functools.partial(comm.Allreduce, raw(x), raw(out), op=MPI.SUM),
+            "reduce_scatter": functools.partial(comm.Reduce_scatter_block, raw(x), raw(out), op=MPI.SUM),
+            "allgather": functools.partial(comm.Allgather, raw(x), raw(out)),
+            "broadcast": functools.partial(comm.Bcast, raw(x), root=collectives.ROOT),
+        }[cfg.op]
+        result = x if cfg.op == "broadcast" else out
         wrong = 0
         if cfg.check:
-            workload.poison(out)
+            if cfg.op != "broadcast" or rank != collectives.ROOT:
+                workload.poison(result)
             call()
-            wrong = reductions.count_wrong(out, want)
+            wrong = collectives.count_wrong(result, want)
         seconds = comm.allreduce(time_loop(call, cfg, reduce_max, comm.Barrier, lambda: None), op=MPI.MAX)
         return {"index": index, "size": size, "time_s": seconds, "wrong": comm.allreduce(wrong, op=MPI.SUM)}
 
     def run_size(index: int) -> dict[str, Any]:
         if cfg.op != "alltoallv":
-            return run_reduction(index)
+            return run_collective(index)
         size = cfg.sizes[index]
         lay = (plan := plan_for(cfg, size, rank)).layout
         seq = workload.sequence_for(plan.matrix, dtype)

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from atb_ops.bench import reductions, workload
+from atb_ops.bench import collectives, workload
 
 
 @dataclass
@@ -30,7 +30,7 @@ class BenchConfig:
     """Everything the ranks (and the Open MPI helper) need to reproduce one run."""
 
     world_size: int = 2
-    op: str = "alltoallv"  # reductions.OPS
+    op: str = "alltoallv"  # collectives.OPS
     backend: str = "shm"
     sizes: list[int] = field(default_factory=list)
     dtype: str = "float32"
@@ -71,8 +71,8 @@ def row_bytes(cfg: BenchConfig, size: int) -> tuple[int, int]:
     if cfg.op == "alltoallv":
         plan = plan_for(cfg, size, 0)
         return plan.bytes, plan.count
-    numel_in, _ = reductions.shapes(cfg.op, size, cfg.world_size, dtype)
-    return numel_in * workload.element_size(dtype), numel_in
+    numel = collectives.reported(cfg.op, *collectives.shapes(cfg.op, size, cfg.world_size, dtype))
+    return numel * workload.element_size(dtype), numel
 
 
 def plan_for(cfg: BenchConfig, size: int, rank: int) -> Plan:
@@ -141,6 +141,8 @@ OPERATIONS: dict[str, tuple[str, dict[str, Any]]] = {
     "alltoallv": ("AllToAllVV2Operation", {}),
     "allreduce": ("AllReduceOperation", {"allReduceType": "sum"}),
     "reduce_scatter": ("ReduceScatterOperation", {"reduceType": "sum"}),
+    "allgather": ("AllGatherOperation", {}),
+    "broadcast": ("BroadcastOperation", {}),
 }
 
 
@@ -185,7 +187,7 @@ def _run_rank(rank: int, cfg: BenchConfig, results: Any, commands: Any) -> None:
     name, extra = OPERATIONS[cfg.op]
     op = torch.classes.OperationTorch.OperationTorch(name)
     op.set_param(json.dumps({"rank": rank, "rankSize": n, "rankRoot": 0, "backend": cfg.backend, **extra}))
-    run_size = _run_size if cfg.op == "alltoallv" else _run_reduction_size
+    run_size = _run_size if cfg.op == "alltoallv" else _run_collective_size
     results.put(("ready", rank))
     while (command := commands.get()) is not None:
         index, round_no = command
@@ -252,6 +254,17 @@ def _run_size(rank: int, cfg: BenchConfig, index: int, round_no: int, results: A
                                       lay.rdispls)
         dist_wrong = workload.count_wrong(dist_call().cpu(), lay, rank, cfg.seed, seq) if cfg.check else 0
         timed["dist"] = (time_loop(dist_call, cfg, reduce_max, dist.barrier, sync), dist_wrong)
+        # Paddle's alltoall_single splits rows: one element per row here, straight into `out`.
+        if rank == 0:
+            results.put(("progress", f"{workload.format_bytes(size)}: atb_ops.distributed.alltoall_single"))
+        flat_out = out.view(-1)
+        single_call = functools.partial(ad.alltoall_single, flat_out, send, lay.recv_counts, lay.send_counts)
+        single_wrong = 0
+        if cfg.check:  # the layouts are packed in rank order, as alltoall_single packs rows
+            workload.poison(out)
+            single_call()
+            single_wrong = workload.count_wrong(flat_out.cpu(), lay, rank, cfg.seed, seq)
+        timed["dist_single"] = (time_loop(single_call, cfg, reduce_max, dist.barrier, sync), single_wrong)
 
     gloo_s, gloo_wrong, gloo_call = float("nan"), 0.0, None
     if cfg.gloo and device.type == "cpu":
@@ -292,66 +305,82 @@ def _report(rank: int, index: int, round_no: int, size: int, nbytes: int, count:
         results.put(("row", row))
 
 
-def _run_reduction_size(rank: int, cfg: BenchConfig, index: int, round_no: int, results: Any, op: Any, dist: Any,
-                        device: torch.device, dtype: torch.dtype, sync: Callable[[], None],
-                        reduce: Callable[..., list[float]], reduce_max: Callable[[float], float]) -> None:
-    """One size of --op allreduce / reduce_scatter: the ATB operation, then shm_empty buffers,
-    atb_ops.distributed and gloo, each checked against reductions.expected first."""
+def _run_collective_size(rank: int, cfg: BenchConfig, index: int, round_no: int, results: Any, op: Any, dist: Any,
+                         device: torch.device, dtype: torch.dtype, sync: Callable[[], None],
+                         reduce: Callable[..., list[float]], reduce_max: Callable[[float], float]) -> None:
+    """One size of --op allreduce / reduce_scatter / allgather / broadcast: the ATB operation, then
+    shm_empty buffers, atb_ops.distributed and gloo, each checked against collectives.expected first."""
     import atb_ops
     from atb_ops import distributed as ad
 
     execute_out = op.execute_out
     size = cfg.sizes[index]
     n = cfg.world_size
-    numel_in, numel_out = reductions.shapes(cfg.op, size, n, dtype)
+    kind = cfg.op
+    numel_in, numel_out = collectives.shapes(kind, size, n, dtype)
     nbytes, count = row_bytes(cfg, size)
-    want = reductions.expected(cfg.op, numel_in, rank, n, dtype)
-    x = reductions.values(numel_in, rank, dtype).to(device)
-    out = torch.empty(numel_out, dtype=dtype, device=device)
+    want = collectives.expected(kind, numel_in, rank, n, dtype)
+    mine = collectives.values(numel_in, rank, dtype).to(device)
+
+    def buffers(empty: Callable[..., torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(x, out) for the ATB call; broadcast works in place on x (no output)."""
+        x = empty(numel_in, dtype=dtype)
+        x.copy_(mine)
+        if kind == "broadcast":
+            return x, None
+        return x, empty(n, numel_in, dtype=dtype) if kind == "allgather" else empty(numel_out, dtype=dtype)
 
     def checked(call: Callable[[], Any], got: Callable[[], torch.Tensor], what: str) -> tuple[float, int]:
-        """The checked call (its output starts as a sentinel where it is a buffer of ours), then the timing."""
+        """The checked call (what it writes starts as a sentinel; a broadcast root keeps its data), then
+        the timing."""
         if rank == 0:
             results.put(("progress", f"{workload.format_bytes(size)}: {what}"))
         wrong = 0
         if cfg.check:
-            workload.poison(got())
+            if kind != "broadcast" or rank != collectives.ROOT:
+                workload.poison(got())
             call()
             sync()
-            wrong = reductions.count_wrong(got(), want)
+            wrong = collectives.count_wrong(got(), want)
         return time_loop(call, cfg, reduce_max, dist.barrier, sync), wrong
 
     timed: dict[str, tuple[float, float]] = {}
-    timed["atb"] = checked(functools.partial(execute_out, [x], [out]), lambda: out, f"atb_ops {cfg.backend}")
+    x, out = buffers(functools.partial(torch.empty, device=device))
+    result = x if out is None else out
+    timed["atb"] = checked(functools.partial(execute_out, [x], [] if out is None else [out]), lambda: result,
+                           f"atb_ops {cfg.backend}")
     if cfg.shared and device.type == "cpu" and cfg.backend in ("shm", "auto", "hccl"):
-        s_x = atb_ops.shm_empty(numel_in, dtype=dtype)
-        s_x.copy_(x)
-        s_out = atb_ops.shm_empty(numel_out, dtype=dtype)
-        s_call = functools.partial(execute_out, [s_x], [s_out])
-
-        timed["shared"] = checked(s_call, lambda: s_out, f"atb_ops {cfg.backend}, shm_empty buffers")
-        del s_x, s_out, s_call
+        s_x, s_out = buffers(atb_ops.shm_empty)
+        s_result = s_x if s_out is None else s_out
+        s_call = functools.partial(execute_out, [s_x], [] if s_out is None else [s_out])
+        timed["shared"] = checked(s_call, lambda: s_result, f"atb_ops {cfg.backend}, shm_empty buffers")
+        del s_x, s_out, s_result, s_call
     if cfg.api:
-        fn = ad.all_reduce if cfg.op == "allreduce" else ad.reduce_scatter
-        last = [torch.empty(0, dtype=dtype)]  # a fresh output per call: the API returns one
+        calls = {"allreduce": lambda: ad.all_reduce(mine), "reduce_scatter": lambda: ad.reduce_scatter(mine),
+                 "allgather": lambda: ad.all_gather(mine), "broadcast": lambda: ad.broadcast(mine, collectives.ROOT)}
+        last = [torch.empty(0, dtype=dtype)]  # the API returns a fresh tensor per call
 
         def d_call() -> None:
-            last[0] = fn(x)
+            last[0] = calls[kind]()
 
-        timed["dist"] = checked(d_call, lambda: last[0], f"atb_ops.distributed.{fn.__name__}")
+        timed["dist"] = checked(d_call, lambda: last[0], f"atb_ops.distributed, {kind}")
     if cfg.gloo and device.type == "cpu":
-        if cfg.op == "allreduce":
-            # gloo reduces in place: the checked call runs on a copy of x, the timed ones keep reducing it.
-            g = x.clone()
-            g_wrong = 0
+        g_x, g_out = buffers(torch.empty)
+        if kind == "allreduce":
+            # gloo reduces in place: checked once from the input, then timed reducing the result again.
             if rank == 0:
                 results.put(("progress", f"{workload.format_bytes(size)}: gloo all_reduce"))
+            g_wrong = 0
             if cfg.check:
-                dist.all_reduce(g)
-                g_wrong = reductions.count_wrong(g, want)
-            timed["gloo"] = (time_loop(functools.partial(dist.all_reduce, g), cfg, reduce_max, dist.barrier, sync),
-                             g_wrong)
+                dist.all_reduce(g_x)
+                g_wrong = collectives.count_wrong(g_x, want)
+            g_s = time_loop(functools.partial(dist.all_reduce, g_x), cfg, reduce_max, dist.barrier, sync)
+            timed["gloo"] = (g_s, g_wrong)
         else:
-            g_call = functools.partial(dist.reduce_scatter_tensor, out, x)
-            timed["gloo"] = checked(g_call, lambda: out, "gloo reduce_scatter_tensor")
+            g_call, g_got = {
+                "reduce_scatter": (functools.partial(dist.reduce_scatter_tensor, g_out, g_x), lambda: g_out),
+                "allgather": (functools.partial(dist.all_gather_into_tensor, g_out.view(-1), g_x), lambda: g_out),
+                "broadcast": (functools.partial(dist.broadcast, g_x, collectives.ROOT), lambda: g_x),
+            }[kind]
+            timed["gloo"] = checked(g_call, g_got, f"gloo, {kind}")
     _report(rank, index, round_no, size, nbytes, count, timed, results, reduce)
