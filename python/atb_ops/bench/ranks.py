@@ -377,10 +377,11 @@ def _run_collective_size(rank: int, cfg: BenchConfig, index: int, round_no: int,
             g_s = time_loop(functools.partial(dist.all_reduce, g_x), cfg, reduce_max, dist.barrier, sync)
             timed["gloo"] = (g_s, g_wrong)
         else:
-            g_call, g_got = {
-                "reduce_scatter": (functools.partial(dist.reduce_scatter_tensor, g_out, g_x), lambda: g_out),
-                "allgather": (functools.partial(dist.all_gather_into_tensor, g_out.view(-1), g_x), lambda: g_out),
-                "broadcast": (functools.partial(dist.broadcast, g_x, collectives.ROOT), lambda: g_x),
-            }[kind]
-            timed["gloo"] = checked(g_call, g_got, f"gloo, {kind}")
+            if kind == "broadcast":
+                g_call, g_result = functools.partial(dist.broadcast, g_x, collectives.ROOT), g_x
+            elif kind == "allgather":
+                g_call, g_result = functools.partial(dist.all_gather_into_tensor, g_out.view(-1), g_x), g_out
+            else:
+                g_call, g_result = functools.partial(dist.reduce_scatter_tensor, g_out, g_x), g_out
+            timed["gloo"] = checked(g_call, lambda: g_result, f"gloo, {kind}")
     _report(rank, index, round_no, size, nbytes, count, timed, results, reduce)
