@@ -180,3 +180,21 @@ def distributed_huge_count(rank: int, world_size: int) -> str:
     except Exception as e:  # noqa: BLE001 - the kind is the finding
         return f"{type(e).__name__}: {e}"
     return "no error"
+
+
+def distributed_output_over_input(rank: int, world_size: int, count: int) -> int:
+    """atb_ops.distributed.alltoall_single with out_tensor = in_tensor (and a view overlapping it), after a
+    first call made the group's communicator (so the direct path is the one asked): wrong elements."""
+    from atb_ops import distributed as ad
+
+    ad.all_reduce(torch.zeros(1))
+    wrong = 0
+    for offset in (0, count // 2):
+        storage = torch.zeros(count * world_size + offset, dtype=torch.float64)
+        _, src = _equal_inputs(rank, world_size, count, 2)
+        x = storage[: count * world_size]
+        x.copy_(src)
+        out = storage[offset : offset + count * world_size]
+        ad.alltoall_single(out, x)
+        wrong += int((out != _expected(rank, world_size, count, 2).reshape(-1)).sum())
+    return wrong

@@ -45,6 +45,11 @@ def test_output_over_its_own_input_is_computed_through_a_temporary(rank_pools, c
     assert rank_pools(2).run(hardening_tasks.aliased_output, count) == [0, 0]
 
 
+@pytest.mark.parametrize("count", [100, 300_000])
+def test_distributed_output_over_its_own_input_is_staged(rank_pools, count):
+    assert rank_pools(2).run(hardening_tasks.distributed_output_over_input, count) == [0, 0]
+
+
 def test_gloo_comm_domains_never_meet(rank_pools):
     assert rank_pools(2).run(hardening_tasks.gloo_domains_stay_apart) == [0, 0]
 

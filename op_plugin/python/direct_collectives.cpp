@@ -16,6 +16,7 @@
 
 #include "core/layout.h"
 #include "core/status.h"
+#include "core/tensor_checks.h"
 #include "op_plugin/python/direct_collectives.h"
 #include "op_plugin/python/python_errors.h"
 #include "op_plugin/torch/collective_ops.h"
@@ -74,6 +75,7 @@ void alltoallSingle(at::Tensor out, const at::Tensor& in, const std::optional<st
   const int32_t n = sizeOf(comm);
   need(in.is_contiguous() && out.is_contiguous());
   need(out.scalar_type() == in.scalar_type() && out.device() == in.device());
+  need(!mayOverlap(out, in));  // written while read: the Python path stages through a temporary
   need(in.dim() > 0 && out.dim() > 0 && in.sizes().slice(1) == out.sizes().slice(1));
   const int64_t rowNumel = c10::multiply_integers(in.sizes().slice(1));
   std::vector<int64_t> elems[2];
