@@ -144,6 +144,23 @@ def test_reduce_scatter(rank_pools, backend, dtype_name, world_size, op):
 
 
 @pytest.mark.parametrize("backend", CPU_BACKENDS)
+@pytest.mark.parametrize("dtype_name", ["float16", "bfloat16", "float32", "int64"])
+@pytest.mark.parametrize("op", ["sum", "max"])
+def test_reductions_over_several_chunks(rank_pools, backend, dtype_name, op):
+    """Shards larger than shm's reduction chunk (256 KiB): AllReduce and ReduceScatter of 3 x 150 000 rows."""
+    pool = rank_pools(3)
+    gen = torch.Generator().manual_seed(seed_of("chunks", backend, dtype_name, op))
+    xs = [random_tensor(gen, dtype_name, (3 * 150_000, 1), op) for _ in range(3)]
+    want = reduce_golden(xs, op)
+    all_reduce = run(pool, "AllReduceOperation", backend, {"allReduceType": op}, [[tasks.spec_of(x)] for x in xs])
+    scatter = run(pool, "ReduceScatterOperation", backend, {"reduceType": op}, [[tasks.spec_of(x)] for x in xs])
+    for rank in range(3):
+        assert_close(tasks.tensor_of(all_reduce[rank]["outputs"][0]), want, dtype_name, f"allreduce rank {rank}")
+        chunk = want[rank * 150_000 : (rank + 1) * 150_000]
+        assert_close(tasks.tensor_of(scatter[rank]["outputs"][0]), chunk, dtype_name, f"reduce_scatter rank {rank}")
+
+
+@pytest.mark.parametrize("backend", CPU_BACKENDS)
 @pytest.mark.parametrize("dtype_name", ["int16", "float16", "float32", "int64"])
 @pytest.mark.parametrize("world_size", [1, 2, 3])
 @pytest.mark.parametrize("layout", ["packed", "gaps", "zeros"])

@@ -17,6 +17,9 @@ namespace atb_ops::shm {
 namespace {
 
 constexpr int64_t kArenaOutputMin = int64_t{64} << 10;
+// Reductions add a peer's data chunk by chunk: a chunk read from the peer is added while it is in L2 (2 MiB
+// per core here) instead of staging the whole shard in memory first.
+constexpr int64_t kReduceChunkBytes = int64_t{256} << 10;
 
 size_t roundUp(size_t n, size_t a) {
   return (n + a - 1) / a * a;
@@ -322,26 +325,18 @@ void ShmCommunicator::doAllreduce(const at::Tensor& send, at::Tensor& recv, Redu
     return;
   }
 
-  // Large, phase 1: this rank reduces its shard of everyone's input, in rank order.
+  // Large, phase 1: this rank reduces its shard of everyone's input, in rank order, into its output.
   const auto [begin, end] = shardOf(numel, size(), rank());
   std::string error;
   if (end > begin) {
-    const int64_t m = end - begin;
-    at::Tensor acc = at::empty({m}, at::TensorOptions().dtype(accumulationType(dtype)));
-    for (int32_t p = 0; p < size() && error.empty(); ++p) {
+    std::vector<ReduceSource> sources(size());
+    for (int32_t p = 0; p < size(); ++p) {
       const uint64_t addr = att_.view.entries(p, c.parity)[p].sendAddr + static_cast<uint64_t>(begin * es);
-      const char* src = p == rank() ? reinterpret_cast<const char*>(addr)
-                                    : memory_.view(p, addr, static_cast<uint64_t>(m * es), scratch_, error);
-      if (src == nullptr) break;
-      const at::Tensor part = over(src, m, dtype);
-      if (p == 0) {
-        acc.copy_(part);
-      } else {
-        accumulate(acc, part, op);
-      }
+      sources[p] = p == rank() ? ReduceSource{reinterpret_cast<const char*>(addr), 0} : ReduceSource{nullptr, addr};
     }
-    if (!error.empty()) failCall(c, error);
-    over(static_cast<char*>(recv.data_ptr()) + begin * es, m, dtype).copy_(acc);
+    if (!reduceShard(sources, end - begin, dtype, op, static_cast<char*>(recv.data_ptr()) + begin * es, error)) {
+      failCall(c, error);
+    }
   }
   // Everyone read its shard of our input and wrote its own shard: our output may now be overwritten and
   // its shards read.
@@ -401,31 +396,52 @@ void ShmCommunicator::doReduceScatterV(const at::Tensor& send, const VLayout& s,
   const int64_t m = s.counts[rank()];
   std::string error;
   if (m > 0) {
-    at::Tensor acc = at::empty({m}, at::TensorOptions().dtype(accumulationType(dtype)));
-    for (int32_t p = 0; p < size() && error.empty(); ++p) {
+    std::vector<ReduceSource> sources(size());
+    for (int32_t p = 0; p < size(); ++p) {
       const PeerEntry& theirs = att_.view.entries(p, c.parity)[rank()];
-      const char* src = nullptr;
       if (p == rank()) {
-        src = reinterpret_cast<const char*>(theirs.sendAddr);
+        sources[p].local = reinterpret_cast<const char*>(theirs.sendAddr);
       } else if (everyoneEager) {
-        src = att_.view.eager(p, c.parity) + theirs.eagerOffset;
+        sources[p].local = att_.view.eager(p, c.parity) + theirs.eagerOffset;
       } else {
-        src = memory_.view(p, theirs.sendAddr, theirs.sendBytes, scratch_, error);
-      }
-      if (src == nullptr) break;
-      const at::Tensor part = over(src, m, dtype);
-      if (p == 0) {
-        acc.copy_(part);
-      } else {
-        accumulate(acc, part, op);
+        sources[p].remote = theirs.sendAddr;
       }
     }
-    if (!error.empty()) failCall(c, error);
-    recv.view({-1}).copy_(acc);
+    if (!reduceShard(sources, m, dtype, op, static_cast<char*>(recv.data_ptr()), error)) failCall(c, error);
   }
   if (everyoneEager) return;
   announce(c, &SlotHead::doneSeq, &SlotHead::doneWaiters);
   awaitPeers(c, &SlotHead::doneSeq, &SlotHead::doneWaiters, [&](int32_t p) { return out[p].sendBytes > 0; });
+}
+
+bool ShmCommunicator::reduceShard(const std::vector<ReduceSource>& sources, int64_t m, c10::ScalarType dtype,
+                                  ReduceOp op, char* dst, std::string& error) {
+  const int64_t es = c10::elementSize(dtype);
+  const c10::ScalarType accType = accumulationType(dtype);
+  const bool inPlace = accType == dtype;  // else 16-bit floats: a float32 chunk, rounded once into dst
+  const int64_t chunk = std::max<int64_t>(1, kReduceChunkBytes / es);
+  at::Tensor acc;
+  if (!inPlace) acc = at::empty({std::min(chunk, m)}, at::TensorOptions().dtype(accType));
+  for (int64_t off = 0; off < m; off += chunk) {
+    const int64_t k = std::min(chunk, m - off);
+    at::Tensor out = over(dst + off * es, k, dtype);
+    at::Tensor a = inPlace ? out : acc.narrow(0, 0, k);
+    for (size_t p = 0; p < sources.size(); ++p) {
+      const ReduceSource& from = sources[p];
+      const char* src = from.local != nullptr ? from.local + off * es
+                                              : memory_.view(static_cast<int32_t>(p), from.remote + off * es,
+                                                             static_cast<uint64_t>(k * es), scratch_, error);
+      if (src == nullptr) return false;
+      const at::Tensor part = over(src, k, dtype);
+      if (p == 0) {
+        a.copy_(part);
+      } else {
+        accumulate(a, part, op);
+      }
+    }
+    if (!inPlace) out.copy_(a);
+  }
+  return true;
 }
 
 // --- broadcast ---

@@ -68,6 +68,17 @@ class ShmCommunicator final : public Communicator {
   bool allEager(const Call& c) const;
   // Gives up on this call: tells the peers why (so they stop waiting) and raises ERROR_RT_FAIL.
   [[noreturn]] void failCall(const Call& c, const std::string& error);
+
+  // Where one rank's part of a reduction lies: readable here (`local`), or at `remote` in that rank.
+  struct ReduceSource {
+    const char* local = nullptr;
+    uint64_t remote = 0;
+  };
+  // dst[0, m) = the reduction, in rank order, of the m elements each rank's source holds. Works chunk by
+  // chunk, so a peer's chunk is added while it is still in cache. false (error set): a peer's memory could
+  // not be read.
+  bool reduceShard(const std::vector<ReduceSource>& sources, int64_t m, c10::ScalarType dtype, ReduceOp op, char* dst,
+                   std::string& error);
   void abortPeers(const std::string& reason);
   // Raises when a peer process is gone or a peer gave up; runs while waits sleep.
   void checkHealth(const char* what) const;
