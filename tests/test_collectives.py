@@ -17,7 +17,7 @@ from tests.backends import CPU_BACKENDS
 from tests.golden import DTYPES, SENTINEL_BYTE
 
 ALL_DTYPES = list(DTYPES)
-SIZES = {"small": 37, "large": 40_000}  # below and above the shm eager limit (16 KiB)
+SIZES = {"small": 37, "large": 70_000}  # below and above the shm eager limit (64 KiB) for every dtype
 
 
 def seed_of(*parts) -> int:
@@ -122,6 +122,30 @@ def test_allreduce_in_place_through_execute_out(rank_pools, backend):
     results = pool.run(tasks.run_in_place_allreduce, backend)
     for got, want in results:
         assert got == want
+
+
+@pytest.mark.parametrize("backend", [b for b in CPU_BACKENDS if b != "gloo"])
+@pytest.mark.parametrize("dtype_name", ["float16", "bfloat16", "float32", "float64"])
+@pytest.mark.parametrize("op", ["max", "min"])
+@pytest.mark.parametrize("size", list(SIZES))
+def test_allreduce_max_min_propagate_nan(rank_pools, backend, dtype_name, op, size):
+    """A NaN on any rank wins, as torch.maximum / torch.minimum: on the eager and the sharded shm paths.
+
+    Not gloo: it reduces with gloo's own max/min, whose NaN result depends on the operand order (as with
+    torch.distributed on gloo); README lists it under the differences between backends.
+    """
+    pool = rank_pools(3)
+    numel = SIZES[size]
+    gen = torch.Generator().manual_seed(seed_of("nan", backend, dtype_name, op, numel))
+    xs = [random_tensor(gen, dtype_name, (numel, 1), op) for _ in range(3)]
+    for rank, x in enumerate(xs):
+        x[rank :: 7 + rank] = float("nan")  # some positions NaN on one rank, some on two, some on none
+    results = run(pool, "AllReduceOperation", backend, {"allReduceType": op}, [[tasks.spec_of(x)] for x in xs])
+    want = torch.stack(xs).amax(0) if op == "max" else torch.stack(xs).amin(0)
+    assert want.isnan().any() and not want.isnan().all()
+    for rank, res in enumerate(results):
+        got = tasks.tensor_of(res["outputs"][0])
+        torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True, msg=lambda m, r=rank: f"rank {r}: {m}")
 
 
 # --------------------------------------------------------------------------------------- ReduceScatter(V)

@@ -2,7 +2,7 @@
 the push/pull split of large skewed messages, buffer parity across repeated calls, concurrent
 communicators. Correctness only (no timing assertions); every layout is checked element by element.
 
-Sizes sit on the edges the implementation cares about: the eager limit (ATB_OPS_SHM_EAGER, 16384
+Sizes sit on the edges the implementation cares about: the eager limit (ATB_OPS_SHM_EAGER, 65536
 bytes by default) +- one element, the split threshold (256 KiB) and its 4 KiB granule, odd counts
 that are no multiple of any alignment, zero rows and columns.
 """
@@ -14,7 +14,7 @@ import pytest
 from tests import fastpath_tasks
 from tests.golden import DTYPES, itemsize
 
-EAGER = 16384
+EAGER = 65536
 SPLIT_MIN = 256 << 10
 
 

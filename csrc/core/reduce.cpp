@@ -5,6 +5,7 @@
 #include <ATen/ops/minimum.h>
 #include <ATen/ops/mul.h>
 
+#include "core/reduce_kernels.h"
 #include "core/status.h"
 
 namespace atb_ops {
@@ -44,6 +45,17 @@ void accumulate(at::Tensor& acc, const at::Tensor& x, ReduceOp op) {
 
 void reduceInOrder(const std::vector<at::Tensor>& parts, at::Tensor& out, ReduceOp op) {
   ATB_CHECK(!parts.empty(), ERROR_INTERNAL_ERROR, "reduceInOrder needs at least one part");
+  if (out.is_cpu() && out.is_contiguous()) {
+    std::vector<const char*> raw;
+    for (const at::Tensor& p : parts) {
+      if (!p.is_cpu() || !p.is_contiguous() || p.scalar_type() != out.scalar_type() || p.numel() != out.numel()) break;
+      raw.push_back(static_cast<const char*>(p.data_ptr()));
+    }
+    if (raw.size() == parts.size() &&
+        reduceRaw(raw.data(), raw.size(), static_cast<char*>(out.data_ptr()), out.numel(), out.scalar_type(), op)) {
+      return;
+    }
+  }
   const c10::ScalarType acc = accumulationType(out.scalar_type());
   at::Tensor flat = out.view({-1});
   if (acc == out.scalar_type()) {

@@ -11,6 +11,7 @@
 #include "comm/comm_cache.h"
 #include "comm/shm/peer_wait.h"
 #include "core/process.h"
+#include "core/reduce_kernels.h"
 #include "core/status.h"
 
 namespace atb_ops::shm {
@@ -319,8 +320,11 @@ void ShmCommunicator::doAllreduce(const at::Tensor& send, at::Tensor& recv, Redu
 
   if (allEager(c)) {
     // Small: everyone reduces every copy itself, in rank order; nobody waits for anybody's reads.
+    std::vector<const char*> raw;
+    for (int32_t p = 0; p < size(); ++p) raw.push_back(att_.view.eager(p, c.parity));
+    if (reduceRaw(raw.data(), raw.size(), static_cast<char*>(recv.data_ptr()), numel, dtype, op)) return;
     std::vector<at::Tensor> parts;
-    for (int32_t p = 0; p < size(); ++p) parts.push_back(over(att_.view.eager(p, c.parity), numel, dtype));
+    for (const char* part : raw) parts.push_back(over(part, numel, dtype));
     reduceInOrder(parts, recv, op);
     return;
   }
@@ -422,17 +426,23 @@ bool ShmCommunicator::reduceShard(const std::vector<ReduceSource>& sources, int6
   const int64_t chunk = std::max<int64_t>(1, kReduceChunkBytes / es);
   at::Tensor acc;
   if (!inPlace) acc = at::empty({std::min(chunk, m)}, at::TensorOptions().dtype(accType));
+  std::vector<const char*> srcs(sources.size());
+  if (scratch_.size() < sources.size()) scratch_.resize(sources.size());
   for (int64_t off = 0; off < m; off += chunk) {
     const int64_t k = std::min(chunk, m - off);
-    at::Tensor out = over(dst + off * es, k, dtype);
-    at::Tensor a = inPlace ? out : acc.narrow(0, 0, k);
     for (size_t p = 0; p < sources.size(); ++p) {
       const ReduceSource& from = sources[p];
-      const char* src = from.local != nullptr ? from.local + off * es
-                                              : memory_.view(static_cast<int32_t>(p), from.remote + off * es,
-                                                             static_cast<uint64_t>(k * es), scratch_, error);
-      if (src == nullptr) return false;
-      const at::Tensor part = over(src, k, dtype);
+      // Each peer outside our mappings is copied into its own scratch: all parts of a chunk are read at once.
+      srcs[p] = from.local != nullptr ? from.local + off * es
+                                      : memory_.view(static_cast<int32_t>(p), from.remote + off * es,
+                                                     static_cast<uint64_t>(k * es), scratch_[p], error);
+      if (srcs[p] == nullptr) return false;
+    }
+    if (reduceRaw(srcs.data(), srcs.size(), dst + off * es, k, dtype, op)) continue;
+    at::Tensor out = over(dst + off * es, k, dtype);
+    at::Tensor a = inPlace ? out : acc.narrow(0, 0, k);
+    for (size_t p = 0; p < srcs.size(); ++p) {
+      const at::Tensor part = over(srcs[p], k, dtype);
       if (p == 0) {
         a.copy_(part);
       } else {

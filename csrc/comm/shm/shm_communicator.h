@@ -111,7 +111,7 @@ class ShmCommunicator final : public Communicator {
   std::vector<uint64_t> push_;  // [src * size + dst] tail bytes the sender writes
   std::vector<uint32_t> sent_;  // [peer] point-to-point messages sent to / received from each peer
   std::vector<uint32_t> received_;
-  std::vector<char> scratch_;
+  std::vector<std::vector<char>> scratch_;  // per peer: its chunk when it is not mapped here
 };
 
 }  // namespace atb_ops::shm

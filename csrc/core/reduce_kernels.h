@@ -1,0 +1,21 @@
+// Elementwise reductions over raw host buffers, without building tensors: the shm backend reduces small
+// messages and 256 KiB chunks, where ATen's per-call overhead (from_blob, TensorIterator) costs more than
+// the arithmetic.
+#pragma once
+
+#include <c10/core/ScalarType.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/reduce.h"
+
+namespace atb_ops {
+
+// out[i] = parts[0][i] (op) parts[1][i] (op) ... for i < n, in this order, with the arithmetic of
+// reduceInOrder (16-bit floats accumulate in float32 and round once; integers wrap; max/min propagate
+// NaN). `out` may alias any part at the same offset. Returns false, touching nothing, for a dtype it does
+// not handle (bool, complex, ...): the caller falls back to reduceInOrder.
+bool reduceRaw(const char* const* parts, size_t count, char* out, int64_t n, c10::ScalarType dtype, ReduceOp op);
+
+}  // namespace atb_ops
