@@ -234,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--op", default="quant_allreduce", choices=["quant_allreduce"])
-    parser.add_argument("--world-size", type=int, default=2)
+    parser.add_argument("--world-size", "-n", type=int, default=2, help="ranks on this host (default 2)")
     parser.add_argument("--sizes", nargs="+", default=[",".join(DEFAULT_SIZES)],
                         help="bytes of the input, as `python -m atb_ops bench`: 1M,16M or 1M 16M or LO:HI[:FACTOR]")
     parser.add_argument("--dtype", default="float32", choices=DTYPES, help="input dtype (default float32)")

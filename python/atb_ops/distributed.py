@@ -292,9 +292,15 @@ def _expert_counts(x_rows: int, local_count: Counts, global_count: Counts, group
     return n, n_expert, local, global_
 
 
-def _reorder_index(counts: list[int], n: int, n_expert: int, from_expert_major: bool) -> list[int]:
-    """Row indices that regroup blocks (rank r, expert e), block sizes counts[r * n_expert + e], between
-    rank-major packing (what an alltoallv moves) and expert-major packing (what experts consume)."""
+def _regroup(y: torch.Tensor, counts: list[int], n: int, n_expert: int, from_expert_major: bool) -> torch.Tensor:
+    """Regroups the row blocks (rank r, expert e), block sizes counts[r * n_expert + e], between rank-major
+    packing (what an alltoallv moves) and expert-major packing (what experts consume).
+
+    One copy of the rows, block by block (n * n_expert slices, not one index per row); y itself when the
+    two packings coincide (one expert per rank, or one rank).
+    """
+    if n_expert == 1 or n == 1:
+        return y
     rank_major = [(r, e) for r in range(n) for e in range(n_expert)]
     expert_major = [(r, e) for e in range(n_expert) for r in range(n)]
     source, target = (expert_major, rank_major) if from_expert_major else (rank_major, expert_major)
@@ -302,13 +308,7 @@ def _reorder_index(counts: list[int], n: int, n_expert: int, from_expert_major: 
     for r, e in source:
         starts[(r, e)] = pos
         pos += counts[r * n_expert + e]
-    return [i for r, e in target for i in range(starts[(r, e)], starts[(r, e)] + counts[r * n_expert + e])]
-
-
-def _gather_rows(y: torch.Tensor, index: list[int]) -> torch.Tensor:
-    if index == list(range(y.shape[0])):
-        return y
-    return y.index_select(0, torch.tensor(index, dtype=torch.long, device=y.device))
+    return torch.cat([y.narrow(0, starts[(r, e)], counts[r * n_expert + e]) for r, e in target])
 
 
 def _rank_totals(counts: list[int], n: int, n_expert: int, row: int) -> list[int]:
@@ -344,7 +344,7 @@ def global_scatter(
     send, recv = _rank_totals(local, n, n_expert, _row_numel(x)), _rank_totals(global_, n, n_expert, _row_numel(x))
     y = all_to_all_v(x, send, _ops.packed(send), recv, _ops.packed(recv), group)
     y = y.view(sum(global_), *x.shape[1:])
-    return _gather_rows(y, _reorder_index(global_, n, n_expert, from_expert_major=False))
+    return _regroup(y, global_, n, n_expert, from_expert_major=False)
 
 
 def global_gather(
@@ -370,7 +370,7 @@ def global_gather(
         x.shape[0] if x.dim() else -1, local_count, global_count, group, scatter=False
     )
     # x's blocks are expert-major; put them rank-major so each source rank's rows are contiguous.
-    x_rank_major = _gather_rows(x, _reorder_index(global_, n, n_expert, from_expert_major=True)).contiguous()
+    x_rank_major = _regroup(x, global_, n, n_expert, from_expert_major=True).contiguous()
     send, recv = _rank_totals(global_, n, n_expert, _row_numel(x)), _rank_totals(local, n, n_expert, _row_numel(x))
     y = all_to_all_v(x_rank_major, send, _ops.packed(send), recv, _ops.packed(recv), group)
     return y.view(sum(local), *x.shape[1:])

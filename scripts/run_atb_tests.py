@@ -1,0 +1,166 @@
+"""Runs ATB's own communication-operator tests, unchanged, under ``python -m atb_ops run``.
+
+ATB's tests (public repository hicann/ascend-transformer-boost) start their ranks with multiprocessing and
+never look at the children's exit status, so an assertion failing in a rank still reports OK. This script
+runs each file from its own folder, as ``python -m unittest`` would, records every child process the file
+starts, and fails the file unless unittest succeeded *and* every child exited 0.
+
+Usage::
+
+    git clone --depth 1 https://github.com/hicann/ascend-transformer-boost /tmp/atb   # outside this repo
+    python scripts/run_atb_tests.py --atb-root /tmp/atb                  # every communication test
+    python scripts/run_atb_tests.py --atb-root /tmp/atb --only all_reduce broadcast
+    python scripts/run_atb_tests.py --atb-root /tmp/atb --generalized    # + reduce_scatterv's long one
+
+Prints one line per file (verdict, children, seconds) and a summary; exit status 1 when any file failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+OPS_DIR = Path("tests/apitest/opstest/python/operations")
+TORCH_ATB_DIR = Path("tests/apitest")
+COMM_OPS = ["all_gather", "all_gatherv", "all_reduce", "all_to_all", "all_to_allv", "all_to_allvv2", "broadcast",
+            "reduce_scatter", "reduce_scatterv", "send", "recv"]
+TORCH_ATB_TESTS = ["all_gather_test.py", "all_to_all_test.py", "multirank_multistream_test.py"]
+GENERALIZED = "generalized"  # reduce_scatterv's 8-rank file with hundreds of cases (and a space in its name)
+RESULT_TAG = "ATB_OPS_CHILD_RESULT "
+
+
+@dataclass
+class TestFile:
+    """One ATB test file and how unittest is pointed at it."""
+
+    name: str
+    cwd: Path
+    unittest_args: list[str]
+
+
+def discover(root: Path, only: list[str] | None, generalized: bool) -> list[TestFile]:
+    """The communication test files of an ATB checkout, in a stable order.
+
+    Args:
+        root: the checkout (it must hold tests/apitest).
+        only: operator folder names (and/or "torch_atb") to keep; None keeps all.
+        generalized: also run files whose name contains "generalized" (long).
+
+    Returns:
+        The files to run.
+
+    Raises:
+        FileNotFoundError: when root holds no ATB test tree.
+    """
+    ops = root / OPS_DIR
+    if not ops.is_dir():
+        raise FileNotFoundError(f"--atb-root {root}: no {OPS_DIR} in it; expected a checkout of "
+                                "hicann/ascend-transformer-boost")
+    files: list[TestFile] = []
+    for op in COMM_OPS:
+        if only and op not in only:
+            continue
+        for path in sorted((ops / op).glob("test_*.py")):
+            if GENERALIZED in path.name and not generalized:
+                continue
+            files.append(TestFile(f"{op}/{path.name}", path.parent, [path.name]))
+    if not only or "torch_atb" in only:
+        # As ATB's own build script runs them: discovery from tests/apitest, one pattern at a time.
+        for pattern in TORCH_ATB_TESTS:
+            if list((root / TORCH_ATB_DIR).rglob(pattern)):
+                files.append(TestFile(f"torch_atb/{pattern}", root / TORCH_ATB_DIR,
+                                      ["discover", "-s", ".", "-p", pattern]))
+    return files
+
+
+def run_file(test: TestFile, device: str, timeout: float) -> dict:
+    """Runs one file under the launcher, this script acting as the unittest driver in that process.
+
+    Returns:
+        {"name", "verdict" (PASS/FAIL/TIMEOUT), "children" (exit codes), "tests_run", "skipped", "seconds",
+        "tail" (the last lines of output when it did not pass)}.
+    """
+    command = [sys.executable, "-m", "atb_ops", "run", "--device", device, str(Path(__file__).resolve()),
+               "--as-unittest", *test.unittest_args]
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(command, cwd=test.cwd, capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired as e:
+        out = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        return {"name": test.name, "verdict": "TIMEOUT", "children": [], "tests_run": 0, "skipped": 0,
+                "seconds": round(time.monotonic() - start, 1), "tail": out[-2000:]}
+    output = proc.stdout + proc.stderr
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(RESULT_TAG)]
+    report = json.loads(lines[-1][len(RESULT_TAG):]) if lines else {"children": [], "tests_run": 0, "skipped": 0}
+    passed = proc.returncode == 0 and bool(lines) and all(c == 0 for c in report["children"])
+    return {"name": test.name, "verdict": "PASS" if passed else "FAIL", **report,
+            "seconds": round(time.monotonic() - start, 1), "tail": "" if passed else output[-2000:]}
+
+
+def as_unittest(argv: list[str]) -> int:
+    """The driver inside the launcher: `python -m unittest ARGV`, then every started child's exit status."""
+    import multiprocessing.process as mp_process
+    import unittest
+
+    started = []
+    original_start = mp_process.BaseProcess.start
+
+    def recording_start(self):
+        original_start(self)
+        started.append(self)
+
+    mp_process.BaseProcess.start = recording_start
+    sys.path.insert(0, os.getcwd())
+    result = unittest.main(module=None, argv=["unittest", *argv], exit=False).result
+    codes = []
+    for child in started:
+        child.join(timeout=600)
+        codes.append(child.exitcode)
+    report = {"children": codes, "tests_run": result.testsRun, "skipped": len(result.skipped)}
+    print(RESULT_TAG + json.dumps(report), flush=True)
+    return 0 if result.wasSuccessful() and all(c == 0 for c in codes) else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line entry; see the module docstring."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--as-unittest"]:
+        return as_unittest(argv[1:])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--atb-root", type=Path, required=True, help="a checkout of hicann/ascend-transformer-boost")
+    parser.add_argument("--only", nargs="+", metavar="OP",
+                        help=f"operator folders ({', '.join(COMM_OPS)}) or torch_atb")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="the launcher's --device")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds per file (default 600)")
+    parser.add_argument("--generalized", action="store_true", help="also the long *generalized* files")
+    parser.add_argument("--json", type=Path, help="write the results here")
+    args = parser.parse_args(argv)
+    root = args.atb_root.resolve()
+    if root == REPO or REPO in root.parents:
+        parser.error(f"--atb-root {root} is inside this repository; ATB's tests are run from a copy outside it")
+    results = []
+    for test in discover(root, args.only, args.generalized):
+        res = run_file(test, args.device, args.timeout)
+        results.append(res)
+        children = res["children"]
+        print(f"{res['verdict']:7} {res['name']:60} children {sum(c == 0 for c in children)}/{len(children)} exit 0, "
+              f"tests {res['tests_run']} (skipped {res['skipped']}), {res['seconds']} s", flush=True)
+        if res["tail"]:
+            print("        " + res["tail"].strip().splitlines()[-1][:300], flush=True)
+    passed = sum(r["verdict"] == "PASS" for r in results)
+    vacuous = sum(r["verdict"] == "PASS" and not r["children"] for r in results)
+    print(f"{passed}/{len(results)} files passed ({vacuous} of them started no rank: nothing was tested)")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+    return 0 if passed == len(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

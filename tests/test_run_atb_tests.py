@@ -1,0 +1,70 @@
+"""scripts/run_atb_tests.py on a small tree shaped like ATB's: a file passes only when unittest succeeds
+and every child process it starts exits 0 (ATB's tests never check their children)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+# A unittest file in ATB's style (written here): ranks in multiprocessing children, the assertion inside the
+# child, the parent joining without looking at exit codes. RESULT decides what the child asserts.
+TEST_TEMPLATE = textwrap.dedent('''
+    import unittest
+    from multiprocessing import Process, set_start_method
+
+    import torch
+    import torch_npu  # the emulation's, under the launcher
+
+    def worker(rank):
+        x = torch.ones(3).npu() * (rank + 1)
+        assert {result} and x.sum().item() == 3 * (rank + 1)
+
+    class T(unittest.TestCase):
+        def test_ranks(self):
+            set_start_method("spawn", force=True)
+            ps = [Process(target=worker, args=(r,)) for r in range(2)]
+            for p in ps:
+                p.start()
+            for p in ps:
+                p.join()
+
+    if __name__ == "__main__":
+        unittest.main()
+''')
+
+
+@pytest.fixture(scope="module")
+def atb_tree(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("atb")
+    ops = root / "tests/apitest/opstest/python/operations"
+    for folder, name, result in [("all_gather", "test_good.py", "True"), ("broadcast", "test_bad_child.py", "False")]:
+        (ops / folder).mkdir(parents=True)
+        (ops / folder / name).write_text(TEST_TEMPLATE.format(result=result))
+    return root
+
+
+def test_children_decide_the_verdict(atb_tree, tmp_path):
+    report = tmp_path / "results.json"
+    proc = subprocess.run([sys.executable, str(REPO / "scripts/run_atb_tests.py"), "--atb-root", str(atb_tree),
+                           "--json", str(report), "--timeout", "240"],
+                          capture_output=True, text=True, timeout=300, check=False, cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    results = {r["name"]: r for r in json.loads(report.read_text())}
+    good, bad = results["all_gather/test_good.py"], results["broadcast/test_bad_child.py"]
+    assert good["verdict"] == "PASS" and good["children"] == [0, 0] and good["tests_run"] == 1
+    # unittest itself said OK here; only the children's exit status shows the failure.
+    assert bad["verdict"] == "FAIL" and bad["children"] == [1, 1] and bad["tests_run"] == 1
+    assert "1/2 files passed" in proc.stdout
+
+
+def test_refuses_a_tree_inside_the_repository():
+    proc = subprocess.run([sys.executable, str(REPO / "scripts/run_atb_tests.py"), "--atb-root", str(REPO)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 2 and "inside this repository" in proc.stderr
