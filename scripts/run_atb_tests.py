@@ -153,7 +153,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{res['verdict']:7} {res['name']:60} children {sum(c == 0 for c in children)}/{len(children)} exit 0, "
               f"tests {res['tests_run']} (skipped {res['skipped']}), {res['seconds']} s", flush=True)
         if res["tail"]:
-            print("        " + res["tail"].strip().splitlines()[-1][:300], flush=True)
+            lines = res["tail"].strip().splitlines()
+            errors = [ln for ln in lines if "Error" in ln]  # a child's exception says more than unittest's "OK"
+            print("        " + (errors or lines)[-1][:300], flush=True)
     passed = sum(r["verdict"] == "PASS" for r in results)
     vacuous = sum(r["verdict"] == "PASS" and not r["children"] for r in results)
     print(f"{passed}/{len(results)} files passed ({vacuous} of them started no rank: nothing was tested)")
