@@ -214,6 +214,9 @@ def bad_calls(rank: int, world_size: int):
         "dtype mismatch": lambda: ad.alltoall_single(torch.zeros(8, dtype=torch.int32), x),
         "indivisible": lambda: ad.alltoall_single(torch.zeros(9), torch.zeros(9)),
         "scatter rows": lambda: ad.global_scatter(torch.zeros(5, 2), [1, 1, 1, 1], [1, 1, 1, 1]),
+        "bool counts": lambda: ad.all_to_all_v(x, [True, 4], [0, 4], [4, 4], [0, 4]),
+        "bool expert counts": lambda: ad.global_scatter(torch.zeros(4, 2), [True, 1, 1, 1], [1, 1, 1, 1]),
+        "bool split sizes": lambda: ad.alltoall_single(torch.zeros(8), x, [4, 4], [True, 7]),
         "count lengths": lambda: ad.global_scatter(torch.zeros(3, 2), [1, 1, 1], [1, 1, 1]),
         "all_to_all dim0": lambda: ad.all_to_all(torch.zeros(3, 2)),
         "all_gather scalar": lambda: ad.all_gather(torch.tensor(1.0)),
@@ -291,11 +294,22 @@ def direct_and_dispatcher_paths_agree(rank: int, world_size: int) -> dict:
         "all_to_all": lambda t: ad.all_to_all(t),
         "all_to_all_v": lambda t: ad.all_to_all_v(t, [2] * n, [0] * n, [2] * n, [2 * r for r in range(n)]),
     }
+    # Two experts per rank, uneven blocks, some empty: rank r sends (r + 2q + e) % 3 rows to expert e of q.
+    local = [(rank + 2 * q + e) % 3 for q in range(n) for e in range(2)]
+    global_ = [(q + 2 * rank + e) % 3 for q in range(n) for e in range(2)]
+    rows = torch.randn(sum(local), 3, dtype=torch.float64)
+    expert_rows = torch.randn(sum(global_), 3, dtype=torch.float64)
+    inputs = {name: x for name in calls}
+    calls["global_scatter"] = lambda t: ad.global_scatter(t, local, global_)
+    calls["global_gather"] = lambda t: ad.global_gather(t, local, global_)
+    inputs["global_scatter"], inputs["global_gather"] = rows, expert_rows
     agree = {}
     for name, call in calls.items():
-        fast = call(x)
-        slow = call(x.clone().requires_grad_())
+        fast = call(inputs[name])
+        slow = call(inputs[name].clone().requires_grad_())
         agree[name] = slow.requires_grad and torch.equal(fast, slow.detach())
+    agree["gather inverts scatter"] = torch.equal(ad.global_gather(ad.global_scatter(rows, local, global_), local,
+                                                                    global_), rows)
     out = torch.full((2 * n, 3), -1.0, dtype=torch.float64)
     ptr, version = out.data_ptr(), out._version
     ad.alltoall_single(out, x)

@@ -337,6 +337,10 @@ def global_scatter(
     Raises:
         AtbError: On bad arguments, before any communication.
     """
+    if _direct(x) and type(local_count) in _SEQUENCES and type(global_count) in _SEQUENCES:
+        y = _try_direct(_C.direct_global_scatter, group, x, x, local_count, global_count)
+        if y is not _NOT_DIRECT:
+            return y
     _check_tensor("x", x)
     n, n_expert, local, global_ = _expert_counts(
         x.shape[0] if x.dim() else -1, local_count, global_count, group, scatter=True
@@ -365,6 +369,10 @@ def global_gather(
     Raises:
         AtbError: On bad arguments, before any communication.
     """
+    if _direct(x) and type(local_count) in _SEQUENCES and type(global_count) in _SEQUENCES:
+        y = _try_direct(_C.direct_global_gather, group, x, x, local_count, global_count)
+        if y is not _NOT_DIRECT:
+            return y
     _check_tensor("x", x)
     n, n_expert, local, global_ = _expert_counts(
         x.shape[0] if x.dim() else -1, local_count, global_count, group, scatter=False
