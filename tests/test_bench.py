@@ -152,6 +152,18 @@ def test_bench_collectives_with_the_framework_api_column(tmp_path, op):
     assert [r["bytes"] for r in doc["rows"]] == [1024, 300 * 1024]
 
 
+def test_bench_alltoallv_framework_api_columns(tmp_path):
+    """--api distributed on the alltoallv bench: all_to_all_v, alltoall_single and global_scatter (2 experts
+    per rank, put back in rank order) each checked element by element, on a skewed 3-rank layout."""
+    args = ["--api", "distributed", "-n", "3", "--pattern", "skewed", "-s", "1K,300K", "-i", "3", "-w", "1",
+            "--no-mpi"]
+    stdout, doc = _run_bench(args, tmp_path)
+    assert "atb_ops.distributed.global_scatter, 2 experts/rank" in stdout
+    for row in doc["rows"]:
+        assert set(row["figures"]) == {"atb", "shared", "dist", "dist_single", "dist_scatter", "gloo"}
+        assert all(f["wrong"] == 0 for f in row["figures"].values()), row["figures"]
+
+
 def test_bench_expected_values_are_independent():
     from atb_ops.bench import collectives
 

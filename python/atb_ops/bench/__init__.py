@@ -79,6 +79,7 @@ LABELS_OTHER = {
     "shared": "atb_ops {backend}, shm_empty buffers",
     "dist": "atb_ops.distributed.{dist}",
     "dist_single": "atb_ops.distributed.alltoall_single",
+    "dist_scatter": "atb_ops.distributed.global_scatter, 2 experts/rank",
 }
 # --op -> (ATB operation, atb_ops.distributed function, gloo's call, Open MPI's call)
 OP_NAMES = {
@@ -263,7 +264,7 @@ def _make_row(raw: list[dict[str, Any]], mpi_raw: list[dict[str, Any] | None], a
     nbytes = first["bytes"]
     factor = collectives.bus_factor(args.op, args.world_size)
     figs = {key: report.figures(_best([r.get(key) for r in raw]), nbytes, factor)
-            for key in ("atb", "shared", "dist", "dist_single", "gloo")}
+            for key in ("atb", "shared", "dist", "dist_single", "dist_scatter", "gloo")}
     figs["mpi"] = report.figures(_best(mpi_raw), nbytes, factor)
     memcpy = [r["memcpy_s"] for r in raw if r.get("memcpy_s") and r["memcpy_s"] == r["memcpy_s"]]
     return {
@@ -302,9 +303,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         want_mpi = False
     ranks = Ranks(cfg, args.timeout, progress)
     mpi_job = _start_mpi(cfg, args.timeout, notes) if want_mpi else None
-    present = {"shared": cfg.shared, "dist": cfg.api, "dist_single": cfg.api and args.op == "alltoallv",
+    expert_api = cfg.api and args.op == "alltoallv"
+    present = {"shared": cfg.shared, "dist": cfg.api, "dist_single": expert_api, "dist_scatter": expert_api,
                "gloo": cfg.gloo, "mpi": mpi_job is not None}
-    others = [k for k in ("shared", "dist", "dist_single", "gloo", "mpi") if present[k]]
+    others = [k for k in ("shared", "dist", "dist_single", "dist_scatter", "gloo", "mpi") if present[k]]
     labels = {"atb": f"atb_ops {args.backend}",
               **{k: LABELS_OTHER[k].format(backend=args.backend, dist=dist_fn) for k in LABELS_OTHER},
               "gloo": f"gloo {gloo_fn}", "mpi": f"Open MPI {mpi_fn}"}
@@ -313,7 +315,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     for k in others:
         if k == "shared":
             ratio = ("vs MPI", "self", "mpi") if present["mpi"] else ("vs torch", "self", "atb")
-        elif k in ("dist", "dist_single"):
+        elif k in ("dist", "dist_single", "dist_scatter"):
             ratio = ("x exec", "atb", "self")  # its time over execute_out's: the framework API's cost
         else:
             ratio = ("speedup", "atb", "self")

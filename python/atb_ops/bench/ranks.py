@@ -198,6 +198,37 @@ def _run_rank(rank: int, cfg: BenchConfig, results: Any, commands: Any) -> None:
     results.put(("done", rank))
 
 
+def _halves(count: int) -> list[int]:
+    return [count // 2, count - count // 2]
+
+
+def _time_global_scatter(rank: int, cfg: BenchConfig, size: int, lay: Any, send: torch.Tensor, seq: Any,
+                         results: Any, reduce_max: Callable[[float], float], dist: Any,
+                         sync: Callable[[], None]) -> tuple[float, float]:
+    """Paddle/FastMoE's global_scatter moving the same bytes: one element per row, every rank's block for a
+    peer split between its 2 experts; checked after putting the expert-major result back in rank order."""
+    from atb_ops import distributed as ad
+
+    if rank == 0:
+        results.put(("progress", f"{workload.format_bytes(size)}: atb_ops.distributed.global_scatter"))
+    local = [c for count in lay.send_counts for c in _halves(count)]
+    global_ = [c for count in lay.recv_counts for c in _halves(count)]
+    call = functools.partial(ad.global_scatter, send, local, global_)
+    wrong = 0
+    if cfg.check:
+        expert_major = call().reshape(-1).cpu()
+        n = len(lay.recv_counts)
+        starts, pos = {}, 0
+        for e in range(2):
+            for q in range(n):
+                starts[(q, e)] = pos
+                pos += global_[2 * q + e]
+        rank_major = torch.cat([expert_major[starts[(q, e)] : starts[(q, e)] + global_[2 * q + e]]
+                                for q in range(n) for e in range(2)])
+        wrong = workload.count_wrong(rank_major, lay, rank, cfg.seed, seq)
+    return time_loop(call, cfg, reduce_max, dist.barrier, sync), wrong
+
+
 def _run_size(rank: int, cfg: BenchConfig, index: int, round_no: int, results: Any, op: Any, dist: Any,
               device: torch.device, dtype: torch.dtype, sync: Callable[[], None], reduce: Callable[..., list[float]],
               reduce_max: Callable[[float], float]) -> None:
@@ -265,6 +296,7 @@ def _run_size(rank: int, cfg: BenchConfig, index: int, round_no: int, results: A
             single_call()
             single_wrong = workload.count_wrong(flat_out.cpu(), lay, rank, cfg.seed, seq)
         timed["dist_single"] = (time_loop(single_call, cfg, reduce_max, dist.barrier, sync), single_wrong)
+        timed["dist_scatter"] = _time_global_scatter(rank, cfg, size, lay, send, seq, results, reduce_max, dist, sync)
 
     gloo_s, gloo_wrong, gloo_call = float("nan"), 0.0, None
     if cfg.gloo and device.type == "cpu":
