@@ -12,18 +12,12 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import queue
-import socket
 import traceback
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
-
-def free_port() -> int:
-    """A TCP port on loopback that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from atb_ops._launch import free_port  # noqa: F401  (tests import it from here too)
 
 
 def _worker(rank: int, world_size: int, env: dict[str, str], tasks: mp.Queue, results: mp.Queue) -> None:

@@ -11,7 +11,6 @@ import json
 import multiprocessing as mp
 import os
 import random
-import socket
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +24,7 @@ import torch.distributed as dist
 # isort: off
 import atb_ops  # noqa: F401  (loads the native core)
 from atb_ops import _testing as mock
+from atb_ops._launch import free_port
 
 # isort: on
 
@@ -532,17 +532,11 @@ def _process_rank(rank: int, n: int, domain: str, init_url: str | None, queue: A
         queue.put((rank, None, None, None, repr(e)))
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.parametrize("channel", ["node-local", "store"])
 def test_root_info_exchange_across_processes(channel: str) -> None:
     n = 2
     domain = unique("procs")
-    url = f"tcp://127.0.0.1:{_free_port()}" if channel == "store" else None
+    url = f"tcp://127.0.0.1:{free_port()}" if channel == "store" else None
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     procs = [ctx.Process(target=_process_rank, args=(r, n, domain, url, queue)) for r in range(n)]

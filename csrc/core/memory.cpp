@@ -1,13 +1,13 @@
 #include "core/memory.h"
 
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 
 #ifdef __linux__
 #include <sys/mman.h>
 #include <unistd.h>
 #endif
+
+#include "core/options.h"
 
 namespace atb_ops {
 namespace {
@@ -18,10 +18,7 @@ namespace {
 constexpr size_t kMinBytes = size_t{32} << 20;
 
 bool enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("ATB_OPS_HUGEPAGES");
-    return v == nullptr || std::strcmp(v, "0") != 0;
-  }();
+  static const bool on = readOptions().hugePages;  // ATB_OPS_HUGEPAGES, through the one options reader
   return on;
 }
 
