@@ -10,7 +10,8 @@
 #include <torch/csrc/autograd/variable.h>
 #include <torch/csrc/utils/pybind.h>
 
-#include <cstring>
+#include <algorithm>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -25,7 +26,6 @@
 #include "op_plugin/python/python_errors.h"
 #include "op_plugin/torch/collective_ops.h"
 #include "op_plugin/torch/comm_handles.h"
-#include "op_plugin/torch/gil_release.h"
 
 namespace py = pybind11;
 
@@ -159,10 +159,13 @@ ExpertLayout expertLayout(const at::Tensor& x, const py::handle& localArg, const
   int64_t localRows = 0, globalRows = 0;
   for (size_t b = 0; b < l.local.size(); ++b) {
     need(l.local[b] >= 0 && l.global[b] >= 0);
-    localRows += l.local[b];
-    globalRows += l.global[b];
+    need(!__builtin_add_overflow(localRows, l.local[b], &localRows));
+    need(!__builtin_add_overflow(globalRows, l.global[b], &globalRows));
   }
   need(x.size(0) == (scatter ? localRows : globalRows));
+  // Element offsets (rows * row size) must fit int64 too; the documented path then names the count.
+  const int64_t rowNumel = c10::multiply_integers(x.sizes().slice(1));
+  need(rowNumel == 0 || std::max(localRows, globalRows) <= std::numeric_limits<int64_t>::max() / rowNumel);
   return l;
 }
 
