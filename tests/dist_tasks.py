@@ -216,6 +216,7 @@ def bad_calls(rank: int, world_size: int):
         "scatter rows": lambda: ad.global_scatter(torch.zeros(5, 2), [1, 1, 1, 1], [1, 1, 1, 1]),
         "bool counts": lambda: ad.all_to_all_v(x, [True, 4], [0, 4], [4, 4], [0, 4]),
         "bool expert counts": lambda: ad.global_scatter(torch.zeros(4, 2), [True, 1, 1, 1], [1, 1, 1, 1]),
+        "huge expert count": lambda: ad.global_scatter(torch.zeros(4, 2), [1, 1, 1, 1], [2**62, 1, 1, 1]),
         "bool split sizes": lambda: ad.alltoall_single(torch.zeros(8), x, [4, 4], [True, 7]),
         "count lengths": lambda: ad.global_scatter(torch.zeros(3, 2), [1, 1, 1], [1, 1, 1]),
         "all_to_all dim0": lambda: ad.all_to_all(torch.zeros(3, 2)),

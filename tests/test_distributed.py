@@ -153,6 +153,7 @@ def test_bad_arguments_raise_before_communication(rank_pools):
         "scatter rows": "x has 5 rows but sum(local_count)=4",
         "bool counts": "send_counts must hold ints only, got [True, 4]",
         "bool expert counts": "local_count must hold ints only, got [True, 1, 1, 1]",
+        "huge expert count": "does not fit int64",
         "bool split sizes": "in_split_sizes must hold ints only, got [True, 7]",
         "count lengths": "must both have n_expert * world_size entries, world_size=2",
         "all_to_all dim0": "size 3 does not divide by group size 2",
