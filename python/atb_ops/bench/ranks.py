@@ -208,6 +208,7 @@ def _time_global_scatter(rank: int, cfg: BenchConfig, size: int, lay: Any, send:
     """Paddle/FastMoE's global_scatter moving the same bytes: one element per row, every rank's block for a
     peer split between its 2 experts; checked after putting the expert-major result back in rank order."""
     from atb_ops import distributed as ad
+    from atb_ops.distributed import _regroup
 
     if rank == 0:
         results.put(("progress", f"{workload.format_bytes(size)}: atb_ops.distributed.global_scatter"))
@@ -216,15 +217,8 @@ def _time_global_scatter(rank: int, cfg: BenchConfig, size: int, lay: Any, send:
     call = functools.partial(ad.global_scatter, send, local, global_)
     wrong = 0
     if cfg.check:
-        expert_major = call().reshape(-1).cpu()
-        n = len(lay.recv_counts)
-        starts, pos = {}, 0
-        for e in range(2):
-            for q in range(n):
-                starts[(q, e)] = pos
-                pos += global_[2 * q + e]
-        rank_major = torch.cat([expert_major[starts[(q, e)] : starts[(q, e)] + global_[2 * q + e]]
-                                for q in range(n) for e in range(2)])
+        # Put back in rank order by the Python path's regrouping (the timed call regroups in C++).
+        rank_major = _regroup(call().reshape(-1).cpu(), global_, len(lay.recv_counts), 2, from_expert_major=True)
         wrong = workload.count_wrong(rank_major, lay, rank, cfg.seed, seq)
     return time_loop(call, cfg, reduce_max, dist.barrier, sync), wrong
 
