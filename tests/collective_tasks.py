@@ -66,6 +66,17 @@ def run_op(
     return {"outputs": [spec_of(t) for t in outputs], "inputs": [spec_of(t) for t in tensors]}
 
 
+def run_sequence(rank: int, world_size: int, backend: str, steps: list[tuple[str, dict, list[Spec]]]) -> list[Spec]:
+    """Runs each (operator, params, inputs) in order on this rank through execute(); returns each first output."""
+    use_backend(backend)
+    outputs = []
+    for op_name, param, inputs in steps:
+        op = torch.classes.OperationTorch.OperationTorch(op_name)
+        op.set_param(json.dumps({"rank": rank, "rankSize": world_size, "backend": backend, **param}))
+        outputs.append(spec_of(op.execute([tensor_of(s) for s in inputs])[0]))
+    return outputs
+
+
 def run_pairs(rank: int, world_size: int, backend: str, plan: list[tuple[str, int, Spec]]) -> list[Spec]:
     """Send/Recv: plan is this rank's list of ("send", peer, tensor) / ("recv", peer, spec of the expected
     shape), executed in order through SendOperation / RecvOperation. Returns what the receives produced."""

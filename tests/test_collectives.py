@@ -15,9 +15,10 @@ import torch
 from tests import collective_tasks as tasks
 from tests.backends import CPU_BACKENDS
 from tests.golden import DTYPES, SENTINEL_BYTE
+from tests.rankpool import RankPool
 
 ALL_DTYPES = list(DTYPES)
-SIZES = {"small": 37, "large": 70_000}  # below and above the shm eager limit (64 KiB) for every dtype
+SIZES = {"small": 37, "large": 70_000}  # below and above shm's eager limits (reductions 16 KiB, else 64 KiB)
 
 
 def seed_of(*parts) -> int:
@@ -182,6 +183,44 @@ def test_reductions_over_several_chunks(rank_pools, backend, dtype_name, op):
         assert_close(tasks.tensor_of(all_reduce[rank]["outputs"][0]), want, dtype_name, f"allreduce rank {rank}")
         chunk = want[rank * 150_000 : (rank + 1) * 150_000]
         assert_close(tasks.tensor_of(scatter[rank]["outputs"][0]), chunk, dtype_name, f"reduce_scatter rank {rank}")
+
+
+def test_shm_reduction_pipeline_across_mixed_calls():
+    """shm with ATB_OPS_SHM_EAGER=0: every reduction goes through the pipeline, whose ring counters carry from
+    call to call. 4 ranks, one communicator: all-reduces and a reduce-scatter of several dtypes, shards of
+    several chunks, of one element and empty ones, must each match the golden."""
+    steps = [  # (operator, reduce op, dtype, rows): all-reduces shard rows over 4 ranks, reduce-scatter 4 ways
+        ("AllReduceOperation", "sum", "float32", 3),
+        ("ReduceScatterOperation", "max", "int64", 4 * 50_001),
+        ("AllReduceOperation", "sum", "bfloat16", 300_001),
+        ("AllReduceOperation", "max", "bool", 100_003),
+        ("AllReduceOperation", "prod", "int8", 1),
+        ("ReduceScatterOperation", "sum", "float16", 4 * 7),
+        ("AllReduceOperation", "min", "float64", 200_000),
+    ]
+    gen = torch.Generator().manual_seed(seed_of("pipeline-sequence"))
+    xs = [[random_tensor(gen, dtype, (rows, 1), op) for _ in range(4)] for _, op, dtype, rows in steps]
+    per_rank = []
+    for r in range(4):
+        plan = []
+        for (name, op, _, _), inputs in zip(steps, xs, strict=True):
+            key = "allReduceType" if name == "AllReduceOperation" else "reduceType"
+            plan.append((name, {key: op}, [tasks.spec_of(inputs[r])]))
+        per_rank.append((plan,))
+    pool = RankPool(4, extra_env={"ATB_OPS_SHM_EAGER": "0"})
+    try:
+        results = pool.run(tasks.run_sequence, "shm", per_rank=per_rank)
+    finally:
+        pool.close()
+    for i, ((name, op, dtype, rows), inputs) in enumerate(zip(steps, xs, strict=True)):
+        want = reduce_golden(inputs, op)
+        for r in range(4):
+            got = tasks.tensor_of(results[r][i])
+            if name == "ReduceScatterOperation":
+                part = rows // 4
+                assert_close(got, want[r * part : (r + 1) * part], dtype, f"step {i} {name} rank {r}")
+            else:
+                assert_close(got, want, dtype, f"step {i} {name} rank {r}")
 
 
 @pytest.mark.parametrize("backend", CPU_BACKENDS)

@@ -1,6 +1,7 @@
 #include "core/reduce.h"
 
 #include <ATen/ops/add.h>
+#include <ATen/ops/from_blob.h>
 #include <ATen/ops/maximum.h>
 #include <ATen/ops/minimum.h>
 #include <ATen/ops/mul.h>
@@ -66,6 +67,17 @@ void reduceInOrder(const std::vector<at::Tensor>& parts, at::Tensor& out, Reduce
   at::Tensor sum = parts[0].view({-1}).to(acc);
   for (size_t i = 1; i < parts.size(); ++i) accumulate(sum, parts[i].view({-1}), op);
   flat.copy_(sum);
+}
+
+void reduceInOrder(const char* const* parts, size_t count, char* out, int64_t n, c10::ScalarType dtype, ReduceOp op) {
+  if (reduceRaw(parts, count, out, n, dtype, op)) return;
+  const auto over = [&](const char* p) {
+    return at::from_blob(const_cast<char*>(p), {n}, at::TensorOptions().dtype(dtype));
+  };
+  std::vector<at::Tensor> tensors;
+  for (size_t i = 0; i < count; ++i) tensors.push_back(over(parts[i]));
+  at::Tensor result = over(out);
+  reduceInOrder(tensors, result, op);
 }
 
 }  // namespace atb_ops

@@ -27,4 +27,8 @@ void accumulate(at::Tensor& acc, const at::Tensor& x, ReduceOp op);
 // bit-identical results); 16-bit floats accumulate in float32 and round once. Same numel everywhere.
 void reduceInOrder(const std::vector<at::Tensor>& parts, at::Tensor& out, ReduceOp op);
 
+// The same over `count` raw host buffers of n elements of `dtype` each; `out` may alias a part at the same
+// offset.
+void reduceInOrder(const char* const* parts, size_t count, char* out, int64_t n, c10::ScalarType dtype, ReduceOp op);
+
 }  // namespace atb_ops

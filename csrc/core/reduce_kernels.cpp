@@ -8,7 +8,12 @@
 #include <c10/util/Half.h>
 
 #include <algorithm>
+#include <cstring>
 #include <type_traits>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace atb_ops {
 namespace {
@@ -55,8 +60,27 @@ A smallest(A a, A b) {
   return a < b ? a : b;
 }
 
+// bool: torch adds as logical or and multiplies as logical and; max and min are or and and. The bytes stay
+// 0 or 1 (an integer add would store 2).
+bool either(bool a, bool b) {
+  return a || b;
+}
+
+bool both(bool a, bool b) {
+  return a && b;
+}
+
 template <typename T, typename A, A (*Op)(A, A)>
 void reduceBlocks(const char* const* parts, size_t count, char* out, int64_t n) {
+  if constexpr (std::is_same_v<T, A>) {
+    if (count == 2) {  // two ranks: one pass, no accumulator (an element is read before it is written)
+      const T* a = reinterpret_cast<const T*>(parts[0]);
+      const T* b = reinterpret_cast<const T*>(parts[1]);
+      T* dst = reinterpret_cast<T*>(out);
+      for (int64_t i = 0; i < n; ++i) dst[i] = Op(a[i], b[i]);
+      return;
+    }
+  }
   A acc[kBlock];
   for (int64_t off = 0; off < n; off += kBlock) {
     const int64_t k = std::min(kBlock, n - off);
@@ -81,7 +105,37 @@ void reduceAs(const char* const* parts, size_t count, char* out, int64_t n, Redu
   }
 }
 
+void reduceBool(const char* const* parts, size_t count, char* out, int64_t n, ReduceOp op) {
+  if (op == ReduceOp::kSum || op == ReduceOp::kMax) {
+    reduceBlocks<bool, bool, either>(parts, count, out, n);
+  } else {
+    reduceBlocks<bool, bool, both>(parts, count, out, n);
+  }
+}
+
 }  // namespace
+
+void copyStreaming(char* dst, const char* src, size_t bytes) {
+#if defined(__SSE2__)
+  const size_t head = std::min(bytes, (16 - reinterpret_cast<uintptr_t>(dst) % 16) % 16);
+  std::memcpy(dst, src, head);
+  size_t i = head;
+  for (; i + 64 <= bytes; i += 64) {
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 16));
+    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 32));
+    const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 48));
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i), a);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 16), b);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 32), c);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 48), d);
+  }
+  std::memcpy(dst + i, src + i, bytes - i);
+  _mm_sfence();  // streaming stores are weakly ordered: done before anything published after this
+#else
+  std::memcpy(dst, src, bytes);
+#endif
+}
 
 bool reduceRaw(const char* const* parts, size_t count, char* out, int64_t n, c10::ScalarType dtype, ReduceOp op) {
   if (count == 0) return false;
@@ -95,6 +149,7 @@ bool reduceRaw(const char* const* parts, size_t count, char* out, int64_t n, c10
     case at::kShort: reduceAs<int16_t>(parts, count, out, n, op); return true;
     case at::kInt: reduceAs<int32_t>(parts, count, out, n, op); return true;
     case at::kLong: reduceAs<int64_t>(parts, count, out, n, op); return true;
+    case at::kBool: reduceBool(parts, count, out, n, op); return true;
     default: return false;
   }
 }

@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
+#include <utility>
 
 #include "core/status.h"
 
@@ -22,6 +24,8 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kAwakeFor = std::chrono::microseconds(1000);
 constexpr auto kSleepSlice = std::chrono::milliseconds(20);
 constexpr auto kLivenessEvery = std::chrono::milliseconds(100);
+// IdleWait's sleep between passes once it has been idle for kAwakeFor.
+constexpr auto kIdleSlice = std::chrono::microseconds(50);
 
 inline void cpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -82,6 +86,34 @@ void waitReached(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, ui
     ATB_CHECK(now < deadline, ERROR_COMM_TIMEOUT, peer.what, ": rank ", peer.peerRank, " (pid ", peer.peerPid,
               ") did not arrive within ATB_OPS_TIMEOUT=", std::chrono::duration<double>(timeout).count(), " s");
   }
+}
+
+IdleWait::IdleWait(const char* what, std::chrono::milliseconds timeout, HealthCheck health, bool spin)
+    : what_(what), timeout_(timeout), health_(std::move(health)), spin_(spin) {}
+
+void IdleWait::idle(int32_t peerRank, pid_t peerPid) {
+  if (!idle_) {
+    idle_ = true;
+    since_ = Clock::now();
+    nextHealth_ = since_ + kLivenessEvery;
+  }
+  cpuRelax();
+  if (!spin_) sched_yield();
+  const auto now = Clock::now();
+  if (now - since_ < kAwakeFor) return;
+  // Nothing moved for a while: a peer is descheduled, stuck or gone. Sleep a little between passes.
+  std::this_thread::sleep_for(kIdleSlice);
+  if (now >= nextHealth_) {
+    if (health_) {
+      health_();
+    } else {
+      ATB_CHECK(processAlive(peerPid), ERROR_COMM_PEER_DIED, what_, ": rank ", peerRank, " (pid ", peerPid,
+                ") exited while this rank waited for it");
+    }
+    nextHealth_ = now + kLivenessEvery;
+  }
+  ATB_CHECK(now - since_ < timeout_, ERROR_COMM_TIMEOUT, what_, ": rank ", peerRank, " (pid ", peerPid,
+            ") did not arrive within ATB_OPS_TIMEOUT=", std::chrono::duration<double>(timeout_).count(), " s");
 }
 
 void publish(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, uint32_t value) {

@@ -36,6 +36,27 @@ using HealthCheck = std::function<void()>;
 void waitReached(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, uint32_t target, const WaitTarget& peer,
                  std::chrono::milliseconds timeout, const HealthCheck& health = nullptr, bool spin = true);
 
+// Waiting on several peers' words at once, for a loop that acts on whichever is ready (the reduction
+// pipeline): call progressed() after a pass that moved something and idle() after one that moved nothing.
+// idle() spins for about 1 ms (or yields the core, as waitReached), then sleeps in short slices; it raises
+// ERROR_COMM_TIMEOUT naming `peer` when nothing moved for `timeout`, or whatever `health` raises (checked
+// about every 100 ms while it sleeps).
+class IdleWait {
+ public:
+  IdleWait(const char* what, std::chrono::milliseconds timeout, HealthCheck health, bool spin);
+  void progressed() { idle_ = false; }
+  void idle(int32_t peerRank, pid_t peerPid);
+
+ private:
+  const char* what_;
+  std::chrono::milliseconds timeout_;
+  HealthCheck health_;
+  bool spin_;
+  bool idle_ = false;
+  std::chrono::steady_clock::time_point since_;
+  std::chrono::steady_clock::time_point nextHealth_;
+};
+
 // Stores value and wakes sleepers, skipping the syscall when nobody sleeps.
 void publish(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, uint32_t value);
 

@@ -11,8 +11,13 @@ size_t postStrideFor(int32_t n) {
   return roundUp(sizeof(PostBlock) + sizeof(PeerEntry) * static_cast<size_t>(n), 64);
 }
 
+// One 64-byte aligned array of n words per PipeCounter, so each is read by its consumers apart from the others.
+size_t counterStrideFor(int32_t n) {
+  return roundUp(sizeof(std::atomic<uint32_t>) * static_cast<size_t>(n), 64);
+}
+
 size_t slotStrideFor(int32_t n, size_t eagerBytes) {
-  return roundUp(sizeof(SlotHead) + 2 * postStrideFor(n) + 2 * eagerBytes, 64);
+  return roundUp(sizeof(SlotHead) + 2 * postStrideFor(n) + 2 * eagerBytes + kPipeCounters * counterStrideFor(n), 64);
 }
 
 }  // namespace
@@ -43,6 +48,11 @@ PeerEntry* SegmentView::entries(int32_t r, uint32_t parity) const {
 
 char* SegmentView::eager(int32_t r, uint32_t parity) const {
   return reinterpret_cast<char*>(&slot(r)) + sizeof(SlotHead) + 2 * postStride_ + eagerBytes_ * parity;
+}
+
+std::atomic<uint32_t>& SegmentView::counter(int32_t r, PipeCounter which, int32_t j) const {
+  char* words = eager(r, 0) + 2 * eagerBytes_ + counterStrideFor(size_) * static_cast<size_t>(which);
+  return reinterpret_cast<std::atomic<uint32_t>*>(words)[j];
 }
 
 P2pChannel& SegmentView::channel(int32_t src, int32_t dst) const {

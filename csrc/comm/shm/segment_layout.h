@@ -2,11 +2,13 @@
 //
 //   SegmentHeader
 //   rankSize x Slot:    SlotHead | PostBlock+PeerEntry[rankSize] x 2 parities | eager buffer x 2 parities
+//                       | pipeline counters (PipeCounter x rankSize words each)
 //   rankSize^2 x P2pChannel (channel src -> dst at src * rankSize + dst)
 //
 // Posts and eager buffers alternate between two copies by call parity: a rank can be at most one call
 // ahead of any peer (it waits for every peer's post of the next call), so the copy it overwrites was read
-// two calls ago.
+// two calls ago. A large reduction uses its parity's eager buffer as the rings of its pipeline
+// (reduce_pipeline.h); the pipeline counters only ever grow, so they need no parity.
 #pragma once
 
 #include <atomic>
@@ -15,9 +17,12 @@
 
 namespace atb_ops::shm {
 
-constexpr uint64_t kSegmentMagic = 0x33306d6873627461ULL;  // "atbshm03"
+constexpr uint64_t kSegmentMagic = 0x34306d6873627461ULL;  // "atbshm04"
 constexpr uint32_t kNotEager = 0xffffffffu;
-constexpr size_t kMaxEagerBytes = size_t{256} << 10;  // per rank and parity, whatever the limit
+constexpr size_t kMaxEagerBytes = size_t{1} << 20;  // per rank and parity, whatever the limit
+// The eager buffer is also the reduction pipeline's rings: at least this big (2 ranks: 4 slots of 64 KiB a
+// ring; measured best against 16 and 32 KiB slots for 1-64 MiB allreduces).
+constexpr size_t kMinPipeBytes = size_t{512} << 10;
 constexpr size_t kEagerAlign = 64;
 constexpr size_t kCpuWords = 16;  // 1024 CPUs
 // Beyond this, one host would need more ranks than it has cores to be useful, and the per-pair state
@@ -109,6 +114,13 @@ struct alignas(64) P2pChannel {
 
 enum class P2pStatus : int32_t { kDelivered = 0, kMismatch = 1, kCopyFailed = 2 };
 
+// A reduction pipeline's progress words, rankSize of each per rank, written only by their rank and counted
+// over the communicator's whole life (wrapping): chunks it copied into its ring for peer j (kStaged), chunks
+// of j's ring for it that it reduced (kConsumed), chunks of j's reduced shard it copied out (kGathered);
+// kReduced (word 0 only): chunks of its own shard it reduced in all-reduces (the only calls that gather).
+enum class PipeCounter : int32_t { kStaged = 0, kConsumed = 1, kGathered = 2, kReduced = 3 };
+constexpr int32_t kPipeCounters = 4;
+
 // Offsets inside a segment for one rankSize and eager size.
 class SegmentView {
  public:
@@ -123,7 +135,10 @@ class SegmentView {
   PeerEntry* entries(int32_t r, uint32_t parity) const;
   char* eager(int32_t r, uint32_t parity) const;
   P2pChannel& channel(int32_t src, int32_t dst) const;
+  // Rank r's counter `which` about peer j (j = 0 for kReduced).
+  std::atomic<uint32_t>& counter(int32_t r, PipeCounter which, int32_t j) const;
   size_t eagerBytes() const { return eagerBytes_; }
+  int32_t rankSize() const { return size_; }
 
  private:
   char* base_ = nullptr;

@@ -105,9 +105,11 @@ Attachment attachSegment(const CommConfig& c, PeerMemory& memory) {
   Attachment a;
   std::string name;
   if (c.rank == c.rankRoot) {
-    // The root sizes the eager buffers from its ATB_OPS_SHM_EAGER; the others read the size from the header.
+    // The root sizes the eager buffers from its ATB_OPS_SHM_EAGER (and the reduction pipeline's needs); the
+    // others read the size from the header.
     const size_t eager =
-        std::min(kMaxEagerBytes, roundUp(static_cast<size_t>(c.options.shmEager), kEagerAlign) * c.rankSize);
+        std::min(kMaxEagerBytes,
+                 std::max(kMinPipeBytes, roundUp(static_cast<size_t>(c.options.shmEager), kEagerAlign) * c.rankSize));
     name = "seg." + randomToken();
     a.file = MappedFile::create(dir + "/" + name, SegmentView::bytesFor(c.rankSize, eager));
     a.view = SegmentView(a.file.base(), c.rankSize, eager);

@@ -7,9 +7,9 @@
 //   alltoallv   messages <= ATB_OPS_SHM_EAGER go through the eager buffers; larger ones move once, straight
 //               between the ranks' buffers, the receiver pulling a head and the sender pushing a tail
 //               (split_planner.h), by memcpy through arena mappings or process_vm_readv/writev.
-//   allreduce   small: every rank reduces all eager copies in rank order; large: rank j reduces shard j
-//               from every rank's input, then every rank copies the other shards from their owners.
-//   reduce-scatter(v), broadcast: one direct (or eager) read per rank.
+//   allreduce, reduce-scatter(v)   small: every rank reduces the eager copies of its part in rank order;
+//               large: pipelined through rings in the segment, rank j reducing shard j (reduce_pipeline.h).
+//   broadcast: one direct (or eager) read per rank.
 //   send / recv: a channel per ordered pair; the receiver pulls and acknowledges.
 // Reductions always run in rank order, so every rank gets bit-identical results; float16 and bfloat16
 // accumulate in float32.
@@ -21,6 +21,7 @@
 
 #include "comm/communicator.h"
 #include "comm/shm/peer_memory.h"
+#include "comm/shm/reduce_pipeline.h"
 #include "comm/shm/shm_attach.h"
 #include "comm/shm/split_planner.h"
 
@@ -69,16 +70,10 @@ class ShmCommunicator final : public Communicator {
   // Gives up on this call: tells the peers why (so they stop waiting) and raises ERROR_RT_FAIL.
   [[noreturn]] void failCall(const Call& c, const std::string& error);
 
-  // Where one rank's part of a reduction lies: readable here (`local`), or at `remote` in that rank.
-  struct ReduceSource {
-    const char* local = nullptr;
-    uint64_t remote = 0;
-  };
-  // dst[0, m) = the reduction, in rank order, of the m elements each rank's source holds. Works chunk by
-  // chunk, so a peer's chunk is added while it is still in cache. false (error set): a peer's memory could
-  // not be read.
-  bool reduceShard(const std::vector<ReduceSource>& sources, int64_t m, c10::ScalarType dtype, ReduceOp op, char* dst,
-                   std::string& error);
+  // A reduction above the eager limit: the pipeline (reduce_pipeline.h), aborting the peers when it raises.
+  PipeShards pipeShards(c10::ScalarType dtype, ReduceOp op) const;
+  int64_t reduceEagerLimit() const;
+  void runPipeline(const Call& c, const PipeShards& shards);
   void abortPeers(const std::string& reason);
   // Raises when a peer process is gone or a peer gave up; runs while waits sleep.
   void checkHealth(const char* what) const;
@@ -99,9 +94,6 @@ class ShmCommunicator final : public Communicator {
   void waitWord(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, uint32_t target, const char* what,
                 int32_t peer);
 
-  // A CPU tensor over `bytes` bytes of `data` (no copy), as `dtype`.
-  static at::Tensor over(const void* data, int64_t numel, c10::ScalarType dtype);
-
   int64_t eagerLimit_;
   bool split_;
   uint32_t seq_ = 0;
@@ -111,7 +103,6 @@ class ShmCommunicator final : public Communicator {
   std::vector<uint64_t> push_;  // [src * size + dst] tail bytes the sender writes
   std::vector<uint32_t> sent_;  // [peer] point-to-point messages sent to / received from each peer
   std::vector<uint32_t> received_;
-  std::vector<std::vector<char>> scratch_;  // per peer: its chunk when it is not mapped here
 };
 
 }  // namespace atb_ops::shm
