@@ -228,10 +228,20 @@ def test_shm_reduction_pipeline_across_mixed_calls():
 @pytest.mark.parametrize("world_size", [1, 2, 3])
 @pytest.mark.parametrize("layout", ["packed", "gaps", "zeros"])
 def test_reduce_scatterv(rank_pools, backend, dtype_name, world_size, layout):
-    pool = rank_pools(world_size)
-    n = world_size
-    gen = torch.Generator().manual_seed(seed_of("rsv", backend, dtype_name, n, layout))
-    counts = [int(c) for c in torch.randint(1, 9, (n,), generator=gen)]
+    _reduce_scatterv_case(rank_pools(world_size), backend, dtype_name, world_size, layout, (1, 9))
+
+
+@pytest.mark.parametrize("backend", CPU_BACKENDS)
+@pytest.mark.parametrize("dtype_name", ["bfloat16", "float32"])
+def test_reduce_scatterv_large_with_gaps(rank_pools, backend, dtype_name):
+    """Counts of 20 000 - 60 000 elements with gaps between them: shm's pipeline (several ring chunks per
+    shard, shards at arbitrary displacements), 3 ranks."""
+    _reduce_scatterv_case(rank_pools(3), backend, dtype_name, 3, "gaps", (20_000, 60_000))
+
+
+def _reduce_scatterv_case(pool, backend, dtype_name, n, layout, count_range):
+    gen = torch.Generator().manual_seed(seed_of("rsv", backend, dtype_name, n, layout, count_range))
+    counts = [int(c) for c in torch.randint(*count_range, (n,), generator=gen)]
     if layout == "zeros" and n > 1:
         counts[0] = 0
     gap = 3 if layout == "gaps" else 0
