@@ -35,8 +35,15 @@ def loop_rank(rank: int, world_size: int, backend: str, env: dict, events) -> No
         dist.init_process_group(
             "gloo", init_method=f"tcp://127.0.0.1:{env['MASTER_PORT']}", rank=rank, world_size=world_size
         )
-    op = _op(rank, world_size, backend, env.get("DOMAIN", ""))
-    inputs = _uniform_inputs(rank, world_size, 4096)
+    if env.get("OP") == "allreduce":  # 1 MiB: shm's reduction pipeline, where a rank spends most of a call
+        import atb_ops  # noqa: F401
+
+        op = torch.classes.OperationTorch.OperationTorch("AllReduceOperation")
+        op.set_param(json.dumps({"rank": rank, "rankSize": world_size, "backend": backend}))
+        inputs = [torch.ones(1 << 18)]
+    else:
+        op = _op(rank, world_size, backend, env.get("DOMAIN", ""))
+        inputs = _uniform_inputs(rank, world_size, 4096)
     count = 0
     try:
         while True:

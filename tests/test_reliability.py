@@ -56,10 +56,11 @@ def _stop(procs) -> None:
         p.join(timeout=10)
 
 
-@pytest.mark.parametrize("backend", ["shm", "gloo"])
+@pytest.mark.parametrize("backend,op", [("shm", "alltoallv"), ("gloo", "alltoallv"), ("shm", "allreduce")])
 @pytest.mark.parametrize("world_size,victim", [(2, 1), (3, 0), (3, 2)])
-def test_killed_rank_is_named_by_survivors(backend, world_size, victim):
-    env = {"ATB_OPS_TIMEOUT": str(KILL_TIMEOUT_S), "ATB_OPS_JOB_ID": uuid.uuid4().hex, "MASTER_PORT": str(free_port())}
+def test_killed_rank_is_named_by_survivors(backend, op, world_size, victim):
+    env = {"ATB_OPS_TIMEOUT": str(KILL_TIMEOUT_S), "ATB_OPS_JOB_ID": uuid.uuid4().hex, "MASTER_PORT": str(free_port()),
+           "OP": op}
     procs, events = _start(world_size, backend, env)
     try:
         _events_until(events, "ready", world_size, 120)
@@ -70,7 +71,8 @@ def test_killed_rank_is_named_by_survivors(backend, world_size, victim):
     finally:
         _stop(procs)
     for _, rank, when, message in errors:
-        print(f"[{backend} n={world_size}] rank {rank} raised {when - killed_at:.2f} s after rank {victim} was killed")
+        after = when - killed_at
+        print(f"[{backend} {op} n={world_size}] rank {rank} raised {after:.2f} s after rank {victim} was killed")
         assert rank != victim
         assert when - killed_at <= KILL_TIMEOUT_S + 5, (rank, when - killed_at, message)
         assert message.startswith(("ERROR_COMM_PEER_DIED", "ERROR_COMM_TIMEOUT")), message
