@@ -22,6 +22,10 @@ size_t slotStrideFor(int32_t n, size_t eagerBytes) {
 
 }  // namespace
 
+size_t eagerBufferBytes(int32_t rankSize) {
+  return rankSize <= 4 ? size_t{512} << 10 : size_t{256} << 10;
+}
+
 SegmentView::SegmentView(void* base, int32_t rankSize, size_t eagerBytes)
     : base_(static_cast<char*>(base)),
       size_(rankSize),

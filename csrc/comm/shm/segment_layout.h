@@ -19,10 +19,12 @@ namespace atb_ops::shm {
 
 constexpr uint64_t kSegmentMagic = 0x34306d6873627461ULL;  // "atbshm04"
 constexpr uint32_t kNotEager = 0xffffffffu;
-constexpr size_t kMaxEagerBytes = size_t{1} << 20;  // per rank and parity, whatever the limit
-// The eager buffer is also the reduction pipeline's rings: at least this big (2 ranks: 4 slots of 64 KiB a
-// ring; measured best against 16 and 32 KiB slots for 1-64 MiB allreduces).
-constexpr size_t kMinPipeBytes = size_t{512} << 10;
+// Bytes of each eager buffer (per rank and parity): 512 KiB up to 4 ranks, else 256 KiB. The buffer holds a
+// call's eager messages (each at most ATB_OPS_SHM_EAGER, all that fit) or the reduction pipeline's rings
+// (one per rank, 4 slots each; 2 ranks: 64 KiB slots, which measured best against 16 and 32 KiB for 1-64
+// MiB allreduces). Larger groups keep 256 KiB so the segment (rankSize x 2 buffers, in /dev/shm) stays as
+// small as before the pipeline.
+size_t eagerBufferBytes(int32_t rankSize);
 constexpr size_t kEagerAlign = 64;
 constexpr size_t kCpuWords = 16;  // 1024 CPUs
 // Beyond this, one host would need more ranks than it has cores to be useful, and the per-pair state

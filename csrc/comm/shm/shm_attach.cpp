@@ -17,10 +17,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-size_t roundUp(size_t n, size_t a) {
-  return (n + a - 1) / a * a;
-}
-
 void sleepBackoff(int& attempt) {
   std::this_thread::sleep_for(std::chrono::microseconds(attempt < 50 ? 200 : 2000));
   ++attempt;
@@ -105,11 +101,8 @@ Attachment attachSegment(const CommConfig& c, PeerMemory& memory) {
   Attachment a;
   std::string name;
   if (c.rank == c.rankRoot) {
-    // The root sizes the eager buffers from its ATB_OPS_SHM_EAGER (and the reduction pipeline's needs); the
-    // others read the size from the header.
-    const size_t eager =
-        std::min(kMaxEagerBytes,
-                 std::max(kMinPipeBytes, roundUp(static_cast<size_t>(c.options.shmEager), kEagerAlign) * c.rankSize));
+    // The root sizes the eager buffers; the others read the size from the header.
+    const size_t eager = eagerBufferBytes(c.rankSize);
     name = "seg." + randomToken();
     a.file = MappedFile::create(dir + "/" + name, SegmentView::bytesFor(c.rankSize, eager));
     a.view = SegmentView(a.file.base(), c.rankSize, eager);
