@@ -78,11 +78,4 @@ bool PeerMemory::write(int32_t peer, const void* src, uint64_t remote, uint64_t 
   return crossCopy(pids_[peer], peer, true, const_cast<char*>(static_cast<const char*>(src)), remote, bytes, error);
 }
 
-const char* PeerMemory::view(int32_t peer, uint64_t remote, uint64_t bytes, std::vector<char>& scratch,
-                             std::string& error) const {
-  if (direct(peer, remote, bytes)) return local(peer, remote);
-  if (scratch.size() < bytes) scratch.resize(bytes);
-  return read(peer, remote, scratch.data(), bytes, error) ? scratch.data() : nullptr;
-}
-
 }  // namespace atb_ops::shm

@@ -35,8 +35,6 @@ class PeerMemory {
   // `error` set when the kernel refuses (EPERM under a strict ptrace policy, EFAULT, ...).
   bool read(int32_t peer, uint64_t remote, void* dst, uint64_t bytes, std::string& error) const;
   bool write(int32_t peer, const void* src, uint64_t remote, uint64_t bytes, std::string& error) const;
-  // A pointer to the peer's bytes: the mapping itself when direct(), else a copy in `scratch`.
-  const char* view(int32_t peer, uint64_t remote, uint64_t bytes, std::vector<char>& scratch, std::string& error) const;
 
  private:
   struct ArenaRange {

@@ -49,8 +49,6 @@ struct alignas(64) SegmentHeader {
 struct alignas(64) SlotHead {
   std::atomic<uint32_t> postSeq;  // futex word: this rank's post for collective #postSeq is complete
   std::atomic<uint32_t> postWaiters;
-  std::atomic<uint32_t> phaseSeq;  // futex word: this rank finished the first phase of #phaseSeq
-  std::atomic<uint32_t> phaseWaiters;
   std::atomic<uint32_t> doneSeq;  // futex word: this rank finished touching its peers' buffers for #doneSeq
   std::atomic<uint32_t> doneWaiters;
   std::atomic<int32_t> pid;
