@@ -172,7 +172,8 @@ def test_reduce_scatter(rank_pools, backend, dtype_name, world_size, op):
 @pytest.mark.parametrize("dtype_name", ["float16", "bfloat16", "float32", "int64"])
 @pytest.mark.parametrize("op", ["sum", "max"])
 def test_reductions_over_several_chunks(rank_pools, backend, dtype_name, op):
-    """Shards larger than shm's reduction chunk (256 KiB): AllReduce and ReduceScatter of 3 x 150 000 rows."""
+    """Shards of several of shm's ring chunks (3 ranks: 42 KiB slots): AllReduce and ReduceScatter of
+    3 x 150 000 rows."""
     pool = rank_pools(3)
     gen = torch.Generator().manual_seed(seed_of("chunks", backend, dtype_name, op))
     xs = [random_tensor(gen, dtype_name, (3 * 150_000, 1), op) for _ in range(3)]

@@ -19,8 +19,8 @@ struct Options {
   // ATB_OPS_CHECK: ranks cross-check the count matrix before moving data (unset: the backend's default).
   std::optional<bool> crossRankCheck;
   // ATB_OPS_SHM_EAGER (bytes, 0..1 MiB, default 65536): shm messages up to this size travel through the
-  // shared segment; 0 turns that path off.
-  int64_t shmEager = 65536;  // 2 ranks: allreduce 64 KiB 21 -> 16 us, alltoallv 128 KiB 24 -> 14 us
+  // shared segment; 0 turns that path off. Reductions use at most 16 KiB of it (shm_communicator.cpp).
+  int64_t shmEager = 65536;  // 2 ranks, from 16 KiB: alltoallv 128 KiB 24 -> 14 us
   // ATB_OPS_SHM_SPLIT (default on): shm senders push part of large messages to busier receivers.
   bool shmSplit = true;
   // ATB_OPS_SHM_ARENA (bytes; unset: half the RAM, at most 64 GiB; 0: off): the shared-memory arena.

@@ -1,6 +1,7 @@
 #include "core/reduce.h"
 
 #include <ATen/ops/add.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/maximum.h>
 #include <ATen/ops/minimum.h>
@@ -76,8 +77,11 @@ void reduceInOrder(const char* const* parts, size_t count, char* out, int64_t n,
   };
   std::vector<at::Tensor> tensors;
   for (size_t i = 0; i < count; ++i) tensors.push_back(over(parts[i]));
-  at::Tensor result = over(out);
+  // The tensor path writes its output before reading every part: reduce apart, then copy, so `out` may
+  // still alias a part.
+  at::Tensor result = at::empty({n}, at::TensorOptions().dtype(dtype));
   reduceInOrder(tensors, result, op);
+  over(out).copy_(result);
 }
 
 }  // namespace atb_ops

@@ -1,6 +1,6 @@
 // Elementwise reductions over raw host buffers, without building tensors: the shm backend reduces small
-// messages and 256 KiB chunks, where ATen's per-call overhead (from_blob, TensorIterator) costs more than
-// the arithmetic.
+// messages and ring chunks of at most 64 KiB, where ATen's per-call overhead (from_blob, TensorIterator)
+// costs more than the arithmetic.
 #pragma once
 
 #include <c10/core/ScalarType.h>

@@ -323,7 +323,7 @@ void ShmCommunicator::doAllreduce(const at::Tensor& send, at::Tensor& recv, Redu
   }
 
   // Large: pipelined through the segment (reduce_pipeline.h); peers never touch our tensors.
-  PipeShards shards = pipeShards(dtype, op);
+  PipeShards shards{dtype, op};
   auto* in = static_cast<const char*>(send.data_ptr());
   auto* out = static_cast<char*>(recv.data_ptr());
   for (int32_t j = 0; j < size(); ++j) {
@@ -339,7 +339,6 @@ void ShmCommunicator::doAllreduce(const at::Tensor& send, at::Tensor& recv, Redu
 
 void ShmCommunicator::doReduceScatterV(const at::Tensor& send, const VLayout& s, at::Tensor& recv, ReduceOp op) {
   const int64_t es = send.element_size();
-  const uint64_t mineBytes = static_cast<uint64_t>(s.counts[rank()] * es);
   const Call c =
       begin("shm reduce_scatter", CallKind::kReduceScatter, send, static_cast<int32_t>(op), 0, send.nbytes());
   const c10::ScalarType dtype = send.scalar_type();
@@ -353,8 +352,6 @@ void ShmCommunicator::doReduceScatterV(const at::Tensor& send, const VLayout& s,
     PeerEntry& e = out[j];
     e.sendAddr = reinterpret_cast<uint64_t>(base + s.displs[j] * es);
     e.sendBytes = static_cast<uint64_t>(s.counts[j] * es);
-    e.recvBytes = j == rank() ? mineBytes : 0;
-    e.recvAddr = reinterpret_cast<uint64_t>(recv.data_ptr());
     e.eagerOffset = kNotEager;
     if (eager) {
       std::memcpy(att_.view.eager(rank(), c.parity) + used, base + s.displs[j] * es, e.sendBytes);
@@ -386,7 +383,7 @@ void ShmCommunicator::doReduceScatterV(const at::Tensor& send, const VLayout& s,
     reduceInOrder(parts.data(), parts.size(), static_cast<char*>(recv.data_ptr()), m, dtype, op);
     return;
   }
-  PipeShards shards = pipeShards(dtype, op);
+  PipeShards shards{dtype, op};
   for (int32_t j = 0; j < size(); ++j) {
     shards.input.push_back(base + s.displs[j] * es);
     shards.count.push_back(s.counts[j]);
@@ -397,13 +394,6 @@ void ShmCommunicator::doReduceScatterV(const at::Tensor& send, const VLayout& s,
 
 int64_t ShmCommunicator::reduceEagerLimit() const {
   return std::min(eagerLimit_, kReduceEagerMaxBytes);
-}
-
-PipeShards ShmCommunicator::pipeShards(c10::ScalarType dtype, ReduceOp op) const {
-  PipeShards shards;
-  shards.dtype = dtype;
-  shards.op = op;
-  return shards;
 }
 
 void ShmCommunicator::runPipeline(const Call& c, const PipeShards& shards) {

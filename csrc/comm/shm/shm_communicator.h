@@ -71,7 +71,6 @@ class ShmCommunicator final : public Communicator {
   [[noreturn]] void failCall(const Call& c, const std::string& error);
 
   // A reduction above the eager limit: the pipeline (reduce_pipeline.h), aborting the peers when it raises.
-  PipeShards pipeShards(c10::ScalarType dtype, ReduceOp op) const;
   int64_t reduceEagerLimit() const;
   void runPipeline(const Call& c, const PipeShards& shards);
   void abortPeers(const std::string& reason);
