@@ -66,8 +66,19 @@ class RankPool:
             ctx.Process(target=_worker, args=(r, world_size, env, self._tasks[r], self._results), daemon=True)
             for r in range(world_size)
         ]
-        for p in self._procs:
-            p.start()
+        # Started with the job's variables in their environment from the first instruction (spawn copies
+        # os.environ), so other processes see them as ranks of a job of their own (/proc/<pid>/environ).
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            for p in self._procs:
+                p.start()
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
 
     def run(self, fn: Callable[..., Any], *args: Any, per_rank: Sequence[tuple] | None = None) -> list[Any]:
         """Run fn(rank, world_size, *args, *per_rank[rank]) on every rank; results in rank order.

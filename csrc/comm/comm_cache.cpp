@@ -47,9 +47,17 @@ Key keyOf(const CommConfig& c) {
 
 using Pending = std::shared_future<std::shared_ptr<Communicator>>;
 
+// While a communicator is being created its entry holds the creation's future (other threads wait on it);
+// afterwards only a weak reference: the operations, groups and handles that use it own it, and it goes
+// with the last of them.
+struct Entry {
+  Pending pending;
+  std::weak_ptr<Communicator> comm;
+};
+
 struct Cache {
   std::mutex mutex;
-  std::map<Key, Pending> entries;
+  std::map<Key, Entry> entries;
   pid_t owner = ::getpid();
 };
 
@@ -63,7 +71,7 @@ Cache& cache() {
 void forgetInheritedCommunicators() {
   Cache& c = cache();
   if (c.owner == ::getpid()) return;
-  auto* leaked = new std::map<Key, Pending>();
+  auto* leaked = new std::map<Key, Entry>();
   leaked->swap(c.entries);
   c.owner = ::getpid();
 }
@@ -76,10 +84,6 @@ const bool atforkInstalled = [] {
   });
   return true;
 }();
-
-bool ready(const Pending& p) {
-  return p.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
-}
 
 }  // namespace
 
@@ -117,7 +121,15 @@ std::shared_ptr<Communicator> createCommunicator(const CommConfig& config) {
   }
   ATB_CHECK(factory, ERROR_COMM_EMPTY, "backend '", config.backend, "' for ", deviceName(config.deviceType),
             " tensors is not built into this atb_ops; built: ", c10::Join(", ", registeredBackends()));
-  return factory(config);
+  std::shared_ptr<Communicator> made = factory(config);
+  Communicator* raw = made.get();
+  // The last user in a fork()ed child must not tear down what the parent still uses (its process group's
+  // threads do not exist in the child, its vendor communicator is the parent's): there it is leaked.
+  // Moved out on the call: the deleter itself lives as long as the cache's weak reference.
+  return std::shared_ptr<Communicator>(raw, [made = std::move(made), creator = ::getpid()](Communicator*) mutable {
+    std::shared_ptr<Communicator> last = std::move(made);
+    if (::getpid() != creator) new std::shared_ptr<Communicator>(std::move(last));
+  });
 }
 
 std::shared_ptr<Communicator> acquireCommunicator(const CommConfig& config) {
@@ -130,27 +142,15 @@ std::shared_ptr<Communicator> acquireCommunicator(const CommConfig& config) {
     std::lock_guard<std::mutex> lock(c.mutex);
     forgetInheritedCommunicators();
     auto it = c.entries.find(key);
-    if (it != c.entries.end()) {
-      // A finished creation that failed or whose communicator broke makes way for a fresh one.
-      bool stale = false;
-      if (ready(it->second)) {
-        try {
-          stale = it->second.get()->failed();
-        } catch (...) {
-          stale = true;
-        }
-      }
-      if (!stale) {
-        pending = it->second;
-      } else {
-        c.entries.erase(it);
-      }
+    if (it != c.entries.end() && it->second.pending.valid()) {
+      pending = it->second.pending;  // another thread is creating it: wait below and share it
+    } else if (it != c.entries.end()) {
+      // A live, healthy one is shared; a failed one (or one whose last user went) makes way for a fresh one.
+      if (std::shared_ptr<Communicator> live = it->second.comm.lock(); live && !live->failed()) return live;
+      c.entries.erase(it);
     }
-    if (!pending.valid()) {
-      c.entries.emplace(key, promise.get_future().share());
-    }
+    if (!pending.valid()) c.entries[key].pending = promise.get_future().share();
   }
-  // Another thread is creating this communicator (or did): wait for it and share it.
   if (pending.valid()) return pending.get();
 
   try {
@@ -158,6 +158,10 @@ std::shared_ptr<Communicator> acquireCommunicator(const CommConfig& config) {
     // threads of this process that need the cache too.
     std::shared_ptr<Communicator> comm = createCommunicator(config);
     promise.set_value(comm);
+    std::lock_guard<std::mutex> lock(c.mutex);
+    Entry& e = c.entries[key];
+    e.pending = Pending();
+    e.comm = comm;
     return comm;
   } catch (...) {
     promise.set_exception(std::current_exception());
@@ -171,12 +175,14 @@ size_t cachedCommunicatorCount() {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
   forgetInheritedCommunicators();
-  return c.entries.size();
+  size_t live = 0;
+  for (const auto& kv : c.entries) live += (kv.second.pending.valid() || !kv.second.comm.expired()) ? 1 : 0;
+  return live;
 }
 
 void clearCommunicatorCache() {
   Cache& c = cache();
-  std::map<Key, Pending> doomed;
+  std::map<Key, Entry> doomed;
   {
     std::lock_guard<std::mutex> lock(c.mutex);
     forgetInheritedCommunicators();

@@ -1,7 +1,8 @@
 // The one interface every backend implements. Public calls are the same for all backends: they refuse a
-// communicator used from a fork()ed child or after a fault, serialize callers of one communicator, and
-// remember faults that leave the ranks out of step. Backends implement the protected do*() hooks; a backend
-// without a native form of a collective inherits one built on alltoallv.
+// communicator used from a fork()ed child or after a fault, serialize callers of one communicator, number
+// each collective and describe it (call_signature.h) so the backend can compare it across ranks before data
+// moves, and remember faults that leave the ranks out of step. Backends implement the protected do*() hooks;
+// a backend without a native form of a collective inherits one built on alltoallv.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -11,6 +12,7 @@
 #include <mutex>
 #include <string>
 
+#include "comm/call_signature.h"
 #include "comm/comm_config.h"
 #include "core/layout.h"
 #include "core/options.h"
@@ -68,9 +70,15 @@ class Communicator {
   // Empty while usable; else the fault that made it unusable (every later call repeats it).
   std::string failure() const;
   bool failed() const { return !failure().empty(); }
-  pid_t creatorPid() const { return creator_; }
 
  protected:
+  // The collective in progress (valid inside the do*() hooks of a collective).
+  const CallSignature& signature() const { return signature_; }
+  // Compares `sig` across ranks before any data moves, raising the same error on every rank when they differ
+  // (checkSignatures); `counts`: alltoallv's layout, whose count matrix must match too. Backends that compare
+  // inside their own protocol (shm: the post) or cannot (a vendor library) leave it empty.
+  virtual void crossCheck(const CallSignature& sig, const AllToAllVLayout* counts);
+
   virtual void doAlltoallv(const at::Tensor& send, const AllToAllVLayout& layout, at::Tensor& recv) = 0;
   virtual void doAllgather(const at::Tensor& send, at::Tensor& recv);
   virtual void doAllgatherv(const at::Tensor& send, const VLayout& recvLayout, at::Tensor& recv);
@@ -87,8 +95,9 @@ class Communicator {
   void markFailed(Status status, const std::string& why);
 
  private:
+  // `sig`: the collective's signature (null for point to point, which checks each message itself).
   template <typename F>
-  void call(const char* what, F&& body);
+  void call(const char* what, const CallSignature* sig, const AllToAllVLayout* counts, F&& body);
 
   const std::string backend_;
   const int32_t rank_;
@@ -96,6 +105,8 @@ class Communicator {
   const Options options_;
   const pid_t creator_;
   std::mutex callMutex_;
+  uint32_t seq_ = 0;  // collectives issued, under callMutex_
+  CallSignature signature_{};
   mutable std::mutex failureMutex_;
   std::string failure_;
   Status failureStatus_ = Status::NO_ERROR;

@@ -33,6 +33,7 @@ void Operation::setVariantPack(const std::string& json) {
 }
 
 std::vector<at::Tensor> Operation::execute(const std::vector<at::Tensor>& inputs) {
+  const CallLabel label(name());
   const std::vector<TensorDesc> descs = inferShape(inputs);
   std::vector<at::Tensor> outputs;
   outputs.reserve(descs.size());
@@ -42,6 +43,7 @@ std::vector<at::Tensor> Operation::execute(const std::vector<at::Tensor>& inputs
 }
 
 void Operation::executeOut(const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs) {
+  const CallLabel label(name());
   const std::vector<TensorDesc> descs = inferShape(inputs);
   ATB_CHECK(outputs.size() == descs.size(), ERROR_INVALID_PARAM, name(), " takes ", descs.size(),
             " output tensor(s), got ", outputs.size());

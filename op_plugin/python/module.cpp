@@ -5,6 +5,10 @@
 #include <pybind11/functional.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
 
 #include <c10/util/Exception.h>
 #include <torch/csrc/utils/pybind.h>
@@ -20,6 +24,7 @@
 #include "comm/communicator.h"
 #include "comm/shm/arena.h"
 #include "comm/shm/segment_layout.h"
+#include "core/interrupt.h"
 #include "core/layout.h"
 #include "core/options.h"
 #include "core/status.h"
@@ -72,9 +77,26 @@ void installGlooFactory(py::object factory) {
       return (*held)(prefix, rank, size, std::chrono::duration<double>(timeout).count())
           .cast<c10::intrusive_ptr<c10d::Backend>>();
     } catch (py::error_already_set& e) {
+      if (e.matches(PyExc_KeyboardInterrupt)) {
+        PyErr_SetInterrupt();  // still pending: Python raises KeyboardInterrupt once the call returns
+        ATB_FAIL(ERROR_INTERRUPTED, "backend 'gloo': interrupted (SIGINT) while its group was being created");
+      }
       ATB_FAIL(ERROR_COMM_EMPTY, "backend 'gloo' could not create its group: ", e.what());
     }
   });
+}
+
+// The Python main thread (Linux thread id): only there does CPython deliver SIGINT, and only there is asking
+// for it safe while other threads wait for each other with the GIL released.
+std::atomic<long> mainThread{0};
+
+bool pythonInterrupted() {
+  if (syscall(SYS_gettid) != mainThread.load(std::memory_order_relaxed) || _Py_IsFinalizing()) return false;
+  const PyGILState_STATE gil = PyGILState_Ensure();
+  const bool hit = PyOS_InterruptOccurred() != 0;  // clears the flag...
+  if (hit) PyErr_SetInterrupt();                   // ...so set it again: KeyboardInterrupt once the call returns
+  PyGILState_Release(gil);
+  return hit;
 }
 
 int64_t makeComm(const std::string& backend, int32_t rank, int32_t size, const std::string& commDomain,
@@ -99,15 +121,26 @@ PYBIND11_MODULE(_C, m) {
       "clear_communicators",
       [] {
         py::gil_scoped_release unlocked;
+        atb_ops::releaseAllHandles();
         atb_ops::clearCommunicatorCache();
       },
-      "Drops every cached communicator (at exit, and in tests).");
+      "Drops the groups' communicators and forgets the cached ones (at exit, and in tests); communicators "
+      "that operations still hold live on with them.");
   m.def(
       "options",
       [] { return atb_ops::withPythonErrors([] { return atb_ops::describeOptions(atb_ops::readOptions()); }); },
       "The ATB_OPS_* settings as atb_ops reads them now (one parser for C++ and Python); raises on a bad value.");
   m.def("set_store_provider", &installStoreProvider, py::arg("provider"),
         "Installs provider(required: bool) -> torch.distributed Store | None: the job's store for the bootstrap.");
+  m.def(
+      "install_interrupt_check",
+      [](long nativeThreadId) {
+        mainThread.store(nativeThreadId);
+        atb_ops::setInterruptCheck(&pythonInterrupted);
+      },
+      py::arg("main_thread_native_id"),
+      "Lets waits for peers notice Ctrl-C in the given (main) thread: the call raises ERROR_INTERRUPTED and "
+      "Python then raises KeyboardInterrupt.");
   m.def("set_gloo_factory", &installGlooFactory, py::arg("factory"),
         "Installs factory(prefix, rank, size, timeout_s) -> a gloo Backend on the job's store (backend 'gloo').");
   m.def("make_comm", &makeComm, py::arg("backend"), py::arg("rank"), py::arg("size"), py::arg("comm_domain"),

@@ -4,6 +4,7 @@
 #include <ATen/ops/empty.h>
 #include <torch/library.h>
 
+#include "comm/call_signature.h"
 #include "core/dtype.h"
 #include "core/layout.h"
 #include "core/reduce.h"
@@ -25,6 +26,7 @@ void checkInput(const at::Tensor& x, const char* op) {
 
 at::Tensor allToAllV(const at::Tensor& x, c10::IntArrayRef sendCounts, c10::IntArrayRef sdispls,
                      c10::IntArrayRef recvCounts, c10::IntArrayRef rdispls, int64_t comm) {
+  const CallLabel label("all_to_all_v");
   checkInput(x, "all_to_all_v");
   const auto c = communicatorOf(comm);
   const AllToAllVLayout layout{sendCounts.vec(), sdispls.vec(), recvCounts.vec(), rdispls.vec()};
@@ -36,6 +38,7 @@ at::Tensor allToAllV(const at::Tensor& x, c10::IntArrayRef sendCounts, c10::IntA
 }
 
 void allToAllVInto(const at::Tensor& x, const AllToAllVLayout& layout, at::Tensor& out, int64_t comm) {
+  const CallLabel label("all_to_all_v");
   checkInput(x, "all_to_all_v");
   ATB_CHECK(out.is_contiguous() && out.scalar_type() == x.scalar_type() && out.device() == x.device(),
             ERROR_INVALID_PARAM, "all_to_all_v output must be contiguous, ", x.scalar_type(), " on ", x.device(),
@@ -48,6 +51,7 @@ void allToAllVInto(const at::Tensor& x, const AllToAllVLayout& layout, at::Tenso
 }
 
 at::Tensor allGather(const at::Tensor& x, int64_t comm) {
+  const CallLabel label("all_gather");
   checkInput(x, "all_gather");
   ATB_CHECK(x.dim() >= 1, ERROR_INVALID_TENSOR_DIM, "all_gather input x needs at least 1 dimension, got shape ",
             x.sizes());
@@ -61,6 +65,7 @@ at::Tensor allGather(const at::Tensor& x, int64_t comm) {
 }
 
 at::Tensor allReduce(const at::Tensor& x, c10::string_view op, int64_t comm) {
+  const CallLabel label("all_reduce");
   checkInput(x, "all_reduce");
   const ReduceOp reduce = parseReduceOp(std::string(op), "all_reduce op");
   const auto c = communicatorOf(comm);
@@ -71,6 +76,7 @@ at::Tensor allReduce(const at::Tensor& x, c10::string_view op, int64_t comm) {
 }
 
 at::Tensor reduceScatter(const at::Tensor& x, c10::string_view op, int64_t comm) {
+  const CallLabel label("reduce_scatter");
   checkInput(x, "reduce_scatter");
   const ReduceOp reduce = parseReduceOp(std::string(op), "reduce_scatter op");
   const auto c = communicatorOf(comm);
@@ -85,6 +91,7 @@ at::Tensor reduceScatter(const at::Tensor& x, c10::string_view op, int64_t comm)
 }
 
 at::Tensor broadcast(const at::Tensor& x, int64_t root, int64_t comm) {
+  const CallLabel label("broadcast");
   checkInput(x, "broadcast");
   const auto c = communicatorOf(comm);
   ATB_CHECK(root >= 0 && root < c->size(), ERROR_INVALID_PARAM, "broadcast root is ", root, "; must be in [0, ",
@@ -98,6 +105,7 @@ at::Tensor broadcast(const at::Tensor& x, int64_t root, int64_t comm) {
 
 at::Tensor int8AllReduce(const at::Tensor& x, const at::Tensor& scale, bool perChannel, double offset,
                          c10::ScalarType outDtype, int64_t blockSize, bool quantizeAllgather, int64_t comm) {
+  const CallLabel label("int8_all_reduce");
   ATB_CHECK(x.scalar_type() == at::kChar, ERROR_INVALID_TENSOR_DTYPE, "int8_all_reduce input x must be int8, got ",
             x.scalar_type());
   ATB_CHECK(x.is_contiguous(), ERROR_INVALID_PARAM, "int8_all_reduce input x must be contiguous (strides ", x.strides(),

@@ -4,8 +4,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "comm/bootstrap/bootstrap.h"
@@ -72,7 +75,7 @@ GlooFactory& factory() {
   return *f;
 }
 
-c10::intrusive_ptr<c10d::Backend> ownGlooGroup(const CommConfig& c, std::string& name) {
+c10::intrusive_ptr<c10d::Backend> ownGlooGroup(const CommConfig& c, const Generation& generation, std::string& name) {
   GlooFactory make;
   {
     std::lock_guard<std::mutex> lock(factoryMutex());
@@ -80,9 +83,7 @@ c10::intrusive_ptr<c10d::Backend> ownGlooGroup(const CommConfig& c, std::string&
   }
   name = "commDomain '" + c.commDomain + "'";
   ATB_CHECK(make, ERROR_COMM_EMPTY, "backend 'gloo' needs the atb_ops Python package (import atb_ops)");
-  // One group per (commDomain, rankSize), numbered like every bootstrap so re-creations never meet stale keys.
-  const std::string scope = "gloo/" + c.commDomain + "/" + std::to_string(c.rankSize);
-  const std::string prefix = "atb_ops/" + scope + "/" + std::to_string(nextGeneration(scope, c.rank));
+  const std::string prefix = "atb_ops/gloo/" + c.commDomain + "/" + std::to_string(generation.number());
   return make(prefix, c.rank, c.rankSize, c.options.timeout);
 }
 
@@ -90,6 +91,7 @@ c10::intrusive_ptr<c10d::Backend> ownGlooGroup(const CommConfig& c, std::string&
 
 C10dCommunicator::C10dCommunicator(const CommConfig& c) : Communicator("gloo", c.rank, c.rankSize, c.options) {
   ATB_CHECK(c.handle == 0, ERROR_INVALID_PARAM, "backend 'gloo' takes no hcclComm handle, got ", c.handle);
+  std::optional<Generation> generation;
   if (c.group) {
     group_ = c.group->group;
     name_ = "group '" + group_->getGroupName() + "'";
@@ -98,28 +100,34 @@ C10dCommunicator::C10dCommunicator(const CommConfig& c) : Communicator("gloo", c
               c.rank, " of rankSize ", c.rankSize, " was asked for");
     backend_ = group_->getBackend(c10::DeviceType::CPU);
   } else {
-    backend_ = ownGlooGroup(c, name_);
+    // One group per commDomain, numbered like every bootstrap (the same number again after a failed creation,
+    // so ranks that retry meet) so re-creations never meet stale keys.
+    generation.emplace("gloo/" + c.commDomain, c.rank);
+    backend_ = ownGlooGroup(c, *generation, name_);
   }
-  // Who is who: lets a failed wait name the peer that died (gloo itself reports only addresses).
-  at::Tensor mine = at::empty({2}, at::kLong);
-  mine[0] = hostHash();
-  mine[1] = static_cast<int64_t>(::getpid());
-  at::Tensor all = at::empty({2 * size()}, at::kLong);
+  // Who is who: lets a failed wait name the peer that died (gloo itself reports only addresses). Rank 0's
+  // ATB_OPS_CHECK travels with it: settings that change what goes over the wire are agreed here.
+  constexpr int64_t kWords = 3;
+  at::Tensor mine = at::empty({kWords}, at::kLong);
+  auto* m = mine.data_ptr<int64_t>();
+  m[0] = hostHash();
+  m[1] = static_cast<int64_t>(::getpid());
+  m[2] = options().crossRankCheck.value_or(true) ? 1 : 0;
+  at::Tensor all = at::empty({kWords * size()}, at::kLong);
   waitFor(backend_->_allgather_base(all, mine), "identity exchange");
+  const int64_t* a = all.data_ptr<int64_t>();
   for (int64_t r = 0; r < size(); ++r) {
-    peerHosts_.push_back(all[2 * r].item<int64_t>());
-    peerPids_.push_back(all[2 * r + 1].item<int64_t>());
+    peerHosts_.push_back(a[kWords * r]);
+    peerPids_.push_back(a[kWords * r + 1]);
   }
+  checksCalls_ = a[2] != 0;
+  if (generation) generation->confirm();
 }
 
 C10dCommunicator::~C10dCommunicator() {
   // A gloo group whose peers vanished can block its destructor on work that never completes: a failed
   // one is left to the process's end instead of hanging it.
   if (failed()) backend_.release();
-}
-
-bool C10dCommunicator::crossCheck() const {
-  return options().crossRankCheck.value_or(true);
 }
 
 std::string C10dCommunicator::deadPeers() const {
@@ -157,31 +165,36 @@ void C10dCommunicator::waitFor(const c10::intrusive_ptr<c10d::Work>& work, const
            ") failed or timed out (ATB_OPS_TIMEOUT=", std::chrono::duration<double>(timeout).count(), " s): ", error);
 }
 
-void C10dCommunicator::checkCounts(const at::Tensor& send, const AllToAllVLayout& l) const {
+void C10dCommunicator::crossCheck(const CallSignature& sig, const AllToAllVLayout* counts) {
+  if (!checksCalls_) return;
+  // A fixed size whatever the call (the signature, then alltoallv's counts to and from each rank, zeros
+  // otherwise): ranks that called different collectives still exchange matching messages and all raise.
   const int64_t n = size();
-  at::Tensor mine = at::empty({2 * n + 1}, at::kLong);
-  auto* m0 = mine.data_ptr<int64_t>();
-  for (int64_t j = 0; j < n; ++j) {
-    m0[j] = l.sendCounts[j];
-    m0[n + j] = l.recvCounts[j];
+  constexpr int64_t kSigWords = sizeof(CallSignature) / sizeof(int64_t);
+  const int64_t words = kSigWords + 2 * n;
+  at::Tensor mine = at::zeros({words}, at::kLong);
+  int64_t* m = mine.data_ptr<int64_t>();
+  std::memcpy(m, &sig, sizeof(CallSignature));
+  if (counts != nullptr) {
+    std::copy(counts->sendCounts.begin(), counts->sendCounts.end(), m + kSigWords);
+    std::copy(counts->recvCounts.begin(), counts->recvCounts.end(), m + kSigWords + n);
   }
-  m0[2 * n] = static_cast<int64_t>(send.scalar_type());
-  at::Tensor all = at::empty({n * (2 * n + 1)}, at::kLong);
-  waitFor(backend_->_allgather_base(all, mine), "count cross-check");
-  const int64_t* m = all.data_ptr<int64_t>();
-  const int64_t stride = 2 * n + 1;
-  for (int64_t r = 0; r < n; ++r) {
-    ATB_CHECK(m[r * stride + 2 * n] == m[2 * n], ERROR_INVALID_TENSOR_DTYPE, "gloo alltoallv: rank ", r,
-              " moves dtype ", c10::toString(static_cast<c10::ScalarType>(m[r * stride + 2 * n])), " but rank 0 moves ",
-              c10::toString(static_cast<c10::ScalarType>(m[2 * n])));
+  at::Tensor all = at::empty({n * words}, at::kLong);
+  waitFor(backend_->_allgather_base(all, mine), "call cross-check");
+  const int64_t* a = all.data_ptr<int64_t>();
+  // The same prefix on every rank, whatever each called, so all raise one message.
+  const std::string what = "gloo call #" + std::to_string(sig.seq);
+  checkSignatures(
+      size(), [&](int32_t r) -> const CallSignature& { return *reinterpret_cast<const CallSignature*>(a + r * words); },
+      what);
+  if (counts != nullptr) {
+    checkCountMatrix(
+        size(), [&](int32_t i, int32_t j) { return a[i * words + kSigWords + j]; },
+        [&](int32_t j, int32_t i) { return a[j * words + kSigWords + n + i]; }, what.c_str());
   }
-  checkCountMatrix(
-      static_cast<int32_t>(n), [&](int32_t i, int32_t j) { return m[i * stride + j]; },
-      [&](int32_t j, int32_t i) { return m[j * stride + n + i]; }, "gloo alltoallv (count cross-check)");
 }
 
 void C10dCommunicator::doAlltoallv(const at::Tensor& send, const AllToAllVLayout& l, at::Tensor& recv) {
-  if (crossCheck()) checkCounts(send, l);
   const int64_t es = send.element_size();
   at::Tensor sendBytes = bytesOf(send);
   at::Tensor recvBytes = bytesOf(recv);
@@ -263,7 +276,7 @@ void C10dCommunicator::doBroadcast(at::Tensor& tensor, int32_t root) {
 }
 
 void C10dCommunicator::doSend(const at::Tensor& tensor, int32_t peer) {
-  if (crossCheck()) {
+  if (checksCalls_) {
     // gloo aborts the process when a message is longer than the receive buffer: agree on sizes first.
     at::Tensor header = at::empty({2}, at::kLong);
     header[0] = static_cast<int64_t>(tensor.nbytes());
@@ -285,7 +298,7 @@ void C10dCommunicator::doSend(const at::Tensor& tensor, int32_t peer) {
 }
 
 void C10dCommunicator::doRecv(at::Tensor& tensor, int32_t peer) {
-  if (crossCheck()) {
+  if (checksCalls_) {
     at::Tensor header = at::empty({2}, at::kLong);
     std::vector<at::Tensor> h{header};
     waitFor(backend_->recv(h, peer, 0), "recv (size check)");

@@ -31,6 +31,8 @@ class C10dCommunicator final : public Communicator {
   ~C10dCommunicator() override;
 
  protected:
+  // One all-gather of every rank's signature (and alltoallv's counts) before any data moves.
+  void crossCheck(const CallSignature& sig, const AllToAllVLayout* counts) override;
   void doAlltoallv(const at::Tensor& send, const AllToAllVLayout& layout, at::Tensor& recv) override;
   void doAllgather(const at::Tensor& send, at::Tensor& recv) override;
   void doAllreduce(const at::Tensor& send, at::Tensor& recv, ReduceOp op) override;
@@ -41,9 +43,6 @@ class C10dCommunicator final : public Communicator {
 
  private:
   void waitFor(const c10::intrusive_ptr<c10d::Work>& work, const char* what) const;
-  bool crossCheck() const;
-  // Every rank learns every rank's counts and dtype before any data moves.
-  void checkCounts(const at::Tensor& send, const AllToAllVLayout& layout) const;
   // Ranks on this host whose process has exited, for error messages ("" when none is known dead).
   std::string deadPeers() const;
 
@@ -52,6 +51,9 @@ class C10dCommunicator final : public Communicator {
   c10::intrusive_ptr<c10d::Backend> backend_;
   std::vector<int64_t> peerHosts_;  // per rank: a hash of its host's boot id (pids compare only within a host)
   std::vector<int64_t> peerPids_;
+  // Whether calls are cross-checked (ATB_OPS_CHECK, default on): rank 0's setting, adopted by every rank at
+  // creation, since the check is itself a collective that all ranks must issue or none.
+  bool checksCalls_ = true;
 };
 
 }  // namespace atb_ops::c10dcomm

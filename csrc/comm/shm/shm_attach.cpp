@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "comm/bootstrap/bootstrap.h"
+#include "core/interrupt.h"
 #include "core/json_fields.h"
 #include "core/layout.h"
 #include "core/status.h"
@@ -18,6 +19,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 void sleepBackoff(int& attempt) {
+  throwIfInterrupted("shm communicator creation");
   std::this_thread::sleep_for(std::chrono::microseconds(attempt < 50 ? 200 : 2000));
   ++attempt;
 }
@@ -110,6 +112,8 @@ Attachment attachSegment(const CommConfig& c, PeerMemory& memory) {
     h.rankSize = c.rankSize;
     h.rootPid = ::getpid();
     h.eagerBytes = static_cast<uint32_t>(eager);
+    h.eagerLimit = c.options.shmEager;
+    h.split = c.options.shmSplit ? 1 : 0;
     h.magic.store(kSegmentMagic, std::memory_order_release);
     claimSlot(c, a.view);
     try {
@@ -161,6 +165,7 @@ Attachment attachSegment(const CommConfig& c, PeerMemory& memory) {
   a.spin = c.rankSize <= cpus;
   for (int32_t r = 0; r < c.rankSize; ++r) memory.setPid(r, a.view.slot(r).pid.load());
   mapPeerArenas(c, a, memory, deadline);
+  bootstrap->confirm();
   return a;
 }
 
