@@ -215,7 +215,7 @@ def test_stale_or_foreign_rendezvous_is_refused():
     """Something else at a rendezvous name (here: bytes that are no atb_ops record) fails the waiting rank at
     once with an error naming the path, instead of being joined or waited out."""
     job, domain = uuid.uuid4().hex, "stale-name"
-    key = f"shm|job:{job}|{domain}|2|0|0"  # purpose | job | commDomain | rankSize | rankRoot | generation
+    key = f"shm|job:{job}|{domain}|0"  # purpose | job | commDomain | generation
     folder = doctor.private_folder()
     folder.mkdir(mode=0o700, exist_ok=True)
     rdv = folder / f"rdv.{_fnv1a64(key):016x}"

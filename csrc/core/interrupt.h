@@ -1,11 +1,11 @@
 // Ctrl-C during a wait for a peer. csrc/ knows no Python: the Python package installs a check that tells
-// whether SIGINT arrived (and leaves it pending, so Python raises KeyboardInterrupt once the call returns);
-// every long wait polls it between sleeps and abandons the call with ERROR_INTERRUPTED.
+// (and takes) a SIGINT that arrived; every long wait polls it between sleeps and abandons the call with
+// ERROR_INTERRUPTED, which the Python surfaces raise as KeyboardInterrupt.
 #pragma once
 
 namespace atb_ops {
 
-// Returns true when an interrupt is pending. Must be cheap to call from any thread.
+// Returns true when an interrupt arrived (and takes it). Called from any thread, every 100 ms of a wait at most.
 using InterruptCheck = bool (*)();
 void setInterruptCheck(InterruptCheck check);
 

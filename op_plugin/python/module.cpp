@@ -77,11 +77,16 @@ void installGlooFactory(py::object factory) {
       return (*held)(prefix, rank, size, std::chrono::duration<double>(timeout).count())
           .cast<c10::intrusive_ptr<c10d::Backend>>();
     } catch (py::error_already_set& e) {
-      if (e.matches(PyExc_KeyboardInterrupt)) {
-        PyErr_SetInterrupt();  // still pending: Python raises KeyboardInterrupt once the call returns
-        ATB_FAIL(ERROR_INTERRUPTED, "backend 'gloo': interrupted (SIGINT) while its group was being created");
-      }
-      ATB_FAIL(ERROR_COMM_EMPTY, "backend 'gloo' could not create its group: ", e.what());
+      ATB_CHECK(!e.matches(PyExc_KeyboardInterrupt), ERROR_INTERRUPTED,
+                "backend 'gloo': interrupted (SIGINT) while its group was being created");
+      const std::string why = e.what();
+      // The group's own waits (the store's, ours in atb_ops._hooks) end in timeouts and disagreements that
+      // keep their names; anything else means no group could be made.
+      ATB_CHECK(!e.matches(PyExc_TimeoutError) && why.find("Timed out") == std::string::npos, ERROR_COMM_TIMEOUT,
+                "backend 'gloo' could not create its group: ", why);
+      ATB_CHECK(why.find("ranks disagree") == std::string::npos, ERROR_INVALID_PARAM,
+                "backend 'gloo' could not create its group: ", why);
+      ATB_FAIL(ERROR_COMM_EMPTY, "backend 'gloo' could not create its group: ", why);
     }
   });
 }
@@ -93,8 +98,8 @@ std::atomic<long> mainThread{0};
 bool pythonInterrupted() {
   if (syscall(SYS_gettid) != mainThread.load(std::memory_order_relaxed) || _Py_IsFinalizing()) return false;
   const PyGILState_STATE gil = PyGILState_Ensure();
-  const bool hit = PyOS_InterruptOccurred() != 0;  // clears the flag...
-  if (hit) PyErr_SetInterrupt();                   // ...so set it again: KeyboardInterrupt once the call returns
+  // Taken: the surface the call came through raises KeyboardInterrupt for it (op_plugin/torch/gil_release.h).
+  const bool hit = PyOS_InterruptOccurred() != 0;
   PyGILState_Release(gil);
   return hit;
 }
@@ -139,8 +144,8 @@ PYBIND11_MODULE(_C, m) {
         atb_ops::setInterruptCheck(&pythonInterrupted);
       },
       py::arg("main_thread_native_id"),
-      "Lets waits for peers notice Ctrl-C in the given (main) thread: the call raises ERROR_INTERRUPTED and "
-      "Python then raises KeyboardInterrupt.");
+      "Lets waits for peers notice Ctrl-C in the given (main) thread: the call is abandoned and raises "
+      "KeyboardInterrupt.");
   m.def("set_gloo_factory", &installGlooFactory, py::arg("factory"),
         "Installs factory(prefix, rank, size, timeout_s) -> a gloo Backend on the job's store (backend 'gloo').");
   m.def("make_comm", &makeComm, py::arg("backend"), py::arg("rank"), py::arg("size"), py::arg("comm_domain"),

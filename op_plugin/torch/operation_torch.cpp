@@ -42,6 +42,12 @@ constexpr int kAclFormatNd = 2;
 class OperationTorch : public torch::CustomClassHolder {
  public:
   explicit OperationTorch(std::string name) : op_(createOperation(name)) {}
+  // The operation may hold the last reference to its communicator, and a gloo group's destructor joins
+  // threads that may need the GIL to free the tensors of their last work: never hold it here.
+  ~OperationTorch() override {
+    GilRelease unlocked;
+    op_.reset();
+  }
 
   std::string setParam(std::string json) {
     op_->setParam(json);
@@ -78,21 +84,18 @@ class OperationTorch : public torch::CustomClassHolder {
   }
 
   std::vector<at::Tensor> execute(std::vector<at::Tensor> inputs) {
-    GilRelease unlocked;
-    return op_->execute(inputs);
+    return blockingCall([&] { return op_->execute(inputs); });
   }
 
   void executeOut(std::vector<at::Tensor> inputs, std::vector<at::Tensor> outputs) {
-    GilRelease unlocked;
-    op_->executeOut(inputs, outputs);
+    blockingCall([&] { op_->executeOut(inputs, outputs); });
   }
 
   // CPU collectives complete inside the call; device backends are synchronized on the host here.
   std::string executeSync(std::vector<at::Tensor> inputs, std::vector<at::Tensor> outputs, int64_t workspaceSize) {
     (void)workspaceSize;
-    GilRelease unlocked;
     const auto start = Clock::now();
-    op_->executeOut(inputs, outputs);
+    blockingCall([&] { op_->executeOut(inputs, outputs); });
     const auto executed = Clock::now();
     std::ostringstream out;
     out << R"({"result": 0, "execute_time": )" << microseconds(executed - start) << R"(, "sync_time": )"

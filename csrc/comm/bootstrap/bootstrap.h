@@ -44,6 +44,9 @@ class Bootstrap {
   virtual std::string broadcast(const std::string& payload) = 0;
   // Where the bytes travel, for messages.
   virtual std::string describe() const = 0;
+  // rankRoot could not make what it would have published: the others fail at once with `why` instead of
+  // waiting out the timeout. No-op on the other ranks.
+  virtual void fail(const std::string& why) = 0;
   // The communicator this bootstrap served is up (see Generation).
   void confirm() { generation_.confirm(); }
 

@@ -34,8 +34,9 @@ struct RecordHeader {
   uint64_t rootStartTime;
   std::atomic<int32_t> readers;
   // A rank that disagrees with the root (rankSize, rankRoot) writes why here, so the root fails at once with
-  // the same message instead of waiting out the timeout: 0 none, 1 being written, 2 `reason` is complete.
-  std::atomic<int32_t> conflict;
+  // the same message instead of waiting out the timeout; a root that failed before publishing leaves a record
+  // with its reason, so the others fail at once too.
+  std::atomic<int32_t> conflict;  // kNoConflict, kConflictWriting, kConflictReported, kRootFailed
   char reason[464];
 };
 static_assert(offsetof(RecordHeader, rootPid) == 24 && offsetof(RecordHeader, rootStartTime) == 32 &&
@@ -43,6 +44,10 @@ static_assert(offsetof(RecordHeader, rootPid) == 24 && offsetof(RecordHeader, ro
               "op_plugin/python/module.cpp (node_files) publishes this layout for doctor");
 
 constexpr int32_t kMaxPayload = 1 << 20;
+constexpr int32_t kNoConflict = 0;
+constexpr int32_t kConflictWriting = 1;
+constexpr int32_t kConflictReported = 2;
+constexpr int32_t kRootFailed = 3;
 
 uint8_t* flagsOf(const MappedFile& f) {
   return static_cast<uint8_t*>(f.base()) + sizeof(RecordHeader);
@@ -75,10 +80,11 @@ Found inspect(const std::string& path, uint64_t keyHash, MappedFile* live) {
   const RecordHeader& h = headerOf(f);
   const bool alive = processAlive(h.rootPid) && processStartTime(h.rootPid) == h.rootStartTime;
   if (!alive) return Found::kStale;
-  ATB_CHECK(h.keyHash == keyHash && h.rankSize > 0 &&
-                f.size() >= sizeof(RecordHeader) + static_cast<size_t>(h.rankSize) + static_cast<size_t>(h.payloadBytes),
-            ERROR_RT_FAIL, "rendezvous file '", path, "' belongs to another communicator (rankSize ", h.rankSize,
-            ", root pid ", h.rootPid, ", which is alive); two jobs hash to one name: set ATB_OPS_JOB_ID");
+  ATB_CHECK(
+      h.keyHash == keyHash && h.rankSize > 0 &&
+          f.size() >= sizeof(RecordHeader) + static_cast<size_t>(h.rankSize) + static_cast<size_t>(h.payloadBytes),
+      ERROR_RT_FAIL, "rendezvous file '", path, "' belongs to another communicator (rankSize ", h.rankSize,
+      ", root pid ", h.rootPid, ", which is alive); two jobs hash to one name: set ATB_OPS_JOB_ID");
   if (live != nullptr) *live = std::move(f);
   return Found::kLive;
 }
@@ -102,8 +108,13 @@ class NodeLocalBootstrap final : public Bootstrap {
   std::string describe() const override { return what_; }
 
   std::string broadcast(const std::string& payload) override {
-    if (parentScoped_) refuseAmbiguousJob();
-    return rank_ == root_ ? publish(payload) : fetch();
+    if (!parentScoped_) return rank_ == root_ ? publish(payload) : fetch();
+    // Checked before and again after pairing: a sibling still starting up at the first check shows by the
+    // second (pairing takes two ranks that imported everything), before any data moves.
+    refuseAmbiguousJob();
+    std::string bytes = rank_ == root_ ? publish(payload) : fetch();
+    refuseAmbiguousJob();
+    return bytes;
   }
 
  private:
@@ -113,7 +124,9 @@ class NodeLocalBootstrap final : public Bootstrap {
     ATB_CHECK(payload.size() <= static_cast<size_t>(kMaxPayload), ERROR_INTERNAL_ERROR, "bootstrap payload of ",
               payload.size(), " bytes is too large");
     MappedFile live;
-    if (inspect(path_, keyHash_, &live) == Found::kLive) {
+    if (inspect(path_, keyHash_, &live) == Found::kLive && headerOf(live).rootPid == ::getpid()) {
+      unlinkIfSame(live, path_);  // this root's own failure record of an earlier attempt: a retry replaces it
+    } else if (live.valid()) {
       // Another live root of this rendezvous: both fail, with one message.
       const RecordHeader& h = headerOf(live);
       const std::string why =
@@ -125,30 +138,12 @@ class NodeLocalBootstrap final : public Bootstrap {
       reportConflict(live, why);
       ATB_FAIL(ERROR_INVALID_PARAM, what_, ": ", why);
     }
-    const pid_t self = ::getpid();
-    const std::string tmp = dir_ + "/tmp." + randomToken();
-    MappedFile file = MappedFile::create(tmp, sizeof(RecordHeader) + static_cast<size_t>(size_) + payload.size());
+    MappedFile file = placeRecord(payload, kNoConflict, "");
     RecordHeader& h = headerOf(file);
-    h.keyHash = keyHash_;
-    h.rankSize = size_;
-    h.rootRank = root_;
-    h.rootPid = self;
-    h.payloadBytes = static_cast<int32_t>(payload.size());
-    h.rootStartTime = processStartTime(self);
-    std::memcpy(payloadOf(file, size_), payload.data(), payload.size());
-    flagsOf(file)[rank_] = 1;
-    h.magic.store(kRendezvousMagic, std::memory_order_release);
-    // Readers only ever see the whole record: it appears under its name at once.
-    if (::rename(tmp.c_str(), path_.c_str()) != 0) {
-      const int err = errno;
-      ::unlink(tmp.c_str());
-      ATB_FAIL(ERROR_RT_FAIL, what_, ": cannot publish (", std::strerror(err), "); ", describePath(path_),
-               " is at that name");
-    }
     const auto deadline = Clock::now() + timeout_;
     int attempt = 0;
     while (h.readers.load(std::memory_order_acquire) < size_ - 1) {
-      if (h.conflict.load(std::memory_order_acquire) == 2) {
+      if (h.conflict.load(std::memory_order_acquire) == kConflictReported) {
         unlinkIfSame(file, path_);
         ATB_FAIL(ERROR_INVALID_PARAM, what_, ": ", std::string(h.reason, strnlen(h.reason, sizeof(h.reason))));
       }
@@ -167,6 +162,50 @@ class NodeLocalBootstrap final : public Bootstrap {
     return payload;
   }
 
+  // Writes a whole record under a temporary name and renames it into place, so readers never see half of one.
+  MappedFile placeRecord(const std::string& payload, int32_t conflict, const std::string& reason) {
+    const pid_t self = ::getpid();
+    const std::string tmp = dir_ + "/tmp." + randomToken();
+    MappedFile file = MappedFile::create(tmp, sizeof(RecordHeader) + static_cast<size_t>(size_) + payload.size());
+    RecordHeader& h = headerOf(file);
+    h.keyHash = keyHash_;
+    h.rankSize = size_;
+    h.rootRank = root_;
+    h.rootPid = self;
+    h.payloadBytes = static_cast<int32_t>(payload.size());
+    h.rootStartTime = processStartTime(self);
+    std::strncpy(h.reason, reason.c_str(), sizeof(h.reason) - 1);
+    h.conflict.store(conflict, std::memory_order_relaxed);
+    std::memcpy(payloadOf(file, size_), payload.data(), payload.size());
+    flagsOf(file)[rank_] = 1;
+    h.magic.store(kRendezvousMagic, std::memory_order_release);
+    // Readers only ever see the whole record: it appears under its name at once.
+    if (::rename(tmp.c_str(), path_.c_str()) != 0) {
+      const int err = errno;
+      ::unlink(tmp.c_str());
+      ATB_FAIL(ERROR_RT_FAIL, what_, ": cannot publish (", std::strerror(err), "); ", describePath(path_),
+               " is at that name");
+    }
+    return file;
+  }
+
+ public:
+  void fail(const std::string& why) override {
+    if (rank_ != root_) return;
+    try {
+      MappedFile live;
+      if (inspect(path_, keyHash_, &live) == Found::kLive) {
+        if (headerOf(live).rootPid != ::getpid()) return;  // another root's record: not ours to replace
+        unlinkIfSame(live, path_);
+      }
+      // Left in place for the ranks still to come; a retry of this root replaces it, its exit makes it stale.
+      placeRecord("", kRootFailed, why);
+    } catch (const c10::Error&) {
+      // Nowhere to write even this: the other ranks time out naming the root.
+    }
+  }
+
+ private:
   std::string fetch() {
     const auto deadline = Clock::now() + timeout_;
     int attempt = 0;
@@ -174,6 +213,10 @@ class NodeLocalBootstrap final : public Bootstrap {
       MappedFile live;
       if (inspect(path_, keyHash_, &live) == Found::kLive) {
         const RecordHeader& h = headerOf(live);
+        if (h.conflict.load(std::memory_order_acquire) == kRootFailed) {
+          ATB_FAIL(ERROR_RT_FAIL, what_, ": root rank ", h.rootRank, " (pid ", h.rootPid,
+                   ") could not create the communicator: ", std::string(h.reason, strnlen(h.reason, sizeof(h.reason))));
+        }
         if (h.rankSize != size_ || h.rootRank != root_) {
           const std::string why =
               creationMismatch(domain_, h.rootRank, h.rootPid, h.rankSize, rank_, ::getpid(), size_, root_);
@@ -201,11 +244,12 @@ class NodeLocalBootstrap final : public Bootstrap {
     std::vector<int64_t> pids(siblings.begin(), siblings.end());
     pids.push_back(::getpid());
     std::sort(pids.begin(), pids.end());
-    const std::string why = c10::str(
-        "cannot tell which processes form this job: parent process ", ::getppid(), " runs ", pids.size(),
-        " processes of this program (pids ", c10::Join(", ", pids), ") for a communicator of rankSize ", size_,
-        " (commDomain '", domain_, "'), so two jobs may have been started at once; set ATB_OPS_JOB_ID to a value of "
-        "its own in each job's environment (or MASTER_ADDR/MASTER_PORT, or initialise torch.distributed)");
+    const std::string why =
+        c10::str("cannot tell which processes form this job: parent process ", ::getppid(), " runs ", pids.size(),
+                 " processes of this program (pids ", c10::Join(", ", pids), ") for a communicator of rankSize ", size_,
+                 " (commDomain '", domain_,
+                 "'), so two jobs may have been started at once; set ATB_OPS_JOB_ID to a value of "
+                 "its own in each job's environment (or MASTER_ADDR/MASTER_PORT, or initialise torch.distributed)");
     MappedFile live;
     try {
       if (inspect(path_, keyHash_, &live) == Found::kLive) reportConflict(live, why);
@@ -218,10 +262,10 @@ class NodeLocalBootstrap final : public Bootstrap {
   // Tells the root (and any later rank) why this rendezvous cannot succeed; the first reason stays.
   static void reportConflict(const MappedFile& record, const std::string& why) {
     RecordHeader& h = headerOf(record);
-    int32_t none = 0;
-    if (!h.conflict.compare_exchange_strong(none, 1, std::memory_order_acq_rel)) return;
+    int32_t none = kNoConflict;
+    if (!h.conflict.compare_exchange_strong(none, kConflictWriting, std::memory_order_acq_rel)) return;
     std::strncpy(h.reason, why.c_str(), sizeof(h.reason) - 1);
-    h.conflict.store(2, std::memory_order_release);
+    h.conflict.store(kConflictReported, std::memory_order_release);
   }
 
   int32_t rank_;

@@ -1,7 +1,7 @@
 #include "comm/bootstrap/store_bootstrap.h"
 
-#include <torch/csrc/distributed/c10d/Store.hpp>
 #include <unistd.h>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <chrono>
 #include <cstring>
@@ -36,12 +36,20 @@ class StoreBootstrap final : public Bootstrap {
         key_("atb_ops/" + key),
         acks_(key_ + "/read"),
         conflict_(key_ + "/conflict"),
+        failed_(key_ + "/failed"),
         what_("torch.distributed store key '" + key_ + "'") {}
 
   std::string describe() const override { return what_; }
 
-  std::string broadcast(const std::string& payload) override {
-    return rank_ == root_ ? publish(payload) : fetch();
+  std::string broadcast(const std::string& payload) override { return rank_ == root_ ? publish(payload) : fetch(); }
+
+  void fail(const std::string& why) override {
+    if (rank_ != root_) return;
+    try {
+      store_->set(failed_, std::vector<uint8_t>(why.begin(), why.end()));
+    } catch (const std::exception&) {
+      // The others then time out naming the root.
+    }
   }
 
  private:
@@ -54,6 +62,7 @@ class StoreBootstrap final : public Bootstrap {
     std::memcpy(bytes.data() + sizeof(RootView), payload.data(), payload.size());
     std::vector<uint8_t> current;
     try {
+      store_->deleteKey(failed_);  // an earlier attempt's failure: this one may succeed
       // compareSet, not set: a second root (ranks that disagree on rankRoot) must not overwrite the first.
       current = store_->compareSet(key_, {}, bytes);
     } catch (const std::exception& e) {
@@ -94,6 +103,11 @@ class StoreBootstrap final : public Bootstrap {
     int attempt = 0;
     // Polled rather than store->wait(): the wait stays interruptible (Ctrl-C) and bounded by ATB_OPS_TIMEOUT.
     while (!store_->check({key_})) {
+      if (store_->check({failed_})) {
+        const std::vector<uint8_t> why = store_->get(failed_);
+        ATB_FAIL(ERROR_RT_FAIL, what_, ": root rank ", root_,
+                 " could not create the communicator: ", std::string(why.begin(), why.end()));
+      }
       ATB_CHECK(Clock::now() < deadline, ERROR_COMM_TIMEOUT, what_, ": rank ", rank_, " waited ", seconds(),
                 " s (ATB_OPS_TIMEOUT) for root rank ", root_, " to publish");
       pause(attempt);
@@ -151,6 +165,7 @@ class StoreBootstrap final : public Bootstrap {
   std::string key_;
   std::string acks_;
   std::string conflict_;
+  std::string failed_;
   std::string what_;
 };
 

@@ -106,7 +106,12 @@ Attachment attachSegment(const CommConfig& c, PeerMemory& memory) {
     // The root sizes the eager buffers; the others read the size from the header.
     const size_t eager = eagerBufferBytes(c.rankSize);
     name = "seg." + randomToken();
-    a.file = MappedFile::create(dir + "/" + name, SegmentView::bytesFor(c.rankSize, eager));
+    try {
+      a.file = MappedFile::create(dir + "/" + name, SegmentView::bytesFor(c.rankSize, eager));
+    } catch (const c10::Error& e) {
+      bootstrap->fail(e.what_without_backtrace());
+      throw;
+    }
     a.view = SegmentView(a.file.base(), c.rankSize, eager);
     SegmentHeader& h = a.view.header();
     h.rankSize = c.rankSize;
