@@ -35,8 +35,7 @@ std::string sizeText(const CallSignature& s) {
 
 const std::vector<Field>& fields() {
   static const std::vector<Field> f{
-      {"call number", Status::ERROR_INVALID_PARAM,
-       [](const CallSignature& s) { return "#" + std::to_string(s.seq); }},
+      {"call number", Status::ERROR_INVALID_PARAM, [](const CallSignature& s) { return "#" + std::to_string(s.seq); }},
       {"operation", Status::ERROR_INVALID_PARAM, operationOf},
       {"collective", Status::ERROR_INVALID_PARAM,
        [](const CallSignature& s) { return std::string(collectiveName(static_cast<Collective>(s.collective))); }},

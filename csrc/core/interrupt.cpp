@@ -17,8 +17,9 @@ void setInterruptCheck(InterruptCheck check) {
 
 void throwIfInterrupted(const char* what) {
   const InterruptCheck check = installed.load(std::memory_order_acquire);
-  ATB_CHECK(check == nullptr || !check(), ERROR_INTERRUPTED, what,
-            ": interrupted (SIGINT) while waiting for a peer; the call was abandoned and this communicator is unusable");
+  ATB_CHECK(
+      check == nullptr || !check(), ERROR_INTERRUPTED, what,
+      ": interrupted (SIGINT) while waiting for a peer; the call was abandoned and this communicator is unusable");
 }
 
 }  // namespace atb_ops

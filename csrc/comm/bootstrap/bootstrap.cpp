@@ -68,8 +68,8 @@ void Generation::confirm() {
   next = std::max(next, number_ + 1);
 }
 
-std::string creationMismatch(const std::string& commDomain, int32_t rootRank, int64_t rootPid, int32_t rootSize, int32_t rank,
-                             int64_t pid, int32_t size, int32_t root) {
+std::string creationMismatch(const std::string& commDomain, int32_t rootRank, int64_t rootPid, int32_t rootSize,
+                             int32_t rank, int64_t pid, int32_t size, int32_t root) {
   const char* field = rootSize != size ? "rankSize" : "rankRoot";
   return c10::str("ranks disagree on the ", field, " of the communicator of commDomain '", commDomain, "': rank ",
                   rootRank, " (pid ", rootPid, ") has rankSize ", rootSize, ", rankRoot ", rootRank, "; rank ", rank,

@@ -142,7 +142,8 @@ at::Tensor emptyShared(c10::IntArrayRef sizes, const at::TensorOptions& options)
   // Resizable like an ordinary tensor's storage (torch ops with out= resize their output): growing moves
   // the data to the CPU allocator's memory and gives the block back.
   c10::Storage storage(c10::Storage::use_byte_size_t(), bytes,
-                       c10::DataPtr(p, p, [](void* q) { Arena::instance().release(q); }, c10::Device(c10::kCPU)),
+                       c10::DataPtr(
+                           p, p, [](void* q) { Arena::instance().release(q); }, c10::Device(c10::kCPU)),
                        c10::GetCPUAllocator(), /*resizable=*/true);
   return at::empty({0}, options).set_(storage, 0, sizes, c10::contiguous_strides(sizes));
 }
