@@ -282,39 +282,34 @@ def moe_compiled_vs_eager(rank: int, world_size: int, backend: str):
 
 
 def direct_and_dispatcher_paths_agree(rank: int, world_size: int) -> dict:
-    """Each collective without autograd (the direct path) and with x requiring grad (through the dispatcher
-    and autograd): the same values. alltoall_single writes into its output in place."""
-    torch.manual_seed(1234 + rank)
-    x = torch.randn(2 * world_size, 3, dtype=torch.float64)
+    """Each collective without autograd (the direct path) and with its input requiring grad (the dispatcher
+    and autograd), on tests/dist_golden.py's inputs. Returns {name: (direct output, dispatcher output,
+    whether the dispatcher's output requires grad)}; alltoall_single's entry also says it wrote in place."""
+    from tests import dist_golden
+
+    ins = dist_golden.inputs(rank, world_size)
+    x, local, global_ = ins["x"], ins["local"], ins["global"]
     n = world_size
     calls = {
-        "all_reduce": lambda t: ad.all_reduce(t, "sum"),
-        "reduce_scatter": lambda t: ad.reduce_scatter(t),
-        "all_gather": lambda t: ad.all_gather(t),
-        "broadcast": lambda t: ad.broadcast(t, src=n - 1),
-        "all_to_all": lambda t: ad.all_to_all(t),
-        "all_to_all_v": lambda t: ad.all_to_all_v(t, [2] * n, [0] * n, [2] * n, [2 * r for r in range(n)]),
+        "all_reduce": (x, lambda t: ad.all_reduce(t, "sum")),
+        "reduce_scatter": (x, lambda t: ad.reduce_scatter(t)),
+        "all_gather": (x, lambda t: ad.all_gather(t)),
+        "broadcast": (x, lambda t: ad.broadcast(t, src=n - 1)),
+        "all_to_all": (x, lambda t: ad.all_to_all(t)),
+        "all_to_all_v": (x, lambda t: ad.all_to_all_v(t, [2] * n, [0] * n, [2] * n, [2 * r for r in range(n)])),
+        "global_scatter": (ins["rows"], lambda t: ad.global_scatter(t, local, global_)),
+        "global_gather": (ins["expert_rows"], lambda t: ad.global_gather(t, local, global_)),
     }
-    # Two experts per rank, uneven blocks, some empty: rank r sends (r + 2q + e) % 3 rows to expert e of q.
-    local = [(rank + 2 * q + e) % 3 for q in range(n) for e in range(2)]
-    global_ = [(q + 2 * rank + e) % 3 for q in range(n) for e in range(2)]
-    rows = torch.randn(sum(local), 3, dtype=torch.float64)
-    expert_rows = torch.randn(sum(global_), 3, dtype=torch.float64)
-    inputs = {name: x for name in calls}
-    calls["global_scatter"] = lambda t: ad.global_scatter(t, local, global_)
-    calls["global_gather"] = lambda t: ad.global_gather(t, local, global_)
-    inputs["global_scatter"], inputs["global_gather"] = rows, expert_rows
-    agree = {}
-    for name, call in calls.items():
-        fast = call(inputs[name])
-        slow = call(inputs[name].clone().requires_grad_())
-        agree[name] = slow.requires_grad and torch.equal(fast, slow.detach())
-    agree["gather inverts scatter"] = torch.equal(ad.global_gather(ad.global_scatter(rows, local, global_), local,
-                                                                    global_), rows)
+    result = {}
+    for name, (t, call) in calls.items():
+        fast = call(t)
+        slow = call(t.clone().requires_grad_())
+        result[name] = (fast, slow.detach(), slow.requires_grad)
     out = torch.full((2 * n, 3), -1.0, dtype=torch.float64)
     ptr, version = out.data_ptr(), out._version
     ad.alltoall_single(out, x)
-    want = torch.empty_like(out)
-    ad.alltoall_single(want, x.clone().requires_grad_())
-    agree["alltoall_single"] = torch.equal(out, want) and out.data_ptr() == ptr and out._version > version
-    return agree
+    slow = torch.empty_like(out)
+    ad.alltoall_single(slow, x.clone().requires_grad_())
+    result["alltoall_single"] = (out, slow, out.data_ptr() == ptr and out._version > version)
+    return result
+

@@ -180,13 +180,29 @@ size_t cachedCommunicatorCount() {
   return live;
 }
 
-void clearCommunicatorCache() {
+std::vector<std::shared_ptr<Communicator>> liveCommunicators(const std::string& commDomain) {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  forgetInheritedCommunicators();
+  std::vector<std::shared_ptr<Communicator>> live;
+  for (const auto& [key, entry] : c.entries) {
+    if (std::get<3>(key) != commDomain) continue;
+    if (auto comm = entry.comm.lock()) live.push_back(std::move(comm));
+  }
+  return live;
+}
+
+void clearCommunicatorCache(bool shutdown) {
   Cache& c = cache();
   std::map<Key, Entry> doomed;
   {
     std::lock_guard<std::mutex> lock(c.mutex);
     forgetInheritedCommunicators();
     doomed.swap(c.entries);
+  }
+  if (!shutdown) return;
+  for (auto& [key, entry] : doomed) {
+    if (auto comm = entry.comm.lock()) comm->shutdown();
   }
 }
 

@@ -33,8 +33,10 @@ std::shared_ptr<Communicator> createCommunicator(const CommConfig& config);
 std::shared_ptr<Communicator> acquireCommunicator(const CommConfig& config);
 
 size_t cachedCommunicatorCount();
-// Drops every cached communicator (at interpreter exit, and in tests); a fork()ed child leaves the
-// inherited ones alone (they belong to the parent).
-void clearCommunicatorCache();
+// The live cached communicators of a commDomain in this process (tests read their stats).
+std::vector<std::shared_ptr<Communicator>> liveCommunicators(const std::string& commDomain);
+// Forgets every cached communicator (at interpreter exit, and in tests); a fork()ed child leaves the
+// inherited ones alone (they belong to the parent). `shutdown`: live ones are shut down first (exit).
+void clearCommunicatorCache(bool shutdown = false);
 
 }  // namespace atb_ops

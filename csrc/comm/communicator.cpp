@@ -69,6 +69,7 @@ void Communicator::call(const char* what, const CallSignature* sig, const AllToA
     if (sig != nullptr) {
       signature_ = *sig;
       signature_.seq = ++seq_;
+      stats_.collectives.fetch_add(1, std::memory_order_relaxed);
       crossCheck(signature_, counts);
     }
     body();
@@ -76,6 +77,13 @@ void Communicator::call(const char* what, const CallSignature* sig, const AllToA
     if (isCommunicatorFault(e.status())) markFailed(e.status(), e.what_without_backtrace());
     throw;
   }
+}
+
+void Communicator::shutdown() {
+  std::unique_lock<std::mutex> serial(callMutex_, std::try_to_lock);
+  if (!serial.owns_lock() || ::getpid() != creator_) return;  // busy in another thread, or the parent's
+  markFailed(Status::ERROR_COMM_EMPTY, "it was shut down at interpreter exit");
+  doShutdown();
 }
 
 void Communicator::alltoallv(const at::Tensor& send, const AllToAllVLayout& layout, at::Tensor& recv) {

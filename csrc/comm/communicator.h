@@ -8,6 +8,7 @@
 #include <ATen/core/Tensor.h>
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -26,6 +27,18 @@ struct P2pOp {
   bool isSend = true;
   at::Tensor tensor;  // contiguous; a receive writes it
   int32_t peer = 0;
+};
+
+// What a communicator moved, and by which route, since it was made: tests assert that a path really ran
+// (a planner that never splits, an eager limit never used, an arena that always falls back would otherwise
+// pass on right data alone). Counted on the rank that does the copy.
+struct CommStats {
+  std::atomic<uint64_t> collectives{0};    // signature-checked collective calls
+  std::atomic<uint64_t> eagerBytes{0};     // copied through the eager buffers of the shared segment
+  std::atomic<uint64_t> memcpyBytes{0};    // copied straight between ranks' buffers by memcpy (arena, threads)
+  std::atomic<uint64_t> vmBytes{0};        // copied straight by process_vm_readv / process_vm_writev
+  std::atomic<uint64_t> pushedBytes{0};    // of the straight copies, written by the sender (the split's tail)
+  std::atomic<uint64_t> pipelineCalls{0};  // reductions through the ring pipeline
 };
 
 class Communicator {
@@ -67,6 +80,12 @@ class Communicator {
   // A tensor for this communicator's outputs; backends may place it where their peers reach it faster.
   virtual at::Tensor emptyOutput(c10::IntArrayRef sizes, const at::TensorOptions& options);
 
+  const CommStats& stats() const { return stats_; }
+
+  // At interpreter exit: releases what must go while the process is still whole (a gloo group's threads and
+  // its store), unless a call is in flight; later calls raise. The object itself goes with its last user.
+  void shutdown();
+
   // Empty while usable; else the fault that made it unusable (every later call repeats it).
   std::string failure() const;
   bool failed() const { return !failure().empty(); }
@@ -91,8 +110,13 @@ class Communicator {
   virtual void doSendRecv(std::vector<P2pOp>& ops);
   virtual void doBarrier();
 
+  // What shutdown() releases, with the call lock held (nothing by default).
+  virtual void doShutdown() {}
+
   // Records a fault found outside a public call's try/catch (e.g. while enqueued work drains).
   void markFailed(Status status, const std::string& why);
+
+  CommStats stats_;
 
  private:
   // `sig`: the collective's signature (null for point to point, which checks each message itself).

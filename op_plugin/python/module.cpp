@@ -121,16 +121,33 @@ PYBIND11_MODULE(_C, m) {
   m.doc() = "atb_ops native core: ATB operations and communicators";
 
   m.def("backends", &atb_ops::registeredBackends, "Backends built into this atb_ops, as 'name (device)'.");
-  m.def("communicator_count", &atb_ops::cachedCommunicatorCount, "Communicators in the cache.");
+  m.def("communicator_count", &atb_ops::cachedCommunicatorCount, "Live communicators in the cache.");
+  m.def(
+      "communicator_stats",
+      [](const std::string& commDomain) {
+        py::list out;
+        for (const auto& comm : atb_ops::liveCommunicators(commDomain)) {
+          const atb_ops::CommStats& s = comm->stats();
+          out.append(py::dict(
+              py::arg("backend") = comm->backend(), py::arg("rank") = comm->rank(), py::arg("size") = comm->size(),
+              py::arg("collectives") = s.collectives.load(), py::arg("eager_bytes") = s.eagerBytes.load(),
+              py::arg("memcpy_bytes") = s.memcpyBytes.load(), py::arg("vm_bytes") = s.vmBytes.load(),
+              py::arg("pushed_bytes") = s.pushedBytes.load(), py::arg("pipeline_calls") = s.pipelineCalls.load()));
+        }
+        return out;
+      },
+      py::arg("comm_domain"),
+      "What each live communicator of a commDomain moved and by which route (counters since it was made).");
   m.def(
       "clear_communicators",
-      [] {
+      [](bool atExit) {
         py::gil_scoped_release unlocked;
         atb_ops::releaseAllHandles();
-        atb_ops::clearCommunicatorCache();
+        atb_ops::clearCommunicatorCache(atExit);
       },
-      "Drops the groups' communicators and forgets the cached ones (at exit, and in tests); communicators "
-      "that operations still hold live on with them.");
+      py::arg("at_exit") = false,
+      "Drops the groups' communicators and forgets the cached ones (in tests); communicators that operations "
+      "still hold live on with them. at_exit: those are shut down too (their gloo groups released).");
   m.def(
       "options",
       [] { return atb_ops::withPythonErrors([] { return atb_ops::describeOptions(atb_ops::readOptions()); }); },

@@ -46,8 +46,16 @@ def clear_communicators() -> None:
     _C.clear_communicators()
 
 
-# Communicators hold process groups and shared mappings: drop them while Python is still whole.
-atexit.register(clear_communicators)
+def _at_exit() -> None:
+    # While Python is still whole: gloo groups' threads and stores go now, not in static destruction (where
+    # their order is undefined and a joinable thread aborts the process), then the default process group if
+    # atb_ops made it for backend "gloo".
+    _groups.forget_handles()
+    _C.clear_communicators(at_exit=True)
+    _hooks.destroy_own_default_group()
+
+
+atexit.register(_at_exit)
 
 OperationTorch = torch.classes.OperationTorch.OperationTorch
 backends = _C.backends

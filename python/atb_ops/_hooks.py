@@ -61,6 +61,8 @@ def make_gloo(prefix: str, rank: int, size: int, timeout_s: float) -> dist.Proce
             )
         dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=size,
                                 timeout=timedelta(seconds=timeout_s))
+        global _own_default_group
+        _own_default_group = True
     store = dist.PrefixStore(prefix, job_store(required=True))
     _meet(store, prefix, rank, size, timeout_s)
     return dist.ProcessGroupGloo(store, rank, size, timedelta(seconds=timeout_s))
@@ -98,6 +100,17 @@ def _meet(store: dist.Store, prefix: str, rank: int, size: int, timeout_s: float
             )
         time.sleep(delay)
         delay = min(delay * 2, 0.02)
+
+
+_own_default_group = False  # atb_ops made the default process group (make_gloo), so it also ends it
+
+
+def destroy_own_default_group() -> None:
+    """Destroys the default process group at exit if atb_ops made it (the user never saw it to destroy it)."""
+    global _own_default_group
+    if _own_default_group and dist.is_initialized():
+        dist.destroy_process_group()
+    _own_default_group = False
 
 
 def install(native: ModuleType) -> None:

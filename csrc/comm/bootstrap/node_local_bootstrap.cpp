@@ -39,8 +39,9 @@ struct RecordHeader {
   std::atomic<int32_t> conflict;  // kNoConflict, kConflictWriting, kConflictReported, kRootFailed
   char reason[464];
 };
+constexpr size_t kStablePrefix = 48;
 static_assert(offsetof(RecordHeader, rootPid) == 24 && offsetof(RecordHeader, rootStartTime) == 32 &&
-                  offsetof(RecordHeader, reason) == 48,
+                  offsetof(RecordHeader, reason) == kStablePrefix,
               "op_plugin/python/module.cpp (node_files) publishes this layout for doctor");
 
 constexpr int32_t kMaxPayload = 1 << 20;
@@ -74,14 +75,16 @@ enum class Found { kNothing, kStale, kLive };
 Found inspect(const std::string& path, uint64_t keyHash, MappedFile* live) {
   MappedFile f = MappedFile::open(path);  // raises for directories, links, FIFOs, other owners, modes
   if (!f.valid()) return Found::kNothing;
-  ATB_CHECK(f.size() >= sizeof(RecordHeader) && headerOf(f).magic.load(std::memory_order_acquire) == kRendezvousMagic,
+  // The first kStablePrefix bytes (magic, root pid and start time) keep their place in every version, so a
+  // record a crashed run of an older version left is still recognised as stale.
+  ATB_CHECK(f.size() >= kStablePrefix && headerOf(f).magic.load(std::memory_order_acquire) == kRendezvousMagic,
             ERROR_RT_FAIL, "rendezvous file '", path, "' holds ", f.size(),
             " bytes that are not an atb_ops rendezvous record; remove it");
   const RecordHeader& h = headerOf(f);
   const bool alive = processAlive(h.rootPid) && processStartTime(h.rootPid) == h.rootStartTime;
   if (!alive) return Found::kStale;
   ATB_CHECK(
-      h.keyHash == keyHash && h.rankSize > 0 &&
+      f.size() >= sizeof(RecordHeader) && h.keyHash == keyHash && h.rankSize > 0 &&
           f.size() >= sizeof(RecordHeader) + static_cast<size_t>(h.rankSize) + static_cast<size_t>(h.payloadBytes),
       ERROR_RT_FAIL, "rendezvous file '", path, "' belongs to another communicator (rankSize ", h.rankSize,
       ", root pid ", h.rootPid, ", which is alive); two jobs hash to one name: set ATB_OPS_JOB_ID");

@@ -105,14 +105,12 @@ C10dCommunicator::C10dCommunicator(const CommConfig& c) : Communicator("gloo", c
     generation.emplace("gloo/" + c.commDomain, c.rank);
     backend_ = ownGlooGroup(c, *generation, name_);
   }
-  // Who is who: lets a failed wait name the peer that died (gloo itself reports only addresses). Rank 0's
-  // ATB_OPS_CHECK travels with it: settings that change what goes over the wire are agreed here.
-  constexpr int64_t kWords = 3;
+  // Who is who: lets a failed wait name the peer that died (gloo itself reports only addresses).
+  constexpr int64_t kWords = 2;
   at::Tensor mine = at::empty({kWords}, at::kLong);
   auto* m = mine.data_ptr<int64_t>();
   m[0] = hostHash();
   m[1] = static_cast<int64_t>(::getpid());
-  m[2] = options().crossRankCheck.value_or(true) ? 1 : 0;
   at::Tensor all = at::empty({kWords * size()}, at::kLong);
   waitFor(backend_->_allgather_base(all, mine), "identity exchange");
   const int64_t* a = all.data_ptr<int64_t>();
@@ -120,7 +118,6 @@ C10dCommunicator::C10dCommunicator(const CommConfig& c) : Communicator("gloo", c
     peerHosts_.push_back(a[kWords * r]);
     peerPids_.push_back(a[kWords * r + 1]);
   }
-  checksCalls_ = a[2] != 0;
   if (generation) generation->confirm();
 }
 
@@ -166,7 +163,6 @@ void C10dCommunicator::waitFor(const c10::intrusive_ptr<c10d::Work>& work, const
 }
 
 void C10dCommunicator::crossCheck(const CallSignature& sig, const AllToAllVLayout* counts) {
-  if (!checksCalls_) return;
   // A fixed size whatever the call (the signature, then alltoallv's counts to and from each rank, zeros
   // otherwise): ranks that called different collectives still exchange matching messages and all raise.
   const int64_t n = size();
@@ -276,44 +272,40 @@ void C10dCommunicator::doBroadcast(at::Tensor& tensor, int32_t root) {
 }
 
 void C10dCommunicator::doSend(const at::Tensor& tensor, int32_t peer) {
-  if (checksCalls_) {
-    // gloo aborts the process when a message is longer than the receive buffer: agree on sizes first.
-    at::Tensor header = at::empty({2}, at::kLong);
-    header[0] = static_cast<int64_t>(tensor.nbytes());
-    header[1] = static_cast<int64_t>(tensor.scalar_type());
-    std::vector<at::Tensor> h{header};
-    waitFor(backend_->send(h, peer, 0), "send (size check)");
-    at::Tensor answer = at::empty({2}, at::kLong);
-    std::vector<at::Tensor> a{answer};
-    waitFor(backend_->recv(a, peer, 0), "send (size check)");
-    const int64_t wantBytes = answer[0].item<int64_t>();
-    const auto wantType = static_cast<c10::ScalarType>(answer[1].item<int64_t>());
-    ATB_CHECK(wantBytes == static_cast<int64_t>(tensor.nbytes()) && wantType == tensor.scalar_type(),
-              ERROR_INVALID_PARAM, "gloo send: rank ", rank(), " sent ", tensor.numel(), " elements of ",
-              tensor.scalar_type(), " to rank ", peer, ", which expected ",
-              wantBytes / static_cast<int64_t>(c10::elementSize(wantType)), " elements of ", wantType);
-  }
+  // gloo aborts the process when a message is longer than the receive buffer: agree on sizes first.
+  at::Tensor header = at::empty({2}, at::kLong);
+  header[0] = static_cast<int64_t>(tensor.nbytes());
+  header[1] = static_cast<int64_t>(tensor.scalar_type());
+  std::vector<at::Tensor> h{header};
+  waitFor(backend_->send(h, peer, 0), "send (size check)");
+  at::Tensor answer = at::empty({2}, at::kLong);
+  std::vector<at::Tensor> a{answer};
+  waitFor(backend_->recv(a, peer, 0), "send (size check)");
+  const int64_t wantBytes = answer[0].item<int64_t>();
+  const auto wantType = static_cast<c10::ScalarType>(answer[1].item<int64_t>());
+  ATB_CHECK(wantBytes == static_cast<int64_t>(tensor.nbytes()) && wantType == tensor.scalar_type(), ERROR_INVALID_PARAM,
+            "gloo send: rank ", rank(), " sent ", tensor.numel(), " elements of ", tensor.scalar_type(), " to rank ",
+            peer, ", which expected ", wantBytes / static_cast<int64_t>(c10::elementSize(wantType)), " elements of ",
+            wantType);
   std::vector<at::Tensor> t{bytesOf(tensor)};
   if (t[0].numel() > 0) waitFor(backend_->send(t, peer, 0), "send");
 }
 
 void C10dCommunicator::doRecv(at::Tensor& tensor, int32_t peer) {
-  if (checksCalls_) {
-    at::Tensor header = at::empty({2}, at::kLong);
-    std::vector<at::Tensor> h{header};
-    waitFor(backend_->recv(h, peer, 0), "recv (size check)");
-    at::Tensor mine = at::empty({2}, at::kLong);
-    mine[0] = static_cast<int64_t>(tensor.nbytes());
-    mine[1] = static_cast<int64_t>(tensor.scalar_type());
-    std::vector<at::Tensor> m{mine};
-    waitFor(backend_->send(m, peer, 0), "recv (size check)");
-    const int64_t sentBytes = header[0].item<int64_t>();
-    const auto sentType = static_cast<c10::ScalarType>(header[1].item<int64_t>());
-    ATB_CHECK(sentBytes == static_cast<int64_t>(tensor.nbytes()) && sentType == tensor.scalar_type(),
-              ERROR_INVALID_PARAM, "gloo recv: rank ", rank(), " expected ", tensor.numel(), " elements of ",
-              tensor.scalar_type(), " from rank ", peer, ", which sent ",
-              sentBytes / static_cast<int64_t>(c10::elementSize(sentType)), " elements of ", sentType);
-  }
+  at::Tensor header = at::empty({2}, at::kLong);
+  std::vector<at::Tensor> h{header};
+  waitFor(backend_->recv(h, peer, 0), "recv (size check)");
+  at::Tensor mine = at::empty({2}, at::kLong);
+  mine[0] = static_cast<int64_t>(tensor.nbytes());
+  mine[1] = static_cast<int64_t>(tensor.scalar_type());
+  std::vector<at::Tensor> m{mine};
+  waitFor(backend_->send(m, peer, 0), "recv (size check)");
+  const int64_t sentBytes = header[0].item<int64_t>();
+  const auto sentType = static_cast<c10::ScalarType>(header[1].item<int64_t>());
+  ATB_CHECK(sentBytes == static_cast<int64_t>(tensor.nbytes()) && sentType == tensor.scalar_type(), ERROR_INVALID_PARAM,
+            "gloo recv: rank ", rank(), " expected ", tensor.numel(), " elements of ", tensor.scalar_type(),
+            " from rank ", peer, ", which sent ", sentBytes / static_cast<int64_t>(c10::elementSize(sentType)),
+            " elements of ", sentType);
   std::vector<at::Tensor> t{bytesOf(tensor)};
   if (t[0].numel() > 0) waitFor(backend_->recv(t, peer, 0), "recv");
 }
@@ -322,6 +314,11 @@ void C10dCommunicator::doBarrier() {
   c10d::BarrierOptions opts;
   opts.timeout = options().timeout;
   waitFor(backend_->barrier(opts), "barrier");
+}
+
+void C10dCommunicator::doShutdown() {
+  backend_.reset();
+  group_.reset();
 }
 
 void setGlooFactory(GlooFactory f) {

@@ -40,6 +40,7 @@ class C10dCommunicator final : public Communicator {
   void doSend(const at::Tensor& tensor, int32_t peer) override;
   void doRecv(at::Tensor& tensor, int32_t peer) override;
   void doBarrier() override;
+  void doShutdown() override;
 
  private:
   void waitFor(const c10::intrusive_ptr<c10d::Work>& work, const char* what) const;
@@ -51,9 +52,6 @@ class C10dCommunicator final : public Communicator {
   c10::intrusive_ptr<c10d::Backend> backend_;
   std::vector<int64_t> peerHosts_;  // per rank: a hash of its host's boot id (pids compare only within a host)
   std::vector<int64_t> peerPids_;
-  // Whether calls are cross-checked (ATB_OPS_CHECK, default on): rank 0's setting, adopted by every rank at
-  // creation, since the check is itself a collective that all ranks must issue or none.
-  bool checksCalls_ = true;
 };
 
 }  // namespace atb_ops::c10dcomm

@@ -92,7 +92,7 @@ void mapPeerArenas(const CommConfig& c, Attachment& a, PeerMemory& memory, Clock
 
 }  // namespace
 
-Attachment attachSegment(const CommConfig& c, PeerMemory& memory) {
+Attachment attachSegment(const CommConfig& c, PeerMemory& memory, CommStats* stats) {
   ATB_CHECK(c.rankSize <= kMaxRanks, ERROR_INVALID_PARAM, "backend 'shm' supports at most ", kMaxRanks,
             " ranks on one host; rankSize is ", c.rankSize, " (use backend 'gloo' across hosts)");
   Arena::instance();  // raises on a malformed ATB_OPS_SHM_ARENA before anything is claimed
@@ -160,7 +160,7 @@ Attachment attachSegment(const CommConfig& c, PeerMemory& memory) {
   }
   if (c.rank == c.rankRoot) unlinkIfSame(a.file, a.file.path());
 
-  memory.reset(c.rankSize);
+  memory.reset(c.rankSize, stats);
   int cpus = 0;
   for (size_t w = 0; w < kCpuWords; ++w) {
     uint64_t all = 0;

@@ -45,7 +45,7 @@ std::pair<int64_t, int64_t> shardOf(int64_t numel, int32_t n, int32_t j) {
 ShmCommunicator::ShmCommunicator(const CommConfig& config)
     : Communicator("shm", config.rank, config.rankSize, config.options) {
   ATB_CHECK(config.handle == 0, ERROR_INVALID_PARAM, "backend 'shm' takes no hcclComm handle, got ", config.handle);
-  att_ = attachSegment(config, memory_);
+  att_ = attachSegment(config, memory_, &stats_);
   eagerLimit_ = att_.view.header().eagerLimit;
   split_ = att_.view.header().split != 0;
   const size_t n = static_cast<size_t>(size());
@@ -114,7 +114,7 @@ void ShmCommunicator::checkSameCall(const Call& c) const {
 }
 
 void ShmCommunicator::checkCountMatrix(const Call& c) const {
-  const int64_t es = myPost(c).sig.elemSize;
+  const int64_t es = std::max<int64_t>(myPost(c).sig.elemSize, 1);  // a barrier moves no typed data
   atb_ops::checkCountMatrix(
       size(),
       [&](int32_t i, int32_t j) { return static_cast<int64_t>(att_.view.entries(i, c.parity)[j].sendBytes) / es; },
@@ -243,6 +243,7 @@ void ShmCommunicator::doAlltoallv(const at::Tensor& send, const AllToAllVLayout&
     if (j != rank() && bytes > 0 && static_cast<int64_t>(bytes) <= eagerLimit_ &&
         eagerUsed + room <= att_.view.eagerBytes()) {
       std::memcpy(eager + eagerUsed, src, bytes);
+      stats_.eagerBytes.fetch_add(bytes, std::memory_order_relaxed);
       e.eagerOffset = static_cast<uint32_t>(eagerUsed);
       eagerUsed += room;
     }
@@ -277,6 +278,7 @@ void ShmCommunicator::doAllreduce(const at::Tensor& send, at::Tensor& recv, Redu
   const int64_t numel = send.numel();
   if (static_cast<int64_t>(bytes) <= reduceEagerLimit() && bytes <= att_.view.eagerBytes()) {
     if (bytes > 0) std::memcpy(att_.view.eager(rank(), c.parity), send.data_ptr(), bytes);
+    stats_.eagerBytes.fetch_add(bytes, std::memory_order_relaxed);
     myPost(c).eager = 1;
   }
   announce(c, &SlotHead::postSeq, &SlotHead::postWaiters);
@@ -324,6 +326,7 @@ void ShmCommunicator::doReduceScatterV(const at::Tensor& send, const VLayout& s,
     e.eagerOffset = kNotEager;
     if (eager) {
       std::memcpy(att_.view.eager(rank(), c.parity) + used, base + s.displs[j] * es, e.sendBytes);
+      stats_.eagerBytes.fetch_add(e.sendBytes, std::memory_order_relaxed);
       e.eagerOffset = static_cast<uint32_t>(used);
       used += roundUp(e.sendBytes, kEagerAlign);
     }
@@ -358,6 +361,7 @@ int64_t ShmCommunicator::reduceEagerLimit() const {
 }
 
 void ShmCommunicator::runPipeline(const Call& c, const PipeShards& shards) {
+  stats_.pipelineCalls.fetch_add(1, std::memory_order_relaxed);
   IdleWait idle(c.what, options().timeout, [this, &c] { checkHealth(c.what); }, att_.spin);
   try {
     runReducePipeline(att_.view, memory_, rank(), c.parity, shards, idle);
@@ -377,6 +381,7 @@ void ShmCommunicator::doBroadcast(at::Tensor& tensor, int32_t root) {
   me.recvAddr = me.sendAddr;
   if (rank() == root && static_cast<int64_t>(bytes) <= eagerLimit_ && bytes <= att_.view.eagerBytes()) {
     if (bytes > 0) std::memcpy(att_.view.eager(rank(), c.parity), tensor.data_ptr(), bytes);
+    stats_.eagerBytes.fetch_add(bytes, std::memory_order_relaxed);
     myPost(c).eager = 1;
   }
   announce(c, &SlotHead::postSeq, &SlotHead::postWaiters);
