@@ -17,10 +17,7 @@ extern "C" {
 #define ACL_EVENT_CAPTURE_STREAM_PROGRESS 0x00000002U
 #define ACL_EVENT_TIME_LINE 0x00000008U
 
-typedef enum aclrtRunMode {
-  ACL_DEVICE,
-  ACL_HOST
-} aclrtRunMode;
+typedef enum aclrtRunMode { ACL_DEVICE, ACL_HOST } aclrtRunMode;
 
 typedef enum aclrtMemcpyKind {
   ACL_MEMCPY_HOST_TO_HOST,

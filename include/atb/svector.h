@@ -75,11 +75,13 @@ class SVector {
   const T& operator[](std::size_t i) const { return at(i); }
 
   T& at(std::size_t i) {
-    if (i >= size_) throw std::out_of_range("SVector: index " + std::to_string(i) + " >= size " + std::to_string(size_));
+    if (i >= size_)
+      throw std::out_of_range("SVector: index " + std::to_string(i) + " >= size " + std::to_string(size_));
     return data()[i];
   }
   const T& at(std::size_t i) const {
-    if (i >= size_) throw std::out_of_range("SVector: index " + std::to_string(i) + " >= size " + std::to_string(size_));
+    if (i >= size_)
+      throw std::out_of_range("SVector: index " + std::to_string(i) + " >= size " + std::to_string(size_));
     return data()[i];
   }
 

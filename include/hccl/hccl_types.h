@@ -74,11 +74,7 @@ typedef enum {
   HCCL_DATA_TYPE_RESERVED = 255
 } HcclDataType;
 
-typedef enum {
-  HCCL_SEND = 0,
-  HCCL_RECV = 1,
-  HCCL_SEND_RECV_RESERVED
-} HcclSendRecvType;
+typedef enum { HCCL_SEND = 0, HCCL_RECV = 1, HCCL_SEND_RECV_RESERVED } HcclSendRecvType;
 
 /* Sizes. HCCL declares them as `const uint32_t`, which C cannot use as an array bound: C gets macros with the
  * same values. */

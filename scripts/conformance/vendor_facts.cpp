@@ -85,7 +85,7 @@ void fact(const char* kind, const std::string& name, const std::string& value) {
 }
 
 template <typename S, typename F>
-void field(const char* name, F S::*member) {
+void field(const char* name, F S::* member) {
   const S object{};
   const auto offset = reinterpret_cast<const char*>(&(object.*member)) - reinterpret_cast<const char*>(&object);
   fact("field", name, typeName<F>() + " @" + std::to_string(offset) + " default " + show(object.*member));
@@ -267,11 +267,11 @@ static void cApis() {
 
 #ifdef FACTS_ATB
 // The fields every communication param has, in ATB's names.
-#define COMM_FIELDS(P)                                                                                    \
-  FIELD(P, rank), FIELD(P, rankSize), FIELD(P, rankRoot), FIELD(P, backend), FIELD(P, hcclComm),          \
-      FIELD(P, commMode), FIELD(P, rankTableFile), FIELD(P, commDomain), FIELD(P, rsv);                   \
-  fact("function", "atb::CreateOperation<" #P ">", typeName<decltype(&atb::CreateOperation<P>)>());       \
-  fact("function", "atb::CloneOperationParam<" #P ">", typeName<decltype(&atb::CloneOperationParam<P>)>()); \
+#define COMM_FIELDS(P)                                                                                               \
+  FIELD(P, rank), FIELD(P, rankSize), FIELD(P, rankRoot), FIELD(P, backend), FIELD(P, hcclComm), FIELD(P, commMode), \
+      FIELD(P, rankTableFile), FIELD(P, commDomain), FIELD(P, rsv);                                                  \
+  fact("function", "atb::CreateOperation<" #P ">", typeName<decltype(&atb::CreateOperation<P>)>());                  \
+  fact("function", "atb::CloneOperationParam<" #P ">", typeName<decltype(&atb::CloneOperationParam<P>)>());          \
   fact("function", "atb::UpdateOperationParam<" #P ">", typeName<decltype(&atb::UpdateOperationParam<P>)>())
 
 static void atbApi() {
@@ -302,7 +302,8 @@ static void atbApi() {
   // --- svector.h ---
   CONSTANT(atb::MAX_SVECTOR_SIZE), CONSTANT(atb::DEFAULT_SVECTOR_SIZE), CONSTANT(atb::CHECK_BOUND);
   STRUCT(SVector<int64_t>), STRUCT(SVector<Tensor>), STRUCT(SVector<TensorDesc>);
-  fact("type", "atb::MaxSizeExceeded base", std::is_base_of_v<std::exception, MaxSizeExceeded> ? "std::exception" : "?");
+  fact("type", "atb::MaxSizeExceeded base",
+       std::is_base_of_v<std::exception, MaxSizeExceeded> ? "std::exception" : "?");
   using IntVector = SVector<int>;
   METHOD(IntVector, push_back), METHOD(IntVector, size), METHOD(IntVector, insert), METHOD(IntVector, empty);
   METHOD(IntVector, clear), METHOD(IntVector, resize), METHOD(IntVector, reserve);
@@ -321,8 +322,8 @@ static void atbApi() {
   METHOD_AS(IntVector, operator=, IntVector & (IntVector::*)(const IntVector&));
   fact("constructible", "SVector<int>(initializer_list), (size_t, const int&), (const SVector&)",
        std::is_constructible_v<IntVector, std::initializer_list<int>> &&
-               std::is_constructible_v<IntVector, std::size_t, const int&> &&
-               std::is_copy_constructible_v<IntVector> && !std::is_convertible_v<std::size_t, IntVector>
+               std::is_constructible_v<IntVector, std::size_t, const int&> && std::is_copy_constructible_v<IntVector> &&
+               !std::is_convertible_v<std::size_t, IntVector>
            ? "yes"
            : "no");
   {
@@ -384,7 +385,8 @@ static void atbApi() {
   FIELD(AllToAllVParam, rdispls);
   STRUCT(AllToAllVV2Param), COMM_FIELDS(AllToAllVV2Param);
   fact("function", "operator==(AllGatherVParam)",
-       typeName<decltype(static_cast<bool (*)(const AllGatherVParam&, const AllGatherVParam&)>(&atb::infer::operator==))>());
+       typeName<decltype(static_cast<bool (*)(const AllGatherVParam&, const AllGatherVParam&)>(
+           &atb::infer::operator==))>());
   fact("function", "operator==(ReduceScatterVParam)",
        typeName<decltype(static_cast<bool (*)(const ReduceScatterVParam&, const ReduceScatterVParam&)>(
            &atb::infer::operator==))>());
