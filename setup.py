@@ -300,7 +300,8 @@ def extensions() -> list:
     note("ACL runtime on CPU", True, "csrc/vendor_api/acl against include/acl", ("ascend_home/lib64/libascendcl.so",))
     runner = native_library("atb_ops.atb_home.lib.libatb", sources("csrc/comm/hccl/cpu/*.cpp"), python=False,
                             include_dirs=[include],
-                            extra_link_args=["-Wl,-rpath,$ORIGIN/../../lib", "-Wl,-rpath,$ORIGIN/../../ascend_home/lib64"])
+                            extra_link_args=["-Wl,-rpath,$ORIGIN/../../lib",
+                                             "-Wl,-rpath,$ORIGIN/../../ascend_home/lib64"])
     runner.atb_needs = ["atb_ops.lib.libatb_ops", "atb_ops.ascend_home.lib64.libhccl"]
     # No code of its own: it exists to pull in the binding and the runner (kept by --no-as-needed).
     framework = native_library("atb_ops.atb_home.lib.libatb_test_framework", sources("op_plugin/atb_home/*.cpp"),
@@ -339,7 +340,8 @@ class NativeBuild(BuildExtension):
         for folder in folders:
             folder.mkdir(parents=True, exist_ok=True)
             (folder / TORCH_RECORD).write_text(f"{torch.__version__}\n")
-            (folder / PARTS_RECORD).write_text(json.dumps({"torch": torch.__version__, "parts": PARTS}, indent=1) + "\n")
+            record = {"torch": torch.__version__, "parts": PARTS}
+            (folder / PARTS_RECORD).write_text(json.dumps(record, indent=1) + "\n")
 
     def get_ext_filename(self, fullname: str) -> str:
         # Called with the dotted name (setuptools) and with its last part alone (distutils' get_ext_fullpath).

@@ -165,7 +165,8 @@ def parts_report(record: Path = PARTS_RECORD) -> list[tuple[str, str, str]]:
     try:
         parts = json.loads(record.read_text())["parts"]
     except (OSError, ValueError, KeyError) as err:
-        return [("build record", "missing", f"{record} unreadable ({err}); rebuild: pip install --no-build-isolation .")]
+        why = f"{record} unreadable ({err}); rebuild: pip install --no-build-isolation ."
+        return [("build record", "missing", why)]
     rows = []
     for name, part in parts.items():
         if not part["built"]:

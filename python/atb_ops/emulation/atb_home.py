@@ -6,8 +6,8 @@ TorchScript binding and its ``libatb.so``, the HCCL runner for CPU ranks, which 
 implements it. ``atb_ops/ascend_home``: ``lib64/libhccl.so`` (that C API), ``lib64/libascendcl.so`` (the ACL
 runtime on CPU) and the headers of both in ``include/``.
 
-Without the packaged atb_home (a build from before it existed), the launcher makes the folder at run time from symbolic links to
-the package's libraries, in a private place of the user (``$XDG_RUNTIME_DIR/atb_ops``, else
+Without the packaged atb_home (a build from before it existed), the launcher makes the folder at run time from
+symbolic links to the package's libraries, in a private place of the user (``$XDG_RUNTIME_DIR/atb_ops``, else
 ``~/.cache/atb_ops``, else ``<tmp>/atb_ops-<uid>``): every folder it creates is 0700 and owned by the user,
 opened without following a symbolic link, and the links are replaced atomically, so concurrent launchers
 never see a half-made folder. Backend "hccl" then runs on shm, and ATB's tests that look for HCCL symbols
