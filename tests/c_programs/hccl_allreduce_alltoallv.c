@@ -11,14 +11,14 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#define CHECK(cond, ...)                                 \
-  do {                                                   \
-    if (!(cond)) {                                       \
-      fprintf(stderr, "rank %u: FAILED: ", rank);        \
-      fprintf(stderr, __VA_ARGS__);                      \
-      fprintf(stderr, " [line %d]\n", __LINE__);         \
-      return 1;                                          \
-    }                                                    \
+#define CHECK(cond, ...)                          \
+  do {                                            \
+    if (!(cond)) {                                \
+      fprintf(stderr, "rank %u: FAILED: ", rank); \
+      fprintf(stderr, __VA_ARGS__);               \
+      fprintf(stderr, " [line %d]\n", __LINE__);  \
+      return 1;                                   \
+    }                                             \
   } while (0)
 
 static int shareRootInfo(uint32_t rank, const char* path, HcclRootInfo* info) {
@@ -71,8 +71,9 @@ int main(int argc, char** argv) {
     uint64_t k;
     for (k = 0; k < sendCounts[i]; ++k) send[sdispls[i] + k] = (int32_t)(100 * rank + i);
   }
-  CHECK(HcclAlltoAllV(send, sendCounts, sdispls, HCCL_DATA_TYPE_INT32, recv, recvCounts, rdispls,
-                      HCCL_DATA_TYPE_INT32, comm, NULL) == HCCL_SUCCESS, "HcclAlltoAllV");
+  CHECK(HcclAlltoAllV(send, sendCounts, sdispls, HCCL_DATA_TYPE_INT32, recv, recvCounts, rdispls, HCCL_DATA_TYPE_INT32,
+                      comm, NULL) == HCCL_SUCCESS,
+        "HcclAlltoAllV");
   for (i = 0; i < n * (rank + 1); ++i) {
     CHECK(recv[i] == (int32_t)(100 * (i / (rank + 1)) + rank), "recv[%u] = %d", i, recv[i]);
   }

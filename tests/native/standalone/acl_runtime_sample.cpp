@@ -39,13 +39,12 @@ void devices() {
   uint32_t count = 0;
   expectCode(aclrtGetDeviceCount(&count), ACL_SUCCESS, "aclrtGetDeviceCount");
   expect(count == 4, "ATB_OPS_NPU_COUNT=4 gives " + std::to_string(count) + " devices");
-  expectCode(aclrtGetDeviceCount(nullptr), ACL_ERROR_INVALID_PARAM, "aclrtGetDeviceCount(null)",
-             "aclrtGetDeviceCount", "count is null");
+  expectCode(aclrtGetDeviceCount(nullptr), ACL_ERROR_INVALID_PARAM, "aclrtGetDeviceCount(null)", "aclrtGetDeviceCount",
+             "count is null");
   int32_t device = -1;
   expectCode(aclrtGetDevice(&device), ACL_ERROR_RT_CONTEXT_NULL, "aclrtGetDevice before aclrtSetDevice",
              "aclrtGetDevice", "aclrtSetDevice");
-  expectCode(aclrtSetDevice(4), ACL_ERROR_RT_INVALID_DEVICEID, "aclrtSetDevice(4)", "aclrtSetDevice",
-             "deviceId 4");
+  expectCode(aclrtSetDevice(4), ACL_ERROR_RT_INVALID_DEVICEID, "aclrtSetDevice(4)", "aclrtSetDevice", "deviceId 4");
   expectCode(aclrtSetDevice(-1), ACL_ERROR_RT_INVALID_DEVICEID, "aclrtSetDevice(-1)");
   expectCode(aclrtSetDevice(2), ACL_SUCCESS, "aclrtSetDevice(2)");
   expectCode(aclrtGetDevice(&device), ACL_SUCCESS, "aclrtGetDevice");
@@ -93,14 +92,14 @@ void memory() {
              "H2D at the block's tail");
 
   // Bad copies: sizes, nulls, kinds, and pointers on the wrong side.
-  expectCode(aclrtMemcpy(dev, 10, in.data(), 11, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_INVALID_PARAM,
-             "count > destMax", "aclrtMemcpy", "count 11 exceeds destMax 10");
-  expectCode(aclrtMemcpy(nullptr, 10, in.data(), 10, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_INVALID_PARAM,
-             "null dst", "aclrtMemcpy", "dst is null");
+  expectCode(aclrtMemcpy(dev, 10, in.data(), 11, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_INVALID_PARAM, "count > destMax",
+             "aclrtMemcpy", "count 11 exceeds destMax 10");
+  expectCode(aclrtMemcpy(nullptr, 10, in.data(), 10, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_INVALID_PARAM, "null dst",
+             "aclrtMemcpy", "dst is null");
   expectCode(aclrtMemcpy(dev, 10, nullptr, 10, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_INVALID_PARAM, "null src",
              "aclrtMemcpy", "src is null");
-  expectCode(aclrtMemcpy(dev, 10, in.data(), 10, static_cast<aclrtMemcpyKind>(42)), ACL_ERROR_INVALID_PARAM,
-             "kind 42", "aclrtMemcpy", "kind 42");
+  expectCode(aclrtMemcpy(dev, 10, in.data(), 10, static_cast<aclrtMemcpyKind>(42)), ACL_ERROR_INVALID_PARAM, "kind 42",
+             "aclrtMemcpy", "kind 42");
   expectCode(aclrtMemcpy(out.data(), kBytes, in.data(), kBytes, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_INVALID_PARAM,
              "H2D into host memory", "aclrtMemcpy", "not inside device memory");
   expectCode(aclrtMemcpy(dev, kBytes + 1, in.data(), kBytes + 1, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_INVALID_PARAM,
@@ -121,8 +120,8 @@ void memory() {
   // Frees: unknown, inside a block, of the wrong kind, twice, null.
   expectCode(aclrtFree(out.data()), ACL_ERROR_INVALID_PARAM, "aclrtFree(unknown)", "aclrtFree",
              "is not memory from aclrtMalloc");
-  expectCode(aclrtFree(static_cast<char*>(dev) + 8), ACL_ERROR_INVALID_PARAM, "aclrtFree(inside a block)",
-             "aclrtFree", "points inside the 1000-byte block");
+  expectCode(aclrtFree(static_cast<char*>(dev) + 8), ACL_ERROR_INVALID_PARAM, "aclrtFree(inside a block)", "aclrtFree",
+             "points inside the 1000-byte block");
   expectCode(aclrtFree(host), ACL_ERROR_INVALID_PARAM, "aclrtFree(host memory)", "aclrtFree", "aclrtFreeHost");
   expectCode(aclrtFreeHost(dev), ACL_ERROR_INVALID_PARAM, "aclrtFreeHost(device memory)", "aclrtFreeHost",
              "free it with aclrtFree");
@@ -154,14 +153,14 @@ void streamsAndEvents() {
   // A stream passed where an event goes, and an event where a stream goes, are recognised.
   expectCode(aclrtSynchronizeEvent(stream), ACL_ERROR_INVALID_PARAM, "a stream as an event", "aclrtSynchronizeEvent",
              "is not a live event");
-  expectCode(aclrtSynchronizeStream(event), ACL_ERROR_INVALID_PARAM, "an event as a stream",
-             "aclrtSynchronizeStream", "is not a live stream");
+  expectCode(aclrtSynchronizeStream(event), ACL_ERROR_INVALID_PARAM, "an event as a stream", "aclrtSynchronizeStream",
+             "is not a live stream");
   expectCode(aclrtCreateEventWithFlag(&event, 0x80), ACL_ERROR_INVALID_PARAM, "an unknown event flag");
   expectCode(aclrtDestroyEvent(event), ACL_SUCCESS, "aclrtDestroyEvent");
   expectCode(aclrtDestroyEvent(event), ACL_ERROR_INVALID_PARAM, "a second aclrtDestroyEvent");
   expectCode(aclrtDestroyStream(stream), ACL_SUCCESS, "aclrtDestroyStream");
-  expectCode(aclrtDestroyStream(stream), ACL_ERROR_INVALID_PARAM, "a second aclrtDestroyStream",
-             "aclrtDestroyStream", "is not a live stream");
+  expectCode(aclrtDestroyStream(stream), ACL_ERROR_INVALID_PARAM, "a second aclrtDestroyStream", "aclrtDestroyStream",
+             "is not a live stream");
   expectCode(aclrtSynchronizeStream(stream), ACL_ERROR_INVALID_PARAM, "a destroyed stream");
 }
 
