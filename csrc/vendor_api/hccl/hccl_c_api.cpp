@@ -136,9 +136,9 @@ atb_ops::ReduceOp reduceOpOf(HcclReduceOp op) {
   }
 }
 
-// Checks what every collective needs: a live communicator, a known type, buffers where there is data.
-// Finds the live communicator of handle `comm` as `live` (kept alive for the call), or returns HCCL's code:
-// HCCL_E_PTR for null, HCCL_E_PARA for a handle that was destroyed or never made here.
+// Checks what every call needs. HCCL_CPU_FIND_COMM finds the live communicator of handle `comm` as `live` (kept alive
+// for the call), or returns HCCL's code: HCCL_E_PTR for null, HCCL_E_PARA for a handle that was destroyed or never made
+// here.
 #define HCCL_CPU_FIND_COMM(comm)                                                                           \
   if ((comm) == nullptr) return fail(HCCL_E_PTR, std::string(__func__) + ": the HcclComm is null");        \
   const std::shared_ptr<CpuComm> live = atb_ops::hccl_cpu::findComm(comm);                                 \
