@@ -25,7 +25,7 @@ git ls-files -z -co --exclude-standard | tar --null -T - --ignore-failed-read -c
    -w "$work/dist" . > "$work/build.log" 2>&1) || { tail -n 40 "$work/build.log"; say "wheel build FAILED"; exit 1; }
 wheel="$(ls "$work"/dist/atb_ops-*.whl)"
 say "built $(basename "$wheel") ($(du -h "$wheel" | cut -f1)) from a clean copy in $(( $(date +%s) - start )) s"
-grep '^\[setup\] ' "$work/build.log" | sed 's/^/[wheel]   /'
+sed -n 's/^ *\[setup\] /[wheel]   /p' "$work/build.log"  # what the build made, and why not the optional parts
 for member in atb_ops/ascend_home/lib64/libhccl.so atb_ops/ascend_home/lib64/libascendcl.so \
               atb_ops/ascend_home/include/hccl/hccl.h atb_ops/ascend_home/include/acl/acl.h \
               atb_ops/atb_home/include/atb/atb_infer.h atb_ops/atb_home/lib/libatb.so atb_ops/BUILT_PARTS.json; do
