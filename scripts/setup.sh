@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent set-up for a fresh machine or an existing checkout: a virtual environment in .venv,
-# the pinned packages, and the native core built in place (ninja keeps rebuilds incremental).
+# the pinned packages, and every native part built in place (ninja keeps rebuilds incremental; nothing is
+# fetched: the vendor API headers are the repository's own, include/).
 # Source-able by other scripts; prints only what it does.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -22,15 +23,6 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   python -m pip install -q --upgrade pip
   python -m pip install -q -r requirements-dev.txt
   echo "$want" > "$stamp"
-fi
-
-# HCCL's public headers (from the torch_npu wheel, unpacked, never installed): the build then includes HCCL's C
-# API on CPU, which `python -m atb_ops run` uses for backend "hccl". Without network it is simply left out.
-if ATB_OPS_HCCL_INCLUDE="$(bash scripts/fetch_hccl_headers.sh 2>/dev/null | tail -n 1)"; then
-  export ATB_OPS_HCCL_INCLUDE
-else
-  echo "[setup] HCCL headers unavailable: building without HCCL's C API on CPU"
-  unset ATB_OPS_HCCL_INCLUDE
 fi
 
 echo "[setup] building atb_ops (native libraries and extensions)"

@@ -15,7 +15,7 @@ import atb_ops
 
 HCCL_RUNNER = Path(atb_ops.__file__).resolve().parent / "atb_home" / "lib" / "libatb.so"
 HCCL_ON_CPU = HCCL_RUNNER.is_file()
-_NO_HCCL = "HCCL's C API on CPU was not built (no HCCL headers at build time: scripts/fetch_hccl_headers.sh)"
+_NO_HCCL = "atb_home/lib/libatb.so is missing from this install (every build makes it: rebuild atb_ops)"
 
 CPU_BACKENDS = [
     "shm",

@@ -1,4 +1,4 @@
-#include "hccl_cpu/cpu_comm.h"
+#include "vendor_api/hccl/cpu_comm.h"
 
 #include <cctype>
 #include <cstdio>
