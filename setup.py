@@ -269,7 +269,7 @@ def extensions() -> list:
         "atb_ops.lib.libatb_ops",
         sources("csrc/core/*.cpp", "csrc/comm/*.cpp", "csrc/comm/bootstrap/*.cpp", "csrc/comm/shm/*.cpp",
                 "csrc/comm/c10d/*.cpp", "csrc/comm/nccl/*.cpp", "csrc/comm/hccl/*.cpp", "csrc/ops/*.cpp",
-                "csrc/quant/*.cpp") + nccl["sources"] + hccl["sources"] + kernels,
+                "csrc/framework/*.cpp", "csrc/quant/*.cpp") + nccl["sources"] + hccl["sources"] + kernels,
         python=False,
         cuda=bool(kernels) or nccl["cuda"],
         include_dirs=nccl["include_dirs"] + hccl["include_dirs"],
