@@ -49,8 +49,9 @@ result = []
 for job, rank, p in children:
     out, err = p.communicate(timeout=150)
     lines = out.strip().splitlines()
-    report = json.loads(lines[-1]) if lines else {"stderr": err[-2000:]}
-    result.append({"job": job, "rank": rank, "exit": p.returncode, "report": report})
+    report = json.loads(lines[-1]) if lines else {}
+    result.append({"job": job, "rank": rank, "pid": p.pid, "exit": p.returncode, "report": report,
+                   "stderr": err[-1500:]})
 print(json.dumps(result))
 """
 

@@ -87,7 +87,7 @@ def test_two_jobs_from_one_parent_never_swap_data(tmp_path):
                 assert report.get("wrong") == 0 and report["tags"] == [child["job"]], child
             else:
                 # Never the other job's data: a refusal naming the way out.
-                assert "error" in report, child
+                assert "error" in report, children
                 assert "ATB_OPS_JOB_ID" in report["error"] and "cannot tell which processes" in report["error"], child
 
 
