@@ -30,8 +30,12 @@ REPO = Path(__file__).resolve().parent.parent
 OPS_DIR = Path("tests/apitest/opstest/python/operations")
 TORCH_ATB_DIR = Path("tests/apitest")
 COMM_OPS = ["all_gather", "all_gatherv", "all_reduce", "all_to_all", "all_to_allv", "all_to_allvv2", "broadcast",
-            "reduce_scatter", "reduce_scatterv", "send", "recv"]
-TORCH_ATB_TESTS = ["all_gather_test.py", "all_to_all_test.py", "multirank_multistream_test.py"]
+            "reduce_scatter", "reduce_scatterv", "send", "recv", "linear_parallel"]
+# ATB names its LinearParallelOperation tests linear_parallel_*.py (linear_parallel_moe_common.py is a helper).
+FILE_PATTERNS = {"linear_parallel": "linear_parallel_*.py"}
+HELPERS = ("_common.py",)
+TORCH_ATB_TESTS = ["all_gather_test.py", "all_to_all_test.py", "multirank_multistream_test.py",
+                   "matmul_allreduce_pertoken_test.py"]
 GENERALIZED = "generalized"  # reduce_scatterv's 8-rank file with hundreds of cases (and a space in its name)
 RESULT_TAG = "ATB_OPS_CHILD_RESULT "
 
@@ -67,8 +71,8 @@ def discover(root: Path, only: list[str] | None, generalized: bool) -> list[Test
     for op in COMM_OPS:
         if only and op not in only:
             continue
-        for path in sorted((ops / op).glob("test_*.py")):
-            if GENERALIZED in path.name and not generalized:
+        for path in sorted((ops / op).glob(FILE_PATTERNS.get(op, "test_*.py"))):
+            if (GENERALIZED in path.name and not generalized) or path.name.endswith(HELPERS):
                 continue
             files.append(TestFile(f"{op}/{path.name}", path.parent, [path.name]))
     if not only or "torch_atb" in only:

@@ -22,6 +22,7 @@ enum class Status : int32_t {
   ERROR_INVALID_TENSOR_DIM = 8,
   ERROR_INVALID_TENSOR_SIZE = 9,
   ERROR_OPERATION_NULL_RUNNER = 10,
+  ERROR_INVALID_TENSOR_INI_MATCH = 13,  // a dtype combination outside the operator's table
   ERROR_INVALID_TENSOR_DIM_NUM = 15,
   ERROR_HCCL_FAIL = 25,
   ERROR_COMM_EMPTY = 28,

@@ -30,6 +30,10 @@ def main(argv: list[str] | None = None) -> int:
         from atb_ops import bench_quant
 
         return bench_quant.main(argv[1:])
+    if argv and argv[0] == "bench" and _bench_op(argv[1:]) == "linear_parallel":
+        from atb_ops import bench_linear_parallel
+
+        return bench_linear_parallel.main(argv[1:])
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
         print("usage: python -m atb_ops COMMAND [options]\n\ncommands:")
         for name, (_, what) in COMMANDS.items():

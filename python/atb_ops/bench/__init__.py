@@ -120,10 +120,11 @@ class Progress:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m atb_ops bench", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--op", default="alltoallv", choices=[*collectives.OPS, "quant_allreduce"],
+    p.add_argument("--op", default="alltoallv", choices=[*collectives.OPS, "quant_allreduce", "linear_parallel"],
                    help="the collective: alltoallv (AllToAllVV2Operation, default), allreduce (AllReduceOperation), "
                         "reduce_scatter (ReduceScatterOperation), allgather (AllGatherOperation), broadcast "
-                        "(BroadcastOperation, root 0); quant_allreduce: atb_ops.quant's bench")
+                        "(BroadcastOperation, root 0); quant_allreduce: atb_ops.quant's bench; linear_parallel: "
+                        "LinearParallelOperation against matmul + all-reduce (atb_ops.bench_linear_parallel)")
     p.add_argument("--api", choices=["atb", "distributed"], default="atb",
                    help="distributed: also time the same collective through atb_ops.distributed (a column beside "
                         "execute_out)")
