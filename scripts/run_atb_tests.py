@@ -47,6 +47,10 @@ class TestFile:
     name: str
     cwd: Path
     unittest_args: list[str]
+    # Folders put on PYTHONPATH. ATB runs its operator tests in one unittest process (discover -s operations
+    # -t .) where earlier modules have already put operations/ on sys.path; a file run alone gets it from here
+    # (linear_parallel_matmul_allreduce.py imports precision_calcu before appending that folder itself).
+    python_path: tuple[Path, ...] = ()
 
 
 def discover(root: Path, only: list[str] | None, generalized: bool) -> list[TestFile]:
@@ -74,7 +78,7 @@ def discover(root: Path, only: list[str] | None, generalized: bool) -> list[Test
         for path in sorted((ops / op).glob(FILE_PATTERNS.get(op, "test_*.py"))):
             if (GENERALIZED in path.name and not generalized) or path.name.endswith(HELPERS):
                 continue
-            files.append(TestFile(f"{op}/{path.name}", path.parent, [path.name]))
+            files.append(TestFile(f"{op}/{path.name}", path.parent, [path.name], (ops,)))
     if not only or "torch_atb" in only:
         # As ATB's own build script runs them: discovery from tests/apitest, one pattern at a time.
         for pattern in TORCH_ATB_TESTS:
@@ -93,9 +97,12 @@ def run_file(test: TestFile, device: str, timeout: float) -> dict:
     """
     command = [sys.executable, "-m", "atb_ops", "run", "--device", device, str(Path(__file__).resolve()),
                "--as-unittest", *test.unittest_args]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([*filter(None, [env.get("PYTHONPATH")]), *map(str, test.python_path)])
     start = time.monotonic()
     try:
-        proc = subprocess.run(command, cwd=test.cwd, capture_output=True, text=True, timeout=timeout, check=False)
+        proc = subprocess.run(command, cwd=test.cwd, capture_output=True, text=True, timeout=timeout, check=False,
+                              env=env)
     except subprocess.TimeoutExpired as e:
         out = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
         return {"name": test.name, "verdict": "TIMEOUT", "children": [], "tests_run": 0, "skipped": 0,
