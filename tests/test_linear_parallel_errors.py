@@ -249,3 +249,29 @@ def test_torch_atb_param():
         torch_atb.LinearParallelParam(type=9)
     with expect("ERROR_INVALID_PARAM", "'type' is 7"):
         torch_atb.Operation(torch_atb.LinearParallelParam(rank_size=1, backend="lcoc", type=7))
+
+
+def test_threads_share_one_operation():
+    """The operation holds only its param: threads calling one PURE_LINEAR operation (no communicator) with
+    different shapes each get their own result."""
+    import threading
+
+    op = make(type=3, transWeight=False)
+    failures = []
+
+    def worker(seed: int) -> None:
+        gen = torch.Generator().manual_seed(seed)
+        for i in range(30):
+            x = torch.randn(1 + (seed + i) % 7, 16, generator=gen).half()
+            w = torch.randn(16, 4 + seed, generator=gen).half()
+            got = op.execute([x, w])[0]
+            want = (x.double() @ w.double()).half()
+            if got.shape != want.shape or not torch.allclose(got.double(), want.double(), rtol=2e-3, atol=2e-3):
+                failures.append((seed, i))
+
+    threads = [threading.Thread(target=worker, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures
