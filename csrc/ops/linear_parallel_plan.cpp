@@ -69,6 +69,12 @@ std::vector<std::pair<int, const char*>> namedRoles(const LinearParallelInputs& 
   return present;
 }
 
+std::string roleList(const LinearParallelInputs& r) {
+  std::vector<std::string> names;
+  for (const auto& a : namedRoles(r)) names.emplace_back(a.second);
+  return c10::Join(", ", names);
+}
+
 std::string inputName(const LinearParallelInputs& r, int index) {
   for (const auto& a : namedRoles(r)) {
     if (a.first == index) return std::string("input ") + std::to_string(index) + " (" + a.second + ")";
@@ -130,8 +136,8 @@ std::pair<ScalarType, LinearMath> checkDtypes(const P& p, const LinearParallelIn
   std::vector<ScalarType> actual;
   for (const auto& a : namedRoles(r)) actual.push_back(inputs[a.first].scalar_type());
   const auto roles = namedRoles(r);
-  std::vector<std::string> supported;
-  for (const DtypeRow& row : dtypeTable(p, r)) {
+  const std::vector<DtypeRow> table = dtypeTable(p, r);
+  for (const DtypeRow& row : table) {
     bool match = row.out == out;
     for (size_t i = 0; i < row.in.size() && match; ++i) {
       // The dequant offset is optional: an empty tensor stands for none, whatever its dtype.
@@ -144,8 +150,9 @@ std::pair<ScalarType, LinearMath> checkDtypes(const P& p, const LinearParallelIn
                                   : (w == ScalarType::Char ? LinearMath::kWeightInt8 : LinearMath::kFloat);
       return {out, math};
     }
-    supported.push_back(describe(row.in, row.out));
   }
+  std::vector<std::string> supported;
+  for (const DtypeRow& row : table) supported.push_back(describe(row.in, row.out));
   std::vector<std::string> names;
   for (const auto& a : roles) names.emplace_back(a.second);
   ATB_FAIL(ERROR_INVALID_TENSOR_INI_MATCH, kOp, " dtypes (", c10::Join(", ", names), " -> output) ",
@@ -171,24 +178,25 @@ void checkMatmulShapes(const P& p, const LinearParallelInputs& r, const std::vec
                        LinearParallelPlan& plan) {
   const at::Tensor& x = in[r.x];
   const at::Tensor& w = in[r.weight];
-  const std::string xs = inputName(r, r.x), ws = inputName(r, r.weight);
+  const auto xs = [&] { return inputName(r, r.x); };
+  const auto ws = [&] { return inputName(r, r.weight); };
   if (p.isMoe()) {
-    ATB_CHECK(x.dim() == 2, ERROR_INVALID_TENSOR_DIM, kOp, " ", xs, " must be 2-D [tokens, k] for MoE type ", p.type,
+    ATB_CHECK(x.dim() == 2, ERROR_INVALID_TENSOR_DIM, kOp, " ", xs(), " must be 2-D [tokens, k] for MoE type ", p.type,
               ", got shape ", x.sizes());
-    ATB_CHECK(w.dim() == 3 && w.size(0) == p.moeInfo.localExpertNums, ERROR_INVALID_TENSOR_DIM, kOp, " ", ws,
+    ATB_CHECK(w.dim() == 3 && w.size(0) == p.moeInfo.localExpertNums, ERROR_INVALID_TENSOR_DIM, kOp, " ", ws(),
               " must be [localExpertNums=", p.moeInfo.localExpertNums, ", ", p.transWeight ? "n, k" : "k, n",
               "] for MoE type ", p.type, ", got shape ", w.sizes());
   } else {
-    ATB_CHECK(x.dim() == 2 || x.dim() == 3, ERROR_INVALID_TENSOR_DIM, kOp, " ", xs,
+    ATB_CHECK(x.dim() == 2 || x.dim() == 3, ERROR_INVALID_TENSOR_DIM, kOp, " ", xs(),
               " must be [m, k] or [batch, m, k], got shape ", x.sizes());
-    ATB_CHECK(w.dim() == 2 || (w.dim() == 3 && w.size(0) == 1), ERROR_INVALID_TENSOR_DIM, kOp, " ", ws, " must be ",
+    ATB_CHECK(w.dim() == 2 || (w.dim() == 3 && w.size(0) == 1), ERROR_INVALID_TENSOR_DIM, kOp, " ", ws(), " must be ",
               p.transWeight ? "[n, k]" : "[k, n]", " (or with a leading batch of 1), got shape ", w.sizes());
   }
   const int64_t wk = p.transWeight ? w.size(-1) : w.size(-2);
   plan.n = p.transWeight ? w.size(-2) : w.size(-1);
   plan.k = x.size(-1);
-  ATB_CHECK(plan.k == wk, ERROR_INVALID_TENSOR_DIM, kOp, " ", xs, " has k=", plan.k, " (shape ", x.sizes(), ") but ",
-            ws, " has k=", wk, " (shape ", w.sizes(), ", transWeight ", p.transWeight ? "true" : "false", ")");
+  ATB_CHECK(plan.k == wk, ERROR_INVALID_TENSOR_DIM, kOp, " ", xs(), " has k=", plan.k, " (shape ", x.sizes(), ") but ",
+            ws(), " has k=", wk, " (shape ", w.sizes(), ", transWeight ", p.transWeight ? "true" : "false", ")");
   plan.rows = c10::multiply_integers(x.sizes().slice(0, x.dim() - 1));
 }
 
@@ -333,10 +341,8 @@ LinearParallelPlan planLinearParallel(const P& p, const std::vector<at::Tensor>&
   plan.in = r;
 
   // Count, presence and devices.
-  std::vector<std::string> expected;
-  for (const auto& a : namedRoles(r)) expected.emplace_back(a.second);
   ATB_CHECK(inputs.size() == p.inputNum(), ERROR_INVALID_IN_TENSOR_NUM, kOp, " takes ", p.inputNum(),
-            " input tensors for this param (", c10::Join(", ", expected), "), got ", inputs.size());
+            " input tensors for this param (", roleList(r), "), got ", inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     ATB_CHECK(inputs[i].defined() || static_cast<int>(i) == r.bias, ERROR_INVALID_PARAM, kOp, " ",
               inputName(r, static_cast<int>(i)), " is an undefined tensor");
