@@ -1,31 +1,57 @@
 """Builds atb_ops: its native libraries and Python extension modules (torch.utils.cpp_extension, ninja).
 
-What is built (all under the package folder, so a wheel and an in-place build look the same):
+What is built (all under the package folder, so a wheel and an in-place build look the same), on every install
+(pip install ., pip wheel, editable, in place), with nothing fetched:
 
   atb_ops/lib/libatb_ops.so        csrc/: core, communicators (shm, gloo, nccl and hccl logic), ATB operators,
                                    quantisation kernels. No Python in it.
   atb_ops/lib/libatb_ops_torch.so  op_plugin/ TorchScript and dispatcher registrations: the class
                                    torch.classes.OperationTorch.OperationTorch and the torch.ops.atb_ops ops.
   atb_ops/_C.*.so                  op_plugin/module.cpp: the Python module of the package.
+  atb_ops/ascend_home/             a CANN-like folder ($ASCEND_HOME_PATH under `python -m atb_ops env`):
+      lib64/libhccl.so             csrc/vendor_api/hccl/: HCCL's C API on CPU ranks
+      lib64/libascendcl.so         csrc/vendor_api/acl/: the ACL runtime subset on CPU (no torch in it)
+      include/{acl,hccl}/          include/{acl,hccl} (links in the source tree, files in a wheel)
+  atb_ops/atb_home/                ATB's layout ($ATB_HOME_PATH): lib/libatb.so (csrc/comm/hccl/cpu: the HCCL
+                                   backend over libhccl.so), lib/libatb_test_framework.so, include/atb/
   atb_ops/_testing.*.so            tests/native/: recording mocks of HcclApi / NcclApi for the tests; never
-                                   imported by atb_ops (ATB_OPS_TESTING=0 leaves it out, as wheels do).
+                                   imported by atb_ops; built only on request (ATB_OPS_TESTING=1, which
+                                   scripts/setup.sh sets for the test suite).
 
-Optional parts, each announced on stderr: the NCCL backend (csrc/comm/nccl/cuda) and the CUDA quantisation
-kernels when torch has CUDA and nccl.h / nvcc are found; the HCCL backend for NPUs (csrc/comm/hccl/npu) with
-the Ascend toolkit and torch_npu. See README "Install".
+Optional parts: the NCCL backend (csrc/comm/nccl/cuda) and the CUDA quantisation kernels when torch has CUDA and
+nccl.h / nvcc are found; the HCCL backend for NPUs (csrc/comm/hccl/npu) with the Ascend toolkit and torch_npu.
+What was built, and why an optional part was not, is announced on stderr and recorded in atb_ops/BUILT_PARTS.json
+(`python -m atb_ops doctor` shows it). See README "Install".
 """
 
 from __future__ import annotations
 
 import glob
+import importlib
 import importlib.util
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-from setuptools import find_packages, setup
-from torch.utils.cpp_extension import BuildExtension, CppExtension, CUDAExtension
+
+def require(module: str, package: str) -> None:
+    """Stops the build with one line naming the package to install when a build requirement is missing (pip's
+    isolated build installs them from pyproject.toml; --no-build-isolation uses the environment's)."""
+    try:
+        importlib.import_module(module)
+    except ModuleNotFoundError:
+        sys.exit(f"atb_ops build: the Python package '{package}' is required to build (pip install {package}); "
+                 "the build requirements are listed in pyproject.toml [build-system] and README 'Install'")
+
+
+for _module, _package in (("setuptools", "setuptools"), ("torch", "torch==2.13.0"),
+                          ("nlohmann_json", "nlohmann-json==3.12.0"), ("ninja", "ninja")):
+    require(_module, _package)
+
+from setuptools import find_packages, setup  # noqa: E402  (after the requirement check)
+from torch.utils.cpp_extension import BuildExtension, CppExtension, CUDAExtension  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent
 VERSION = (ROOT / "python" / "atb_ops" / "VERSION").read_text().strip()
@@ -34,7 +60,8 @@ VERSION = (ROOT / "python" / "atb_ops" / "VERSION").read_text().strip()
 SHARED_LIBRARIES = {
     "atb_ops.lib.libatb_ops": "libatb_ops.so",
     "atb_ops.lib.libatb_ops_torch": "libatb_ops_torch.so",
-    "atb_ops.lib.libatb_ops_hccl_cpu": "libatb_ops_hccl_cpu.so",
+    "atb_ops.ascend_home.lib64.libhccl": "libhccl.so",
+    "atb_ops.ascend_home.lib64.libascendcl": "libascendcl.so",
     "atb_ops.atb_home.lib.libatb": "libatb.so",
     "atb_ops.atb_home.lib.libatb_test_framework": "libatb_test_framework.so",
 }
@@ -42,6 +69,18 @@ SHARED_LIBRARIES = {
 
 def say(message: str) -> None:
     print(f"[setup] {message}", file=sys.stderr)
+
+
+# What this build makes, part by part: {part: {"built": bool, "files": [...], "why": str}}. Written next to the
+# package as BUILT_PARTS.json; `python -m atb_ops doctor` reads it.
+PARTS: dict[str, dict] = {}
+PARTS_RECORD = "BUILT_PARTS.json"
+
+
+def note(part: str, built: bool, why: str, files: tuple[str, ...] = ()) -> None:
+    """Records (and announces on stderr) whether an optional or always-built part is built, and why."""
+    PARTS[part] = {"built": built, "files": list(files), "why": why}
+    say(f"{part}: {'built' if built else 'not built'}: {why}")
 
 
 def sources(*patterns: str) -> list[str]:
@@ -55,27 +94,22 @@ def nlohmann_include() -> str:
     return str(Path(nlohmann_json.__file__).resolve().parent / "include")
 
 
-def hccl_headers() -> str | None:
-    """The folder holding HCCL's public headers (third_party/hccl/inc/hccl/hccl.h, acl/acl.h): the include
-    folder of the torch_npu wheel, which scripts/fetch_hccl_headers.sh downloads and unpacks (never installs)
-    into third_party/. ATB_OPS_HCCL_INCLUDE names another; "0" builds without HCCL's API on CPU."""
-    explicit = os.environ.get("ATB_OPS_HCCL_INCLUDE")
-    candidates = [explicit] if explicit else sorted(glob.glob(str(ROOT / "third_party/torch_npu-*/torch_npu/include")))
-    for folder in candidates:
-        if folder != "0" and (Path(folder) / "third_party/hccl/inc/hccl/hccl.h").is_file():
-            return folder
-    return None
-
-
 def cuda_kernels() -> list[str]:
     """The .cu kernels, when this torch has CUDA and a CUDA toolkit is installed (ATB_OPS_CUDA=0: never)."""
-    if os.environ.get("ATB_OPS_CUDA", "1") == "0":
-        return []
     import torch
     from torch.utils.cpp_extension import CUDA_HOME
 
-    if torch.version.cuda is None or CUDA_HOME is None:
+    part = "CUDA quantisation kernels"
+    if os.environ.get("ATB_OPS_CUDA", "1") == "0":
+        note(part, False, "left out (ATB_OPS_CUDA=0)")
         return []
+    if torch.version.cuda is None:
+        note(part, False, f"this torch ({torch.__version__}) has no CUDA")
+        return []
+    if CUDA_HOME is None:
+        note(part, False, "torch has CUDA but no CUDA toolkit was found (set CUDA_HOME)")
+        return []
+    note(part, True, f"CUDA {torch.version.cuda}, toolkit at {CUDA_HOME}", ("lib/libatb_ops.so",))
     return sources("csrc/quant/*.cu")
 
 
@@ -104,13 +138,13 @@ def nccl_build() -> dict:
     from torch.utils.cpp_extension import CUDA_HOME
 
     if os.environ.get("ATB_OPS_NCCL", "1") == "0":
-        say("NCCL backend: left out (ATB_OPS_NCCL=0); mock-tested logic only")
+        note("NCCL backend", False, "left out (ATB_OPS_NCCL=0); mock-tested logic only")
         return build
     if not torch.version.cuda:
-        say("NCCL backend: not built: this torch has no CUDA; mock-tested logic only")
+        note("NCCL backend", False, f"this torch ({torch.__version__}) has no CUDA; mock-tested logic only")
         return build
     if CUDA_HOME is None:
-        say("NCCL backend: not built: torch has CUDA but no CUDA toolkit was found (set CUDA_HOME)")
+        note("NCCL backend", False, "torch has CUDA but no CUDA toolkit was found (set CUDA_HOME)")
         return build
     roots = [os.environ["NCCL_HOME"]] if os.environ.get("NCCL_HOME") else []
     try:
@@ -133,9 +167,9 @@ def nccl_build() -> dict:
                     build["library_dirs"].append(str(libdir))
                     # The wheel ships only the versioned name, which -lnccl would not find.
                     build["extra_link_args"] += [f"-l:{name}", *nccl_rpaths(libdir)]
-                    say(f"NCCL backend: built against {header} and {libdir / name}")
+                    note("NCCL backend", True, f"against {header} and {libdir / name}", ("lib/libatb_ops.so",))
                     return build
-    say(f"NCCL backend: not built: torch has CUDA {torch.version.cuda} but no nccl.h + libnccl in {roots}")
+    note("NCCL backend", False, f"torch has CUDA {torch.version.cuda} but no nccl.h + libnccl in {roots}")
     return build
 
 
@@ -147,17 +181,21 @@ def hccl_npu_build() -> dict:
     """
     build: dict = {"sources": [], "include_dirs": [], "library_dirs": [], "libraries": [], "extra_link_args": []}
     ascend = os.environ.get("ASCEND_TOOLKIT_HOME") or os.environ.get("ASCEND_HOME_PATH")
+    if ascend and (Path(ascend) / "ATB_OPS_EMULATION").is_file():
+        ascend = None  # atb_ops' own CPU layout (set by `python -m atb_ops env`), not a toolkit
     if not ascend:
+        note("HCCL backend for NPUs", False, "no Ascend toolkit (ASCEND_TOOLKIT_HOME / ASCEND_HOME_PATH unset); "
+             "HCCL's C API on CPU is built instead")
         return build
     spec = importlib.util.find_spec("torch_npu")
     if spec is None or spec.origin is None:
-        say(f"HCCL backend: Ascend toolkit at {ascend} but no torch_npu installed: not built")
+        note("HCCL backend for NPUs", False, f"Ascend toolkit at {ascend} but no torch_npu installed")
         return build
     probe = subprocess.run([sys.executable, "-c", "import torch, torch_npu"], check=False, capture_output=True,
                            text=True)
     if probe.returncode != 0:
         last = (probe.stderr.strip().splitlines() or ["no message"])[-1]
-        say(f"HCCL backend: torch_npu does not import ({last}): not built")
+        note("HCCL backend for NPUs", False, f"torch_npu does not import ({last})")
         return build
     npu = Path(spec.origin).resolve().parent
     lib_dirs = [str(Path(ascend) / "lib64"), str(npu / "lib")]
@@ -167,23 +205,38 @@ def hccl_npu_build() -> dict:
     build["library_dirs"] = lib_dirs
     build["libraries"] = ["hccl", "ascendcl", "torch_npu"]
     build["extra_link_args"] = [f"-Wl,-rpath,{d}" for d in lib_dirs]
-    say(f"HCCL backend: built for NPUs against {ascend} and {npu}")
+    note("HCCL backend for NPUs", True, f"against {ascend} and {npu}", ("lib/libatb_ops.so",))
     return build
 
 
 COMMON_FLAGS = ["-O2", "-std=c++17", "-ffp-contract=off"]  # no FMA: the quant kernels round as documented
 
 
+def torch_rpaths(name: str) -> list[str]:
+    """Where the plain library `name` finds torch's libraries (libc10, libtorch_cpu) when a program that is not
+    Python loads it (a C program linked with -lhccl): torch beside atb_ops in site-packages, reached from the
+    library's own folder; and, unless this is pip's throwaway build environment, the building torch's folder (an
+    in-place or editable build)."""
+    import torch
+
+    up = "/".join([".."] * (len(name.split(".")) - 1))  # atb_ops/lib -> ../..; atb_ops/ascend_home/lib64 -> ../../..
+    rpaths = [f"-Wl,-rpath,$ORIGIN/{up}/torch/lib"]
+    torch_lib = Path(torch.__file__).resolve().parent / "lib"
+    if "pip-build-env" not in str(torch_lib):
+        rpaths.append(f"-Wl,-rpath,{torch_lib}")
+    return rpaths
+
+
 def native_library(name: str, srcs: list[str], *, python: bool, cuda: bool = False, **extra):
     """A plain shared library (see SHARED_LIBRARIES): default symbol visibility, SONAME = its file name,
-    found at run time next to its users through $ORIGIN."""
+    found at run time next to its users through $ORIGIN, and torch's libraries through torch_rpaths."""
     kwargs = {
         "name": name,
         "sources": srcs,
         "include_dirs": [str(ROOT / "csrc"), str(ROOT), nlohmann_include(), *extra.pop("include_dirs", [])],
         "library_dirs": list(extra.pop("library_dirs", [])),
         "libraries": list(extra.pop("libraries", [])),
-        "extra_link_args": [f"-Wl,-soname,{SHARED_LIBRARIES[name]}", "-Wl,-rpath,$ORIGIN",
+        "extra_link_args": [f"-Wl,-soname,{SHARED_LIBRARIES[name]}", "-Wl,-rpath,$ORIGIN", *torch_rpaths(name),
                             *extra.pop("extra_link_args", [])],
         "extra_compile_args": {"cxx": list(COMMON_FLAGS)},
         **extra,
@@ -217,7 +270,7 @@ def extensions() -> list:
         "atb_ops.lib.libatb_ops",
         sources("csrc/core/*.cpp", "csrc/comm/*.cpp", "csrc/comm/bootstrap/*.cpp", "csrc/comm/shm/*.cpp",
                 "csrc/comm/c10d/*.cpp", "csrc/comm/nccl/*.cpp", "csrc/comm/hccl/*.cpp", "csrc/ops/*.cpp",
-                "csrc/quant/*.cpp") + nccl["sources"] + hccl["sources"] + kernels,
+                "csrc/framework/*.cpp", "csrc/quant/*.cpp") + nccl["sources"] + hccl["sources"] + kernels,
         python=False,
         cuda=bool(kernels) or nccl["cuda"],
         include_dirs=nccl["include_dirs"] + hccl["include_dirs"],
@@ -235,27 +288,37 @@ def extensions() -> list:
         python_module("atb_ops._C", sources("op_plugin/python/*.cpp"),
                       ["atb_ops.lib.libatb_ops", "atb_ops.lib.libatb_ops_torch"], "$ORIGIN/lib"),
     ]
-    headers = hccl_headers()
-    if headers:
-        say(f"HCCL's C API on CPU (libatb_ops_hccl_cpu.so, the emulation's libatb.so): built against {headers}")
-        hccl_cpu = native_library("atb_ops.lib.libatb_ops_hccl_cpu", sources("csrc/hccl_cpu/*.cpp"), python=False,
-                                  include_dirs=[headers])
-        hccl_cpu.atb_needs = ["atb_ops.lib.libatb_ops"]
-        runner = native_library("atb_ops.atb_home.lib.libatb", sources("csrc/comm/hccl/cpu/*.cpp"), python=False,
-                                include_dirs=[headers], extra_link_args=["-Wl,-rpath,$ORIGIN/../../lib"])
-        runner.atb_needs = ["atb_ops.lib.libatb_ops", "atb_ops.lib.libatb_ops_hccl_cpu"]
-        # No code of its own: it exists to pull in the binding and the runner (kept by --no-as-needed).
-        framework = native_library("atb_ops.atb_home.lib.libatb_test_framework",
-                                   sources("op_plugin/atb_home/*.cpp"), python=False,
-                                   extra_link_args=["-Wl,-rpath,$ORIGIN/../../lib", "-Wl,--no-as-needed"])
-        framework.atb_needs = ["atb_ops.lib.libatb_ops_torch", "atb_ops.atb_home.lib.libatb"]
-        exts += [hccl_cpu, runner, framework]
-    else:
-        say("HCCL's C API on CPU: not built (no HCCL headers: run scripts/fetch_hccl_headers.sh or set "
-            "ATB_OPS_HCCL_INCLUDE); `python -m atb_ops run` then runs backend 'hccl' on shm")
-    if os.environ.get("ATB_OPS_TESTING", "1") != "0":
+    note("core", True, "operators, communicators, torch bindings", ("lib/libatb_ops.so", "lib/libatb_ops_torch.so"))
+    # The vendors' C and C++ APIs on CPU, compiled against include/ (headers of our own): no fetch, every install.
+    include = str(ROOT / "include")
+    hccl_cpu = native_library("atb_ops.ascend_home.lib64.libhccl", sources("csrc/vendor_api/hccl/*.cpp"),
+                              python=False, include_dirs=[include], extra_link_args=["-Wl,-rpath,$ORIGIN/../../lib"])
+    hccl_cpu.atb_needs = ["atb_ops.lib.libatb_ops"]
+    note("HCCL's C API on CPU", True, "csrc/vendor_api/hccl against include/hccl", ("ascend_home/lib64/libhccl.so",))
+    acl_cpu = native_library("atb_ops.ascend_home.lib64.libascendcl", sources("csrc/vendor_api/acl/*.cpp"),
+                             python=False, include_dirs=[include])
+    acl_cpu.libraries = []  # plain C++: nothing of torch in it
+    note("ACL runtime on CPU", True, "csrc/vendor_api/acl against include/acl", ("ascend_home/lib64/libascendcl.so",))
+    runner = native_library("atb_ops.atb_home.lib.libatb", sources("csrc/comm/hccl/cpu/*.cpp"), python=False,
+                            include_dirs=[include],
+                            extra_link_args=["-Wl,-rpath,$ORIGIN/../../lib",
+                                             "-Wl,-rpath,$ORIGIN/../../ascend_home/lib64"])
+    runner.atb_needs = ["atb_ops.lib.libatb_ops", "atb_ops.ascend_home.lib64.libhccl"]
+    # No code of its own: it exists to pull in the binding and the runner (kept by --no-as-needed).
+    framework = native_library("atb_ops.atb_home.lib.libatb_test_framework", sources("op_plugin/atb_home/*.cpp"),
+                               python=False, extra_link_args=["-Wl,-rpath,$ORIGIN/../../lib", "-Wl,--no-as-needed"])
+    framework.atb_needs = ["atb_ops.lib.libatb_ops_torch", "atb_ops.atb_home.lib.libatb"]
+    note("emulation libraries", True, "ATB's layout: the HCCL backend over libhccl.so, the test framework",
+         ("atb_home/lib/libatb.so", "atb_home/lib/libatb_test_framework.so"))
+    note("vendor headers", True, "include/ (HCCL, ACL runtime, ATB C++ API)",
+         ("ascend_home/include/hccl/hccl.h", "ascend_home/include/acl/acl.h", "atb_home/include/atb/atb_infer.h"))
+    exts += [hccl_cpu, acl_cpu, runner, framework]
+    if os.environ.get("ATB_OPS_TESTING", "0") == "1":
         exts.append(python_module("atb_ops._testing", sources("tests/native/*.cpp"), ["atb_ops.lib.libatb_ops"],
                                   "$ORIGIN/lib"))
+        note("test mocks", True, "atb_ops._testing (tests/native), for the test suite")
+    else:
+        note("test mocks", False, "not requested (ATB_OPS_TESTING=1 builds them, as scripts/setup.sh does)")
     return exts
 
 
@@ -278,6 +341,8 @@ class NativeBuild(BuildExtension):
         for folder in folders:
             folder.mkdir(parents=True, exist_ok=True)
             (folder / TORCH_RECORD).write_text(f"{torch.__version__}\n")
+            record = {"torch": torch.__version__, "parts": PARTS}
+            (folder / PARTS_RECORD).write_text(json.dumps(record, indent=1) + "\n")
 
     def get_ext_filename(self, fullname: str) -> str:
         # Called with the dotted name (setuptools) and with its last part alone (distutils' get_ext_fullpath).
@@ -310,7 +375,11 @@ setup(
     description="ATB-compatible communication operators for Ascend (HCCL), CUDA (NCCL) and CPU ranks",
     package_dir={"": "python"},
     packages=find_packages("python"),
-    package_data={"atb_ops": ["VERSION", TORCH_RECORD]},
+    # The headers: links in the source tree (python/atb_ops/{ascend_home,atb_home}/include -> include/), copied
+    # as files into wheels and installs.
+    package_data={"atb_ops": ["VERSION", TORCH_RECORD, PARTS_RECORD, "ascend_home/ATB_OPS_EMULATION",
+                              "ascend_home/include/acl/*.h",
+                              "ascend_home/include/hccl/*.h", "atb_home/include/atb/*.h"]},
     ext_modules=extensions(),
     cmdclass={"build_ext": NativeBuild.with_options(use_ninja=True)},
     python_requires=">=3.10",

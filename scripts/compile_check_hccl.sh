@@ -8,6 +8,7 @@
 # pybind11 ABI defines), plus torch_npu's include dir (hccl.h, hccl_types.h, acl/*.h, torch_npu/csrc/*).
 # The static_asserts in csrc/comm/hccl/npu/hccl_api_impl.cpp then check the opaque constants of
 # hccl_api.h (root-info size, HcclDataType and HcclResult codes) against the header.
+# scripts/compile_check_vendor_headers.sh checks include/ (our own headers) against the same wheel.
 #
 # Exits non-zero when any TU fails (or the headers cannot be had). scripts/test.sh runs it with --skip-built.
 # Environment: PYTHON (default: the active python), ATB_OPS_CACHE (default: third_party/),
@@ -46,20 +47,25 @@ print(f"-isystem{os.path.join(os.path.dirname(nlohmann_json.__file__), 'include'
 EOF
 )
 CXX="${CXX:-g++}"
+# <hccl/hccl.h> and <acl/acl.h> resolve to the wheel's: the CPU implementations of HCCL's and ACL's APIs
+# (csrc/vendor_api/, csrc/comm/hccl/cpu/), built against include/ by setup.py, are compiled here against the
+# vendor's declarations, so a definition that differs from the vendor's signature fails.
 COMMON=(-fsyntax-only -std=c++17 -fPIC -Wall -Wextra "${FLAGS[@]}" -I"$ROOT/csrc" -I"$ROOT"
-        -isystem"$NPU_INC")
+        -isystem"$NPU_INC" -isystem"$NPU_INC/third_party/hccl/inc")
 
-# Every HCCL TU: the always-built logic, the toolkit-only real API and registration, HCCL's C API on CPU and
-# its runner, and the test-only mock and its bindings.
-mapfile -t TUS < <(ls csrc/comm/hccl/*.cpp csrc/comm/hccl/npu/*.cpp csrc/comm/hccl/cpu/*.cpp csrc/hccl_cpu/*.cpp \
-                      tests/native/hccl_mock*.cpp)
+# Every HCCL TU: the always-built logic, the toolkit-only real API and registration, HCCL's C API and the ACL
+# runtime on CPU and the runner over them, and the test-only mock and its bindings.
+mapfile -t TUS < <(ls csrc/comm/hccl/*.cpp csrc/comm/hccl/npu/*.cpp csrc/comm/hccl/cpu/*.cpp \
+                      csrc/vendor_api/hccl/*.cpp csrc/vendor_api/acl/*.cpp tests/native/hccl_mock*.cpp)
 [ "${#TUS[@]}" -gt 0 ] || { echo "[hccl-check] FAILED: no HCCL translation units found"; exit 1; }
-# --skip-built (scripts/test.sh, right after the build): TUs the build just compiled (against these same
-# headers, where they include them) are not compiled twice; the NPU-only ones never are built here.
+# --skip-built (scripts/test.sh, right after the build): TUs the build just compiled without vendor headers are
+# not compiled twice; the NPU-only ones never are built here, and the CPU implementations of the vendor APIs
+# were built against include/, not against these headers.
 if [ "${1:-}" = "--skip-built" ]; then
   kept=()
   for tu in "${TUS[@]}"; do
-    if compgen -G "build/temp.*/${tu%.cpp}.o" > /dev/null; then echo "[hccl-check] built  $tu (by setup.py)"
+    if [[ "$tu" != csrc/vendor_api/* && "$tu" != csrc/comm/hccl/cpu/* ]] &&
+       compgen -G "build/temp.*/${tu%.cpp}.o" > /dev/null; then echo "[hccl-check] built  $tu (by setup.py)"
     else kept+=("$tu"); fi
   done
   TUS=("${kept[@]}")

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Downloads the torch_npu wheel once (cached in third_party/, gitignored) and unpacks its include/ folder only:
 # HCCL's public headers (hccl.h, hccl_types.h), ACL's and torch_npu's. torch_npu is never installed (installed
-# without the Ascend toolkit it breaks `import torch`). setup.py builds HCCL's C API on CPU against them, and
-# scripts/compile_check_hccl.sh compiles the NPU backend against them.
+# without the Ascend toolkit it breaks `import torch`). The build never needs them (it uses the repository's own
+# include/); the compile checks do: scripts/compile_check_vendor_headers.sh compares include/ with them, and
+# scripts/compile_check_hccl.sh compiles the NPU backend and the CPU implementations of the APIs against them.
 #
 #   bash scripts/fetch_hccl_headers.sh      # prints the include folder on its last line
 # Environment: PYTHON (default: the active python), ATB_OPS_CACHE (default: third_party/),

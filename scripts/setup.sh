@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent set-up for a fresh machine or an existing checkout: a virtual environment in .venv,
-# the pinned packages, and the native core built in place (ninja keeps rebuilds incremental).
+# the pinned packages, and every native part built in place (ninja keeps rebuilds incremental; nothing is
+# fetched: the vendor API headers are the repository's own, include/).
 # Source-able by other scripts; prints only what it does.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -24,16 +25,8 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
-# HCCL's public headers (from the torch_npu wheel, unpacked, never installed): the build then includes HCCL's C
-# API on CPU, which `python -m atb_ops run` uses for backend "hccl". Without network it is simply left out.
-if ATB_OPS_HCCL_INCLUDE="$(bash scripts/fetch_hccl_headers.sh 2>/dev/null | tail -n 1)"; then
-  export ATB_OPS_HCCL_INCLUDE
-else
-  echo "[setup] HCCL headers unavailable: building without HCCL's C API on CPU"
-  unset ATB_OPS_HCCL_INCLUDE
-fi
-
-echo "[setup] building atb_ops (native libraries and extensions)"
+echo "[setup] building atb_ops (native libraries and extensions, with the test mocks)"
+export ATB_OPS_TESTING=1  # atb_ops._testing: the vendor mocks the test suite drives (never in a wheel)
 start=$(date +%s)
 MAX_JOBS="${MAX_JOBS:-$(nproc)}" python setup.py -q build_ext --inplace > "$VENV/.atb_ops-build.log" 2>&1 || {
   tail -n 60 "$VENV/.atb_ops-build.log"; echo "[setup] build failed (full log: $VENV/.atb_ops-build.log)"; exit 1; }

@@ -12,7 +12,7 @@ echo "[test] ruff"
 ruff check python tests scripts setup.py
 
 echo "[test] clang-format"
-mapfile -t cxx < <(git ls-files 'csrc/*.h' 'csrc/*.cpp' 'csrc/*.cu' 'csrc/*.cuh' 'op_plugin/*.cpp' 'op_plugin/*.h' 'tests/native/*.cpp' 'tests/native/*.h')
+mapfile -t cxx < <(git ls-files 'include/*.h' 'scripts/conformance/*.cpp' 'csrc/*.h' 'csrc/*.cpp' 'csrc/*.cu' 'csrc/*.cuh' 'op_plugin/*.cpp' 'op_plugin/*.h' 'tests/native/*.cpp' 'tests/native/*.h' 'tests/c_programs/*.c')
 clang-format --dry-run --Werror "${cxx[@]}"
 
 for check in scripts/compile_check_*.sh; do

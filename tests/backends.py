@@ -15,7 +15,7 @@ import atb_ops
 
 HCCL_RUNNER = Path(atb_ops.__file__).resolve().parent / "atb_home" / "lib" / "libatb.so"
 HCCL_ON_CPU = HCCL_RUNNER.is_file()
-_NO_HCCL = "HCCL's C API on CPU was not built (no HCCL headers at build time: scripts/fetch_hccl_headers.sh)"
+_NO_HCCL = "atb_home/lib/libatb.so is missing from this install (every build makes it: rebuild atb_ops)"
 
 CPU_BACKENDS = [
     "shm",
@@ -23,6 +23,10 @@ CPU_BACKENDS = [
     pytest.param("hccl", marks=pytest.mark.skipif(not HCCL_ON_CPU, reason=_NO_HCCL)),
 ]
 needs_hccl_on_cpu = pytest.mark.skipif(not HCCL_ON_CPU, reason=_NO_HCCL)
+
+
+# Why a test that drives the vendor mocks skips (the test command always builds them).
+TESTING_MOCKS = "atb_ops._testing (the vendor mocks) is built on request: ATB_OPS_TESTING=1, as scripts/setup.sh does"
 
 
 def use_backend(backend: str) -> None:

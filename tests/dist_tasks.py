@@ -282,39 +282,79 @@ def moe_compiled_vs_eager(rank: int, world_size: int, backend: str):
 
 
 def direct_and_dispatcher_paths_agree(rank: int, world_size: int) -> dict:
-    """Each collective without autograd (the direct path) and with x requiring grad (through the dispatcher
-    and autograd): the same values. alltoall_single writes into its output in place."""
-    torch.manual_seed(1234 + rank)
-    x = torch.randn(2 * world_size, 3, dtype=torch.float64)
+    """Each collective without autograd (the direct path) and with its input requiring grad (the dispatcher
+    and autograd), on tests/dist_golden.py's inputs. Returns {name: (direct output, dispatcher output,
+    whether the dispatcher's output requires grad)}; alltoall_single's entry also says it wrote in place."""
+    from tests import dist_golden
+
+    ins = dist_golden.inputs(rank, world_size)
+    x, local, global_ = ins["x"], ins["local"], ins["global"]
     n = world_size
     calls = {
-        "all_reduce": lambda t: ad.all_reduce(t, "sum"),
-        "reduce_scatter": lambda t: ad.reduce_scatter(t),
-        "all_gather": lambda t: ad.all_gather(t),
-        "broadcast": lambda t: ad.broadcast(t, src=n - 1),
-        "all_to_all": lambda t: ad.all_to_all(t),
-        "all_to_all_v": lambda t: ad.all_to_all_v(t, [2] * n, [0] * n, [2] * n, [2 * r for r in range(n)]),
+        "all_reduce": (x, lambda t: ad.all_reduce(t, "sum")),
+        "reduce_scatter": (x, lambda t: ad.reduce_scatter(t)),
+        "all_gather": (x, lambda t: ad.all_gather(t)),
+        "broadcast": (x, lambda t: ad.broadcast(t, src=n - 1)),
+        "all_to_all": (x, lambda t: ad.all_to_all(t)),
+        "all_to_all_v": (x, lambda t: ad.all_to_all_v(t, [2] * n, [0] * n, [2] * n, [2 * r for r in range(n)])),
+        "global_scatter": (ins["rows"], lambda t: ad.global_scatter(t, local, global_)),
+        "global_gather": (ins["expert_rows"], lambda t: ad.global_gather(t, local, global_)),
     }
-    # Two experts per rank, uneven blocks, some empty: rank r sends (r + 2q + e) % 3 rows to expert e of q.
-    local = [(rank + 2 * q + e) % 3 for q in range(n) for e in range(2)]
-    global_ = [(q + 2 * rank + e) % 3 for q in range(n) for e in range(2)]
-    rows = torch.randn(sum(local), 3, dtype=torch.float64)
-    expert_rows = torch.randn(sum(global_), 3, dtype=torch.float64)
-    inputs = {name: x for name in calls}
-    calls["global_scatter"] = lambda t: ad.global_scatter(t, local, global_)
-    calls["global_gather"] = lambda t: ad.global_gather(t, local, global_)
-    inputs["global_scatter"], inputs["global_gather"] = rows, expert_rows
-    agree = {}
-    for name, call in calls.items():
-        fast = call(inputs[name])
-        slow = call(inputs[name].clone().requires_grad_())
-        agree[name] = slow.requires_grad and torch.equal(fast, slow.detach())
-    agree["gather inverts scatter"] = torch.equal(ad.global_gather(ad.global_scatter(rows, local, global_), local,
-                                                                    global_), rows)
+    result = {}
+    for name, (t, call) in calls.items():
+        fast = call(t)
+        slow = call(t.clone().requires_grad_())
+        result[name] = (fast, slow.detach(), slow.requires_grad)
     out = torch.full((2 * n, 3), -1.0, dtype=torch.float64)
     ptr, version = out.data_ptr(), out._version
     ad.alltoall_single(out, x)
-    want = torch.empty_like(out)
-    ad.alltoall_single(want, x.clone().requires_grad_())
-    agree["alltoall_single"] = torch.equal(out, want) and out.data_ptr() == ptr and out._version > version
-    return agree
+    slow = torch.empty_like(out)
+    ad.alltoall_single(slow, x.clone().requires_grad_())
+    result["alltoall_single"] = (out, slow, out.data_ptr() == ptr and out._version > version)
+    return result
+
+
+
+def mixed_paths(rank: int, world_size: int, how: str) -> dict:
+    """Every framework collective with rank 0 on the direct path and the other ranks on the dispatcher path
+    (forced by `how`: an input requiring grad, an open profiler, or a TorchDispatchMode). Returns each
+    output; the paths must make the same calls (issue 29), so the values match tests/dist_golden.py."""
+    import contextlib
+
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from tests import dist_golden
+
+    class PassThrough(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    ins = dist_golden.inputs(rank, world_size)
+    n = world_size
+    slow = rank != 0
+    grad = slow and how == "requires_grad"
+
+    def arg(t: torch.Tensor) -> torch.Tensor:
+        return t.clone().requires_grad_() if grad else t
+
+    if not slow or how == "requires_grad":
+        context = contextlib.nullcontext()
+    elif how == "profiler":
+        context = torch.profiler.profile()
+    else:
+        context = PassThrough()
+    x, local, global_ = ins["x"], ins["local"], ins["global"]
+    results = {}
+    with context:
+        results["all_reduce"] = ad.all_reduce(arg(x), "sum")
+        results["reduce_scatter"] = ad.reduce_scatter(arg(x))
+        results["all_gather"] = ad.all_gather(arg(x))
+        results["broadcast"] = ad.broadcast(arg(x), src=n - 1)
+        results["all_to_all"] = ad.all_to_all(arg(x))
+        results["all_to_all_v"] = ad.all_to_all_v(arg(x), [2] * n, [0] * n, [2] * n, [2 * r for r in range(n)])
+        results["global_scatter"] = ad.global_scatter(arg(ins["rows"]), local, global_)
+        results["global_gather"] = ad.global_gather(arg(ins["expert_rows"]), local, global_)
+        out = torch.full((2 * n, 3), -1.0, dtype=torch.float64)
+        ad.alltoall_single(out, arg(x))
+        results["alltoall_single"] = out
+    return {k: v.detach() for k, v in results.items()}

@@ -259,3 +259,32 @@ def arena_off_on_rank0_main(rank: int, world_size: int, job: str, matrices: list
         results.put((rank, wrong, arena_state(rank, world_size)))
     except BaseException:  # noqa: BLE001 - reported to the test
         results.put((rank, traceback.format_exc(), None))
+
+
+def route_counters(rank: int, world_size: int, dtype_name: str, matrix: list[list[int]], domain: str,
+                   env: dict[str, str] | None, alloc: str) -> dict:
+    """One execute_out of `matrix` (a fresh commDomain, `env` set while it is made): the elements that are
+    wrong and what this rank's communicator counted per route (atb_ops._C.communicator_stats)."""
+    import atb_ops
+
+    case = Case(rank, matrix, DTYPES[dtype_name], 11, gaps=True, alloc=alloc)
+    case.prepare(0)
+    with environment(env):  # read when the first call makes the communicator
+        op = _op(rank, world_size, domain)
+        op.execute_out([case.x, *case.counts, case.infer], [case.out])
+    (stats,) = atb_ops._C.communicator_stats(domain)
+    return {"wrong": case.wrong(0), **stats}
+
+
+def reduction_routes(rank: int, world_size: int, numel: int, domain: str) -> dict:
+    """One float32 AllReduce of `numel` elements: whether it is right, and the route counters."""
+    import atb_ops
+
+    op = torch.classes.OperationTorch.OperationTorch("AllReduceOperation")
+    op.set_param(json.dumps({"rank": rank, "rankSize": world_size, "backend": "shm", "allReduceType": "sum",
+                             "commDomain": domain}))
+    x = torch.arange(numel, dtype=torch.float32) + rank
+    out = op.execute([x])[0]
+    want = torch.arange(numel, dtype=torch.float32) * world_size + sum(range(world_size))
+    (stats,) = atb_ops._C.communicator_stats(domain)
+    return {"right": bool(torch.equal(out, want)), **stats}

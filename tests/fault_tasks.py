@@ -87,10 +87,9 @@ def lonely_peer(env: dict, events) -> None:
         events.put(("error", 1, time.time(), str(e)))
 
 
-def mismatch(rank: int, world_size: int, backend: str, check: bool, timeout_s: str):
+def mismatch(rank: int, world_size: int, backend: str, timeout_s: str):
     """Rank 0 sends 3 elements to rank 1, which expects 2. Returns (error or '', guard bytes intact,
     whether the next well-formed call still works)."""
-    os.environ["ATB_OPS_CHECK"] = "1" if check else "0"  # shm checks regardless: its matrix is free
     os.environ["ATB_OPS_TIMEOUT"] = timeout_s
     try:
         op = _op(rank, world_size, backend, "mismatch")
@@ -110,25 +109,9 @@ def mismatch(rank: int, world_size: int, backend: str, check: bool, timeout_s: s
         except RuntimeError as e:
             error = str(e)
         intact = bool(torch.equal(buf[:guard], before[:guard]) and torch.equal(buf[-guard:], before[-guard:]))
-        recovered = None
-        if backend == "shm" or check:
-            good = [torch.tensor(v, dtype=torch.int64) for v in ([2, 2], [0, 2], [2, 2], [0, 2])]
-            (y,) = op.execute([x, *good, torch.empty(4, dtype=torch.int8)])
-            recovered = y.view(-1).tolist() == [float(2 * rank), float(2 * rank + 1)] * 2
+        good = [torch.tensor(v, dtype=torch.int64) for v in ([2, 2], [0, 2], [2, 2], [0, 2])]
+        (y,) = op.execute([x, *good, torch.empty(4, dtype=torch.int8)])
+        recovered = y.view(-1).tolist() == [float(2 * rank), float(2 * rank + 1)] * 2
         return error, intact, recovered
     finally:
-        os.environ.pop("ATB_OPS_CHECK", None)
         os.environ["ATB_OPS_TIMEOUT"] = "120"
-
-
-def mismatch_rank(rank: int, world_size: int, env: dict, events) -> None:
-    """mismatch() on gloo with the cross-check off, in a process of its own (gloo may abort it)."""
-    os.environ.update(env)
-    dist.init_process_group(
-        "gloo", init_method=f"tcp://127.0.0.1:{env['MASTER_PORT']}", rank=rank, world_size=world_size
-    )
-    try:
-        error, intact, _ = mismatch(rank, world_size, "gloo", False, env["ATB_OPS_TIMEOUT"])
-        events.put(("result", rank, time.time(), (error, intact)))
-    except Exception as e:  # noqa: BLE001 - reported to the test
-        events.put(("result", rank, time.time(), (f"{type(e).__name__}: {e}", True)))

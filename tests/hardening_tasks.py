@@ -103,6 +103,41 @@ def threads_share_one_communicator(rank: int, world_size: int, rounds: int) -> i
     return sum(wrong)
 
 
+def threads_share_one_operation(rank: int, world_size: int, rounds: int) -> dict:
+    """Two threads per rank call ONE operation at once, each with its own counts (3 or 5 elements per peer, so
+    any cross-rank pairing of different threads' calls fails the count check). Each call must give exactly its
+    own layout's data or a clear error; never another call's layout. Returns counts of right, wrong, errors."""
+    op = _alltoallvv2(rank, world_size, "shared-op")
+    result = {"right": 0, "wrong": 0, "errors": 0, "other": []}
+    lock = threading.Lock()
+    barrier = threading.Barrier(2)
+
+    def worker(t: int) -> None:
+        count = 3 if t == 0 else 5
+        for k in range(rounds):
+            barrier.wait()
+            inputs, _ = _equal_inputs(rank, world_size, count, k)
+            try:
+                out = op.execute(inputs)[0]
+            except RuntimeError as e:
+                with lock:
+                    if "count mismatch" in str(e) and str(e).startswith("ERROR_INVALID_PARAM"):
+                        result["errors"] += 1
+                    else:
+                        result["other"].append(str(e).splitlines()[0])
+                continue
+            ok = out.shape == (1, count * world_size) and torch.equal(out, _expected(rank, world_size, count, k))
+            with lock:
+                result["right" if ok else "wrong"] += 1
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    return result
+
+
 def aliased_output(rank: int, world_size: int, count: int) -> int:
     """execute_out into x's own storage (and into a view overlapping it): wrong elements afterwards."""
     op = _alltoallvv2(rank, world_size, "alias")

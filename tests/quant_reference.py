@@ -47,3 +47,10 @@ def int8_golden(xs: list[torch.Tensor], scales: list[torch.Tensor], out_dtype: t
         term = x.numpy().astype(np.float32) * s32
         acc = term if acc is None else (acc + term).astype(np.float32)
     return torch.from_numpy(np.ascontiguousarray(acc)).to(out_dtype)
+
+
+def shard_elements(numel: int, world_size: int, block_size: int) -> int:
+    """Elements of rank j's shard in the all-reduce (the last ones may be short): whole blocks, the blocks split
+    as evenly as ceil allows, as the contract of quantized_all_reduce describes its layout."""
+    blocks = math.ceil(numel / block_size)
+    return math.ceil(blocks / world_size) * block_size

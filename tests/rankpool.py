@@ -12,6 +12,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import queue
+import time
 import traceback
 import uuid
 from collections.abc import Callable, Sequence
@@ -66,8 +67,19 @@ class RankPool:
             ctx.Process(target=_worker, args=(r, world_size, env, self._tasks[r], self._results), daemon=True)
             for r in range(world_size)
         ]
-        for p in self._procs:
-            p.start()
+        # Started with the job's variables in their environment from the first instruction (spawn copies
+        # os.environ), so other processes see them as ranks of a job of their own (/proc/<pid>/environ).
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            for p in self._procs:
+                p.start()
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
 
     def run(self, fn: Callable[..., Any], *args: Any, per_rank: Sequence[tuple] | None = None) -> list[Any]:
         """Run fn(rank, world_size, *args, *per_rank[rank]) on every rank; results in rank order.
@@ -80,13 +92,21 @@ class RankPool:
             extra = tuple(per_rank[r]) if per_rank is not None else ()
             self._tasks[r].put((fn, args + extra))
         got: dict[int, tuple[bool, Any]] = {}
+        deadline = time.monotonic() + self.timeout_s
         while len(got) < self.world_size:
             try:
-                rank, ok, value = self._results.get(timeout=self.timeout_s)
+                rank, ok, value = self._results.get(timeout=0.2)
             except queue.Empty:
-                missing = sorted(set(range(self.world_size)) - set(got))
-                self.close(force=True)
-                raise TimeoutError(f"ranks {missing} did not finish {fn.__name__} in {self.timeout_s} s") from None
+                # A worker that died (a crash, an abort) never answers: say so at once, with its exit status.
+                dead = {r: p.exitcode for r, p in enumerate(self._procs) if r not in got and not p.is_alive()}
+                if dead or time.monotonic() > deadline:
+                    missing = sorted(set(range(self.world_size)) - set(got))
+                    self.close(force=True)
+                    if dead:
+                        raise RankFailure(f"{fn.__name__}: rank process(es) exited without answering, exit "
+                                          f"status by rank: {dead}") from None
+                    raise TimeoutError(f"ranks {missing} did not finish {fn.__name__} in {self.timeout_s} s") from None
+                continue
             got[rank] = (ok, value)
         failures = [f"--- rank {r} ---\n{v}" for r, (ok, v) in sorted(got.items()) if not ok]
         if failures:
@@ -98,7 +118,12 @@ class RankPool:
         return all(p.is_alive() for p in self._procs)
 
     def close(self, force: bool = False) -> None:
-        """Stop the ranks (politely unless force)."""
+        """Stop the ranks (politely unless force).
+
+        Raises:
+            RankFailure: When a polite stop found a worker that did not exit with status 0 (a crash or abort at
+                interpreter exit is a failure too).
+        """
         if not force:
             for q in self._tasks:
                 q.put(None)
@@ -108,3 +133,7 @@ class RankPool:
             if p.is_alive():
                 p.kill()
                 p.join(timeout=5)
+        if not force:
+            bad = {r: p.exitcode for r, p in enumerate(self._procs) if p.exitcode != 0}
+            if bad:
+                raise RankFailure(f"rank pool workers exited with non-zero status, by rank: {bad}")

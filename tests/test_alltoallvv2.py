@@ -68,6 +68,13 @@ def test_input_modes(rank_pools, backend, mode, world_size):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("world_size", [1, 4])
+def test_strided_input_at_the_other_world_sizes(rank_pools, backend, world_size):
+    """x a stride-2 view (test_input_modes covers 2 and 3 ranks): made contiguous as ATB's binding does."""
+    _run_case(rank_pools(world_size), backend, "float32", "skewed", "noncontig", seed=29 + world_size)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("world_size", [2, 4])
 def test_overlapping_send_regions(rank_pools, backend, world_size):
     """Send regions may overlap (ATB allows it); each receiver still gets its own slice."""

@@ -49,7 +49,10 @@ BAD_PARAMS = [
     ("rankRoot out of range", json.dumps({**GOOD, "rankRoot": 5}), ["'rankRoot' is 5"]),
     ("commMode", json.dumps({**GOOD, "commMode": 2}), ["'commMode'", "got 2"]),
     ("commMode undefined", json.dumps({**GOOD, "commMode": -1}), ["'commMode'", "got -1"]),
-    ("commDomain too long", json.dumps({**GOOD, "commDomain": "d" * 129}), ["'commDomain' is 129 characters"]),
+    ("commDomain too long", json.dumps({**GOOD, "commDomain": "d" * 129}),
+     ["'commDomain' is 129 bytes long in UTF-8; at most 128 bytes"]),
+    ("commDomain of 40 emoji", json.dumps({**GOOD, "commDomain": "\U0001F600" * 40}),
+     ["'commDomain' is 160 bytes long in UTF-8; at most 128 bytes"]),
     (
         "rankTableFile missing",
         json.dumps({**GOOD, "rankTableFile": "/nonexistent/rt.json"}),

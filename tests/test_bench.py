@@ -93,13 +93,13 @@ def _run_bench(args: list[str], tmp_path) -> tuple[str, dict]:
     return proc.stdout, json.loads(out_json.read_text())
 
 
+HAVE_MPI = shutil.which("mpirun") is not None and importlib.util.find_spec("mpi4py") is not None
+needs_mpi = pytest.mark.skipif(not HAVE_MPI, reason="no Open MPI here (mpirun + mpi4py: scripts/install_bench_deps.sh)")
+
+
 def test_bench_table_json_and_comparisons(tmp_path):
-    """2 ranks, shm beside gloo (and Open MPI and the plot where installed): nccl-tests columns, 0 wrong."""
-    have_mpi = shutil.which("mpirun") is not None and importlib.util.find_spec("mpi4py") is not None
-    have_plot = importlib.util.find_spec("matplotlib") is not None
-    args = ["--world-size", "2", "--sizes", "1K,200000", "--iters", "3", "--warmup", "1"]
-    args += [] if have_mpi else ["--no-mpi"]
-    args += ["--plot", str(tmp_path / "bench.png")] if have_plot else []
+    """2 ranks, shm beside gloo: nccl-tests columns, 0 wrong."""
+    args = ["--world-size", "2", "--sizes", "1K,200000", "--iters", "3", "--warmup", "1", "--no-mpi"]
     stdout, doc = _run_bench(args, tmp_path)
     header = next(line for line in stdout.splitlines() if "size" in line and "count" in line)
     for column in ("size", "count", "type", "time(us)", "algbw", "busbw", "#wrong", "speedup"):
@@ -109,13 +109,26 @@ def test_bench_table_json_and_comparisons(tmp_path):
     assert [r[0] for r in rows] == ["1024", "200000"] and all(r[2] == "float32" for r in rows)
     assert [r["bytes"] for r in doc["rows"]] == [1024, 200000]
     for row in doc["rows"]:
+        assert set(row["figures"]) == {"atb", "shared", "gloo"}, row["figures"]
         assert row["figures"]["atb"]["wrong"] == 0 and row["figures"]["gloo"]["wrong"] == 0
         assert row["figures"]["shared"]["wrong"] == 0
         assert row["figures"]["atb"]["busbw"] == pytest.approx(row["figures"]["atb"]["algbw"] / 2)
-        if have_mpi:
-            assert row["figures"]["mpi"]["wrong"] == 0
-    if have_plot:
-        assert (tmp_path / "bench.png").stat().st_size > 1000
+
+
+def test_bench_plot(tmp_path):
+    """--plot draws the table (matplotlib is a development requirement, so this always runs)."""
+    _run_bench(["-n", "2", "-s", "1K,64K", "-i", "2", "-w", "0", "--no-mpi", "--no-gloo",
+                "--plot", str(tmp_path / "bench.png")], tmp_path)
+    assert (tmp_path / "bench.png").stat().st_size > 1000
+
+
+@needs_mpi
+@pytest.mark.parametrize("op", ["alltoallv", "allreduce"])
+def test_bench_mpi_column(tmp_path, op):
+    """Open MPI's MPI_Alltoallv / MPI_Allreduce beside atb_ops, its results checked like every column."""
+    stdout, doc = _run_bench(["--op", op, "-n", "2", "-s", "1K,200000", "-i", "3", "-w", "1", "--no-gloo"], tmp_path)
+    for row in doc["rows"]:
+        assert row["figures"]["mpi"]["wrong"] == 0, row["figures"]
 
 
 def test_bench_skewed_three_ranks_rounds(tmp_path):
@@ -139,11 +152,9 @@ BUS_FACTOR_AT_2 = {"allreduce": 1.0, "reduce_scatter": 0.5, "allgather": 0.5, "b
 def test_bench_collectives_with_the_framework_api_column(tmp_path, op):
     """--op allreduce / reduce_scatter / allgather / broadcast: every column checked against the
     independent expected values."""
-    have_mpi = shutil.which("mpirun") is not None and importlib.util.find_spec("mpi4py") is not None
-    args = ["--op", op, "--api", "distributed", "-n", "2", "-s", "1K,300K", "-i", "3", "-w", "1"]
-    args += [] if have_mpi else ["--no-mpi"]
+    args = ["--op", op, "--api", "distributed", "-n", "2", "-s", "1K,300K", "-i", "3", "-w", "1", "--no-mpi"]
     stdout, doc = _run_bench(args, tmp_path)
-    expected_columns = {"atb", "shared", "dist", "gloo"} | ({"mpi"} if have_mpi else set())
+    expected_columns = {"atb", "shared", "dist", "gloo"}
     assert "x exec" in stdout and OPERATIONS[op] in stdout
     for row in doc["rows"]:
         assert set(row["figures"]) == expected_columns, row["figures"]

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests import dist_tasks
+from tests import dist_golden, dist_tasks
 
 PATHS = ["shm", "group"]
 
@@ -165,10 +165,17 @@ def test_bad_arguments_raise_before_communication(rank_pools):
 
 
 @pytest.mark.parametrize("world_size", [2, 3])
-def test_direct_path_matches_the_dispatcher_path(rank_pools, world_size):
-    """Calls that need no autograd skip the dispatcher (atb_ops._C.direct_*): same values as the torch ops."""
-    for agree in rank_pools(world_size).run(dist_tasks.direct_and_dispatcher_paths_agree):
-        assert all(agree.values()), agree
+def test_direct_path_and_dispatcher_path_match_plain_torch(rank_pools, world_size):
+    """Calls that need no autograd skip the dispatcher (atb_ops._C.direct_*); both paths give the values a
+    plain-torch golden computes from every rank's inputs (tests/dist_golden.py)."""
+    results = rank_pools(world_size).run(dist_tasks.direct_and_dispatcher_paths_agree)
+    for rank, result in enumerate(results):
+        want = dist_golden.expected(rank, world_size)
+        assert set(result) == set(want)
+        for name, (fast, slow, flag) in result.items():
+            assert torch.equal(fast, want[name]), (rank, name, "direct path", fast, want[name])
+            assert torch.equal(slow, want[name]), (rank, name, "dispatcher path", slow, want[name])
+            assert flag, (rank, name, "requires_grad / in place")
 
 
 def test_subgroup(rank_pools):
@@ -180,3 +187,14 @@ def test_subgroup(rank_pools):
         assert a.tolist() == [0.0, 0.0, 2.0, 2.0]  # chunk 0 from rank 0, chunk 1 from rank 2
         assert b.tolist() == [[0.0, 0.0], [0.0, 0.0], [2.0, 2.0], [2.0, 2.0]]
         del other
+
+
+@pytest.mark.parametrize("how", ["requires_grad", "profiler", "dispatch_mode"])
+def test_ranks_on_different_paths_make_the_same_calls(rank_pools, how):
+    """Rank 0 direct, rank 1 through the dispatcher (each rank picks from its own state): the same calls in
+    the same order, so every value matches the plain-torch golden."""
+    results = rank_pools(2).run(dist_tasks.mixed_paths, how)
+    for rank, result in enumerate(results):
+        want = dist_golden.expected(rank, 2)
+        for name, got in result.items():
+            assert torch.equal(got, want[name]), (rank, name, got, want[name])

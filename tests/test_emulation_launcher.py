@@ -123,6 +123,10 @@ def test_env_is_evaluated_by_bash_then_python(tmp_path):
             "parts = os.environ['PYTHONPATH'].split(os.pathsep);"
             "assert parts[0] == L.pythonpath_dir() and parts.count(L.pythonpath_dir()) == 1, parts;"
             "assert marker_mod.VALUE == 42;"
+            "libs = os.environ['LD_LIBRARY_PATH'].split(os.pathsep);"
+            "mine = [os.environ['ATB_HOME_PATH'] + '/lib', os.environ['ASCEND_HOME_PATH'] + '/lib64'];"
+            "assert libs[:2] == mine, libs;"
+            "assert len(set(libs)) == len(libs), libs;"
             "x = torch.ones(2).npu(); torch.npu.synchronize();"
             "print('ok', os.environ['ATB_OPS_NPU_EMULATION'], x.is_npu)"
         )
@@ -134,6 +138,8 @@ def test_env_is_evaluated_by_bash_then_python(tmp_path):
     assert [line.split("=", 1)[0] for line in exports] == [
         "export PYTHONPATH",
         "export ATB_HOME_PATH",
+        "export ASCEND_HOME_PATH",
+        "export LD_LIBRARY_PATH",
         "export ATB_OPS_NPU_EMULATION",
     ]
 
@@ -155,6 +161,29 @@ def test_refuses_to_shadow_a_real_torch_npu(tmp_path):
     assert "--force-emulation" in proc.stderr and "ran" not in proc.stdout
     proc = atb_ops_cmd(["env"], env=env)
     assert proc.returncode == 1 and proc.stdout == "", output_of(proc)
+
+
+@pytest.mark.parametrize("variable", ["ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH"])
+def test_refuses_to_shadow_a_real_ascend_toolkit(tmp_path, variable):
+    """A toolkit's set_env.sh sets these; run and env refuse (naming it) unless --force-emulation."""
+    env = clean_env({variable: str(tmp_path / "Ascend" / "latest")})
+    for args in (["run", "-c", "print('ran')"], ["env"]):
+        proc = atb_ops_cmd(args, env=env)
+        assert proc.returncode == 1 and "ran" not in proc.stdout, output_of(proc)
+        assert f"a real Ascend toolkit is installed here ({variable}=" in proc.stderr, output_of(proc)
+    proc = atb_ops_cmd(["env", "--force-emulation"], env=env)
+    assert proc.returncode == 0 and "export ASCEND_HOME_PATH=" in proc.stdout, output_of(proc)
+
+
+def test_env_accepts_its_own_ascend_home_and_finds_default_installs(tmp_path, monkeypatch):
+    """ASCEND_HOME_PATH from an earlier `eval "$(python -m atb_ops env)"` is atb_ops' own folder, not a toolkit;
+    a toolkit installed in a default place is found without any variable."""
+    ours = launcher.emulation_env("cpu")["ASCEND_HOME_PATH"]
+    assert launcher.find_real_ascend_toolkit({"ASCEND_HOME_PATH": ours}) is None
+    install = tmp_path / "ascend-toolkit"
+    install.mkdir()
+    monkeypatch.setattr(launcher.config, "TOOLKIT_INSTALLS", ("/nonexistent/Ascend", str(install)))
+    assert launcher.find_real_ascend_toolkit({}) == str(install)
 
 
 def test_force_emulation_overrides(tmp_path):

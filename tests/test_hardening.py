@@ -40,6 +40,15 @@ def test_two_threads_share_one_communicator_without_torn_data(rank_pools):
     assert wrong == [0, 0]
 
 
+def test_two_threads_sharing_one_operation_never_swap_layouts(rank_pools):
+    """One operation, two threads, two layouts at once: each call runs the plan made from its own inputs
+    (issue 29: no layout kept in the operation between inferShape and run)."""
+    for report in rank_pools(2).run(hardening_tasks.threads_share_one_operation, 60):
+        assert report["wrong"] == 0 and report["other"] == [], report
+        assert report["right"] + report["errors"] == 120, report
+        assert report["right"] > 0, report
+
+
 @pytest.mark.parametrize("count", [100, 300_000])
 def test_output_over_its_own_input_is_computed_through_a_temporary(rank_pools, count):
     assert rank_pools(2).run(hardening_tasks.aliased_output, count) == [0, 0]
@@ -154,10 +163,10 @@ def test_distributed_count_of_2_63_is_a_clear_error(rank_pools):
 
 
 def _key_path(job: str, domain: str) -> Path:
-    """The rendezvous name of the shm bootstrap of rankRoot 0 of 2 ranks, generation 0 (as the code names it)."""
+    """The rendezvous name of the shm bootstrap of a commDomain, generation 0 (as the code names it)."""
     from tests.test_reliability import _fnv1a64
 
-    return doctor.private_folder() / f"rdv.{_fnv1a64(f'shm|job:{job}|{domain}|2|0|0'):016x}"
+    return doctor.private_folder() / f"rdv.{_fnv1a64(f'shm|job:{job}|{domain}|0'):016x}"
 
 
 @pytest.mark.parametrize("kind", ["directory", "foreign file", "dangling symlink", "fifo"])
@@ -279,3 +288,23 @@ def test_options_reach_python_through_the_native_parser(monkeypatch):
     monkeypatch.setenv("ATB_OPS_CPU_PATH", "group")
     assert _C.options()["ATB_OPS_CPU_PATH"] == "group"
     assert json.dumps(_C.options())  # every value is text
+
+
+def _exit_with(rank: int, world_size: int, code: int) -> None:
+    if rank == world_size - 1:
+        os._exit(code)
+
+
+def test_a_rank_pool_worker_that_dies_is_reported_with_its_exit_status():
+    """The pool itself: a worker that exits (a crash, an abort) fails the case at once, naming its exit status,
+    instead of looking like a slow rank."""
+    from tests.rankpool import RankFailure, RankPool
+
+    pool = RankPool(2, timeout_s=60)
+    try:
+        started = time.monotonic()
+        with pytest.raises(RankFailure, match=r"exit status by rank: \{1: 7\}"):
+            pool.run(_exit_with, 7)
+        assert time.monotonic() - started < 30
+    finally:
+        pool.close(force=True)

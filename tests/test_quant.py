@@ -28,7 +28,7 @@ import pytest
 import torch
 
 from atb_ops import _C, quant
-from tests.quant_reference import dequantize_ref, int8_golden, quantize_ref
+from tests.quant_reference import dequantize_ref, int8_golden, quantize_ref, shard_elements
 from tests.quant_tasks import POISON_INDEX, Case, bad_arguments, case_input, run_cases, subgroups
 
 FLOATS = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
@@ -215,7 +215,11 @@ def test_dequantize_sum_requantize_matches_sum_then_quantize():
     for rows, length, padded, block_size in ((2, 1000, 1024, 128), (3, 0, 256, 128), (4, 700, 700, 100)):
         q = torch.randint(-128, 128, (rows, length), generator=g, dtype=torch.int8)
         scale = torch.rand(rows, max(math.ceil(length / block_size), 1), generator=g)
-        summed = torch.ops.atb_ops.dequantize_sum_int8(q, scale, block_size, scale.shape[1], torch.float32)
+        # Row sum in float32, in row order, of each code times its block's scale (computed here, not by atb_ops).
+        per_element = scale[:, torch.arange(length) // block_size]
+        summed = torch.zeros(length)
+        for r in range(rows):
+            summed = summed + q[r].to(torch.float32) * per_element[r]
         one_shard = math.ceil(padded / block_size)
         want = _packed_ref(torch.cat([summed, torch.zeros(padded - length)]), block_size, one_shard)
         got = torch.ops.atb_ops.dequantize_sum_requantize_int8(q, scale, block_size, scale.shape[1], block_size, padded)
@@ -249,7 +253,7 @@ def test_dequantize_sum_with_an_exact_term_in_its_rank_position():
 @pytest.mark.usefixtures("isa")
 def test_packed_skip_shard_leaves_it_out():
     x = _data(1000, torch.float32, seed=3)
-    full = torch.ops.atb_ops.quantize_int8_packed(x, 128, 3, False)
+    full = _packed_ref(x, 128, 3)  # the reference wire format
     shard_bytes = 3 * 128 + 4 * 3  # shards 0 and 1 are full; shard 2 holds the last 232 elements
     for skip in range(3):
         skipped = torch.ops.atb_ops.quantize_int8_packed(x, 128, 3, False, skip)
@@ -280,6 +284,7 @@ def test_opcheck_registered_ops():
 def test_plan_shards_cover_the_tensor_in_whole_blocks():
     for numel, world_size, block_size in ((1, 4, 128), (1000, 3, 128), (10_007, 4, 100), (4096, 2, 128)):
         plan = quant.plan_all_reduce(numel, world_size, block_size)
+        assert plan.shard == shard_elements(numel, world_size, block_size)
         assert plan.shard % block_size == 0
         covered = [plan.bounds(j) for j in range(world_size)]
         assert covered[0][0] == 0 and covered[-1][1] == numel
@@ -396,7 +401,7 @@ def _check(case: Case, world_size: int, outs: list[torch.Tensor]) -> dict:
         exact = sum(x.double() for x in xs)
         n, b = exact.numel(), case.block_size
         # Element i is reduced by the rank owning its shard; that rank's own term never is quantised.
-        owner = torch.arange(n) // quant.plan_all_reduce(n, world_size, b).shard if n else torch.zeros(0)
+        owner = torch.arange(n) // shard_elements(n, world_size, b) if n else torch.zeros(0)
         first = sum(x.double().abs() for x in xs).reshape(-1) * 2.0**-22  # float32 products and sum
         for r, x in enumerate(xs):
             _, scale = quantize_ref(x, b)
@@ -410,7 +415,7 @@ def _check(case: Case, world_size: int, outs: list[torch.Tensor]) -> dict:
         # quantised all-gather re-quantises that block.
         n, b = flat_out.numel(), case.block_size
         poisoner = world_size - 1
-        travelled = POISON_INDEX // quant.plan_all_reduce(n, world_size, b).shard != poisoner
+        travelled = POISON_INDEX // shard_elements(n, world_size, b) != poisoner
         poisoned = torch.zeros(n, dtype=torch.bool)
         if travelled or case.quantize_allgather:
             block = POISON_INDEX // b

@@ -1,6 +1,7 @@
 """Faults: a rank killed mid-collective, count mismatches, crashed runs, file permissions, stale names.
 
-Every survivor must raise an error naming the dead peer within ATB_OPS_TIMEOUT + 5 s; no test may hang.
+Every survivor must raise ERROR_COMM_PEER_DIED naming the dead peer within seconds (far under ATB_OPS_TIMEOUT,
+so a survivor that merely timed out fails the test), and exit normally; no test may hang.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from atb_ops import doctor
 from tests import fault_tasks
 from tests.rankpool import free_port
 
-KILL_TIMEOUT_S = 10
+KILL_TIMEOUT_S = 60
+# Death is noticed by the waits' liveness checks (every 100 ms) or a closed socket: well under the timeout.
+DEATH_NOTICED_S = 5
 
 
 def _events_until(events, kind: str, count: int, timeout: float) -> list[tuple]:
@@ -67,55 +70,34 @@ def test_killed_rank_is_named_by_survivors(backend, op, world_size, victim):
         time.sleep(0.3)
         os.kill(procs[victim].pid, signal.SIGKILL)
         killed_at = time.time()
-        errors = _events_until(events, "error", world_size - 1, KILL_TIMEOUT_S + 20)
+        errors = _events_until(events, "error", world_size - 1, DEATH_NOTICED_S + 20)
+        for p in procs:
+            p.join(timeout=30)
     finally:
         _stop(procs)
     for _, rank, when, message in errors:
         after = when - killed_at
         print(f"[{backend} {op} n={world_size}] rank {rank} raised {after:.2f} s after rank {victim} was killed")
         assert rank != victim
-        assert when - killed_at <= KILL_TIMEOUT_S + 5, (rank, when - killed_at, message)
-        assert message.startswith(("ERROR_COMM_PEER_DIED", "ERROR_COMM_TIMEOUT")), message
+        assert message.startswith("ERROR_COMM_PEER_DIED"), message
+        assert after <= DEATH_NOTICED_S, (rank, after, message)
         assert f"rank {victim} (pid {procs[victim].pid})" in message, message
+    # The victim died of the signal; every survivor reported and then exited normally.
+    assert procs[victim].exitcode == -signal.SIGKILL
+    assert [p.exitcode for r, p in enumerate(procs) if r != victim] == [0] * (world_size - 1)
 
 
-@pytest.mark.parametrize("backend,check", [("shm", False), ("gloo", True)])  # shm always checks
-def test_count_mismatch_raises_same_error_everywhere(rank_pools, backend, check):
-    results = rank_pools(2).run(fault_tasks.mismatch, backend, check, "20")
+@pytest.mark.parametrize("backend", ["shm", "gloo"])
+def test_count_mismatch_raises_same_error_everywhere(rank_pools, backend):
+    """Every backend checks the count matrix before moving data (gloo by an all-gather of every rank's counts):
+    both ranks raise the same error, write nothing outside their output, and the next call works."""
+    results = rank_pools(2).run(fault_tasks.mismatch, backend, "20")
     messages = [error for error, _, _ in results]
     for error, intact, recovered in results:
         assert "count mismatch: rank 0 sends 3 elements to rank 1, but rank 1 expects 2 from rank 0" in error, error
         assert error.startswith("ERROR_INVALID_PARAM")
         assert intact and recovered
     assert messages[0] == messages[1]
-
-
-def test_count_mismatch_without_check_is_bounded_and_in_bounds():
-    """gloo with ATB_OPS_CHECK=0: gloo itself refuses a larger message than expected by aborting the
-    receiving process. What must hold: within the timeout every rank has finished (reported or died),
-    and no rank that reports wrote outside its output."""
-    ctx = mp.get_context("spawn")
-    events = ctx.Queue()
-    env = {"ATB_OPS_TIMEOUT": "5", "MASTER_PORT": str(free_port()), "ATB_OPS_JOB_ID": uuid.uuid4().hex}
-    procs = [ctx.Process(target=fault_tasks.mismatch_rank, args=(r, 2, env, events), daemon=True) for r in range(2)]
-    for p in procs:
-        p.start()
-    reported = {}
-    deadline = time.time() + 5 + 60  # spawn and import time, then the 5 s timeout
-    try:
-        while time.time() < deadline and len(reported) < 2 and any(p.is_alive() for p in procs):
-            try:
-                _, rank, _, value = events.get(timeout=0.5)
-                reported[rank] = value
-            except queue.Empty:
-                pass
-        for p in procs:
-            p.join(timeout=max(deadline - time.time(), 1))
-        assert not any(p.is_alive() for p in procs), "a rank hung past the timeout"
-    finally:
-        _stop(procs)
-    for _error, intact in reported.values():
-        assert intact
 
 
 def _shm_files() -> set[Path]:
@@ -164,7 +146,12 @@ def test_crashed_rendezvous_leaves_nothing_that_breaks_the_next_run():
     proc, events = _lonely(fault_tasks.lonely_root, env)
     _events_until(events, "waiting", 1, 60)
     deadline = time.time() + 10
-    while len(_shm_files() - before) < 2 and time.time() < deadline:
+
+    def published() -> bool:  # its segment, and its record under its final name (not the temporary)
+        names = [p.name for p in _shm_files() - before]
+        return any(n.startswith("seg.") for n in names) and any(n.startswith("rdv.") for n in names)
+
+    while not published() and time.time() < deadline:
         time.sleep(0.05)
     proc.kill()  # dies inside the rendezvous: its names stay behind
     proc.join()
@@ -215,7 +202,7 @@ def test_stale_or_foreign_rendezvous_is_refused():
     """Something else at a rendezvous name (here: bytes that are no atb_ops record) fails the waiting rank at
     once with an error naming the path, instead of being joined or waited out."""
     job, domain = uuid.uuid4().hex, "stale-name"
-    key = f"shm|job:{job}|{domain}|2|0|0"  # purpose | job | commDomain | rankSize | rankRoot | generation
+    key = f"shm|job:{job}|{domain}|0"  # purpose | job | commDomain | generation
     folder = doctor.private_folder()
     folder.mkdir(mode=0o700, exist_ok=True)
     rdv = folder / f"rdv.{_fnv1a64(key):016x}"

@@ -40,13 +40,43 @@ TEST_TEMPLATE = textwrap.dedent('''
 ''')
 
 
+# ATB files that test nothing here, as real ones do: return before starting a rank, or skip every test.
+RETURNS_EARLY = textwrap.dedent('''
+    import unittest
+
+    class T(unittest.TestCase):
+        def test_ranks(self):
+            print("hccl_runner is not compiled, skip")
+            return
+
+    if __name__ == "__main__":
+        unittest.main()
+''')
+SKIPS_ALL = textwrap.dedent('''
+    import unittest
+
+    class T(unittest.TestCase):
+        @unittest.skip("only supports Ascend910B")
+        def test_ranks(self):
+            pass
+
+    if __name__ == "__main__":
+        unittest.main()
+''')
+
+
 @pytest.fixture(scope="module")
 def atb_tree(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("atb")
     ops = root / "tests/apitest/opstest/python/operations"
-    for folder, name, result in [("all_gather", "test_good.py", "True"), ("broadcast", "test_bad_child.py", "False")]:
-        (ops / folder).mkdir(parents=True)
-        (ops / folder / name).write_text(TEST_TEMPLATE.format(result=result))
+    files = [("all_gather", "test_good.py", TEST_TEMPLATE.format(result="True")),
+             ("broadcast", "test_bad_child.py", TEST_TEMPLATE.format(result="False")),
+             ("all_reduce", "test_returns_early.py", RETURNS_EARLY),
+             ("all_to_all", "test_skips_all.py", SKIPS_ALL),
+             ("send", "test_send_multi_server.py", RETURNS_EARLY)]
+    for folder, name, text in files:
+        (ops / folder).mkdir(parents=True, exist_ok=True)
+        (ops / folder / name).write_text(text)
     return root
 
 
@@ -61,7 +91,18 @@ def test_children_decide_the_verdict(atb_tree, tmp_path):
     assert good["verdict"] == "PASS" and good["children"] == [0, 0] and good["tests_run"] == 1
     # unittest itself said OK here; only the children's exit status shows the failure.
     assert bad["verdict"] == "FAIL" and bad["children"] == [1, 1] and bad["tests_run"] == 1
-    assert "1/2 files passed" in proc.stdout
+    # Files that tested nothing are not passes: VACUOUS (a failure) unless named with a reason.
+    assert results["all_reduce/test_returns_early.py"]["verdict"] == "VACUOUS"
+    assert results["all_to_all/test_skips_all.py"]["verdict"] == "VACUOUS"
+    assert results["send/test_send_multi_server.py"]["verdict"] == "NOT RUN HERE"
+    assert "1/5 files passed; 1 FAIL, 2 VACUOUS, 1 NOT RUN HERE" in proc.stdout, proc.stdout
+
+
+def test_vacuous_files_alone_fail_the_run(atb_tree, tmp_path):
+    proc = subprocess.run([sys.executable, str(REPO / "scripts/run_atb_tests.py"), "--atb-root", str(atb_tree),
+                           "--only", "all_reduce", "send", "--timeout", "240"],
+                          capture_output=True, text=True, timeout=300, check=False, cwd=tmp_path)
+    assert proc.returncode == 1 and "0/2 files passed; 1 VACUOUS, 1 NOT RUN HERE" in proc.stdout, proc.stdout
 
 
 def test_refuses_a_tree_inside_the_repository():

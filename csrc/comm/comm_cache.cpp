@@ -3,39 +3,17 @@
 #include <pthread.h>
 #include <unistd.h>
 
-#include <c10/util/StringUtil.h>
-
 #include <future>
 #include <map>
 #include <mutex>
 #include <tuple>
 
+#include "comm/backend_registry.h"
 #include "comm/communicator.h"
 #include "core/status.h"
 
 namespace atb_ops {
 namespace {
-
-using Factories = std::map<std::pair<std::string, c10::DeviceType>, CommFactory>;
-
-std::mutex& registryMutex() {
-  static std::mutex m;
-  return m;
-}
-
-Factories& factories() {
-  static Factories f;
-  return f;
-}
-
-const char* deviceName(c10::DeviceType d) {
-  switch (d) {
-    case c10::DeviceType::CPU: return "cpu";
-    case c10::DeviceType::CUDA: return "cuda";
-    case c10::DeviceType::PrivateUse1: return "npu";
-    default: return "other";
-  }
-}
 
 using Key = std::tuple<std::string, int, int32_t, std::string, int32_t, int32_t, uint64_t, std::string, const void*>;
 
@@ -47,9 +25,17 @@ Key keyOf(const CommConfig& c) {
 
 using Pending = std::shared_future<std::shared_ptr<Communicator>>;
 
+// While a communicator is being created its entry holds the creation's future (other threads wait on it);
+// afterwards only a weak reference: the operations, groups and handles that use it own it, and it goes
+// with the last of them.
+struct Entry {
+  Pending pending;
+  std::weak_ptr<Communicator> comm;
+};
+
 struct Cache {
   std::mutex mutex;
-  std::map<Key, Pending> entries;
+  std::map<Key, Entry> entries;
   pid_t owner = ::getpid();
 };
 
@@ -63,7 +49,7 @@ Cache& cache() {
 void forgetInheritedCommunicators() {
   Cache& c = cache();
   if (c.owner == ::getpid()) return;
-  auto* leaked = new std::map<Key, Pending>();
+  auto* leaked = new std::map<Key, Entry>();
   leaked->swap(c.entries);
   c.owner = ::getpid();
 }
@@ -77,48 +63,7 @@ const bool atforkInstalled = [] {
   return true;
 }();
 
-bool ready(const Pending& p) {
-  return p.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
-}
-
 }  // namespace
-
-void registerBackend(const std::string& name, c10::DeviceType device, CommFactory factory) {
-  std::lock_guard<std::mutex> lock(registryMutex());
-  factories()[{name, device}] = std::move(factory);
-}
-
-bool hasBackend(const std::string& name, c10::DeviceType device) {
-  std::lock_guard<std::mutex> lock(registryMutex());
-  return factories().count({name, device}) > 0;
-}
-
-bool hasBackend(const std::string& name) {
-  std::lock_guard<std::mutex> lock(registryMutex());
-  for (const auto& kv : factories()) {
-    if (kv.first.first == name) return true;
-  }
-  return false;
-}
-
-std::vector<std::string> registeredBackends() {
-  std::lock_guard<std::mutex> lock(registryMutex());
-  std::vector<std::string> names;
-  for (const auto& kv : factories()) names.push_back(kv.first.first + " (" + deviceName(kv.first.second) + ")");
-  return names;
-}
-
-std::shared_ptr<Communicator> createCommunicator(const CommConfig& config) {
-  CommFactory factory;
-  {
-    std::lock_guard<std::mutex> lock(registryMutex());
-    auto it = factories().find({config.backend, config.deviceType});
-    if (it != factories().end()) factory = it->second;
-  }
-  ATB_CHECK(factory, ERROR_COMM_EMPTY, "backend '", config.backend, "' for ", deviceName(config.deviceType),
-            " tensors is not built into this atb_ops; built: ", c10::Join(", ", registeredBackends()));
-  return factory(config);
-}
 
 std::shared_ptr<Communicator> acquireCommunicator(const CommConfig& config) {
   (void)atforkInstalled;
@@ -130,27 +75,15 @@ std::shared_ptr<Communicator> acquireCommunicator(const CommConfig& config) {
     std::lock_guard<std::mutex> lock(c.mutex);
     forgetInheritedCommunicators();
     auto it = c.entries.find(key);
-    if (it != c.entries.end()) {
-      // A finished creation that failed or whose communicator broke makes way for a fresh one.
-      bool stale = false;
-      if (ready(it->second)) {
-        try {
-          stale = it->second.get()->failed();
-        } catch (...) {
-          stale = true;
-        }
-      }
-      if (!stale) {
-        pending = it->second;
-      } else {
-        c.entries.erase(it);
-      }
+    if (it != c.entries.end() && it->second.pending.valid()) {
+      pending = it->second.pending;  // another thread is creating it: wait below and share it
+    } else if (it != c.entries.end()) {
+      // A live, healthy one is shared; a failed one (or one whose last user went) makes way for a fresh one.
+      if (std::shared_ptr<Communicator> live = it->second.comm.lock(); live && !live->failed()) return live;
+      c.entries.erase(it);
     }
-    if (!pending.valid()) {
-      c.entries.emplace(key, promise.get_future().share());
-    }
+    if (!pending.valid()) c.entries[key].pending = promise.get_future().share();
   }
-  // Another thread is creating this communicator (or did): wait for it and share it.
   if (pending.valid()) return pending.get();
 
   try {
@@ -158,6 +91,10 @@ std::shared_ptr<Communicator> acquireCommunicator(const CommConfig& config) {
     // threads of this process that need the cache too.
     std::shared_ptr<Communicator> comm = createCommunicator(config);
     promise.set_value(comm);
+    std::lock_guard<std::mutex> lock(c.mutex);
+    Entry& e = c.entries[key];
+    e.pending = Pending();
+    e.comm = comm;
     return comm;
   } catch (...) {
     promise.set_exception(std::current_exception());
@@ -171,16 +108,34 @@ size_t cachedCommunicatorCount() {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
   forgetInheritedCommunicators();
-  return c.entries.size();
+  size_t live = 0;
+  for (const auto& kv : c.entries) live += (kv.second.pending.valid() || !kv.second.comm.expired()) ? 1 : 0;
+  return live;
 }
 
-void clearCommunicatorCache() {
+std::vector<std::shared_ptr<Communicator>> liveCommunicators(const std::string& commDomain) {
   Cache& c = cache();
-  std::map<Key, Pending> doomed;
+  std::lock_guard<std::mutex> lock(c.mutex);
+  forgetInheritedCommunicators();
+  std::vector<std::shared_ptr<Communicator>> live;
+  for (const auto& [key, entry] : c.entries) {
+    if (std::get<3>(key) != commDomain) continue;
+    if (auto comm = entry.comm.lock()) live.push_back(std::move(comm));
+  }
+  return live;
+}
+
+void clearCommunicatorCache(bool shutdown) {
+  Cache& c = cache();
+  std::map<Key, Entry> doomed;
   {
     std::lock_guard<std::mutex> lock(c.mutex);
     forgetInheritedCommunicators();
     doomed.swap(c.entries);
+  }
+  if (!shutdown) return;
+  for (auto& [key, entry] : doomed) {
+    if (auto comm = entry.comm.lock()) comm->shutdown();
   }
 }
 

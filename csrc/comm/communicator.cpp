@@ -43,7 +43,7 @@ void Communicator::markFailed(Status status, const std::string& why) {
 }
 
 template <typename F>
-void Communicator::call(const char* what, F&& body) {
+void Communicator::call(const char* what, const CallSignature* sig, const AllToAllVLayout* counts, F&& body) {
   // A child of fork() shares the parent's segments, sockets and peer mappings: touching them would corrupt
   // the parent's and its peers' data. NCCL and torch.distributed refuse this too.
   const pid_t self = ::getpid();
@@ -66,6 +66,12 @@ void Communicator::call(const char* what, F&& body) {
                       "); a new operation with the same param creates a fresh one");
   }
   try {
+    if (sig != nullptr) {
+      signature_ = *sig;
+      signature_.seq = ++seq_;
+      stats_.collectives.fetch_add(1, std::memory_order_relaxed);
+      crossCheck(signature_, counts);
+    }
     body();
   } catch (const StatusError& e) {
     if (isCommunicatorFault(e.status())) markFailed(e.status(), e.what_without_backtrace());
@@ -73,51 +79,75 @@ void Communicator::call(const char* what, F&& body) {
   }
 }
 
+void Communicator::shutdown() {
+  std::unique_lock<std::mutex> serial(callMutex_, std::try_to_lock);
+  if (!serial.owns_lock() || ::getpid() != creator_) return;  // busy in another thread, or the parent's
+  markFailed(Status::ERROR_COMM_EMPTY, "it was shut down at interpreter exit");
+  doShutdown();
+}
+
 void Communicator::alltoallv(const at::Tensor& send, const AllToAllVLayout& layout, at::Tensor& recv) {
-  call("alltoallv", [&] { doAlltoallv(send, layout, recv); });
+  const CallSignature sig = makeSignature(Collective::kAlltoallv, 0, send.scalar_type(), 0);
+  call("alltoallv", &sig, &layout, [&] { doAlltoallv(send, layout, recv); });
 }
 
 void Communicator::allgather(const at::Tensor& send, at::Tensor& recv) {
-  call("allgather", [&] { doAllgather(send, recv); });
+  const CallSignature sig = makeSignature(Collective::kAllgather, 0, send.scalar_type(), send.nbytes());
+  call("allgather", &sig, nullptr, [&] { doAllgather(send, recv); });
 }
 
 void Communicator::allgatherv(const at::Tensor& send, const VLayout& recvLayout, at::Tensor& recv) {
-  call("allgatherv", [&] { doAllgatherv(send, recvLayout, recv); });
+  CallSignature sig = makeSignature(Collective::kAllgatherv, 0, send.scalar_type(), 0);
+  sig.layout = layoutDigest(recvLayout);
+  call("allgatherv", &sig, nullptr, [&] { doAllgatherv(send, recvLayout, recv); });
 }
 
 void Communicator::allreduce(const at::Tensor& send, at::Tensor& recv, ReduceOp op) {
-  call("allreduce", [&] { doAllreduce(send, recv, op); });
+  CallSignature sig = makeSignature(Collective::kAllreduce, 0, send.scalar_type(), send.nbytes());
+  sig.reduceOp = static_cast<int8_t>(op);
+  call("allreduce", &sig, nullptr, [&] { doAllreduce(send, recv, op); });
 }
 
 void Communicator::reduceScatter(const at::Tensor& send, at::Tensor& recv, ReduceOp op) {
   const int64_t m = recv.numel();
   const VLayout layout{filled(size(), m), strided(size(), m)};
-  call("reduce_scatter", [&] { doReduceScatterV(send, layout, recv, op); });
+  CallSignature sig = makeSignature(Collective::kReduceScatter, 0, send.scalar_type(), send.nbytes());
+  sig.reduceOp = static_cast<int8_t>(op);
+  sig.layout = layoutDigest(layout);
+  call("reduce_scatter", &sig, nullptr, [&] { doReduceScatterV(send, layout, recv, op); });
 }
 
 void Communicator::reduceScatterV(const at::Tensor& send, const VLayout& sendLayout, at::Tensor& recv, ReduceOp op) {
-  call("reduce_scatterv", [&] { doReduceScatterV(send, sendLayout, recv, op); });
+  CallSignature sig = makeSignature(Collective::kReduceScatterV, 0, send.scalar_type(), 0);
+  sig.reduceOp = static_cast<int8_t>(op);
+  sig.layout = layoutDigest(sendLayout);
+  call("reduce_scatterv", &sig, nullptr, [&] { doReduceScatterV(send, sendLayout, recv, op); });
 }
 
 void Communicator::broadcast(at::Tensor& tensor, int32_t root) {
-  call("broadcast", [&] { doBroadcast(tensor, root); });
+  CallSignature sig = makeSignature(Collective::kBroadcast, 0, tensor.scalar_type(), tensor.nbytes());
+  sig.root = root;
+  call("broadcast", &sig, nullptr, [&] { doBroadcast(tensor, root); });
 }
 
 void Communicator::send(const at::Tensor& tensor, int32_t peer) {
-  call("send", [&] { doSend(tensor, peer); });
+  call("send", nullptr, nullptr, [&] { doSend(tensor, peer); });
 }
 
 void Communicator::recv(at::Tensor& tensor, int32_t peer) {
-  call("recv", [&] { doRecv(tensor, peer); });
+  call("recv", nullptr, nullptr, [&] { doRecv(tensor, peer); });
 }
 
 void Communicator::sendRecv(std::vector<P2pOp>& ops) {
-  call("send/recv", [&] { doSendRecv(ops); });
+  call("send/recv", nullptr, nullptr, [&] { doSendRecv(ops); });
 }
 
 void Communicator::barrier() {
-  call("barrier", [&] { doBarrier(); });
+  const CallSignature sig = makeSignature(Collective::kBarrier, 0, c10::ScalarType::Undefined, 0);
+  call("barrier", &sig, nullptr, [&] { doBarrier(); });
 }
+
+void Communicator::crossCheck(const CallSignature&, const AllToAllVLayout*) {}
 
 at::Tensor Communicator::emptyOutput(c10::IntArrayRef sizes, const at::TensorOptions& options) {
   return at::empty(sizes, options);

@@ -1,16 +1,19 @@
 // The one interface every backend implements. Public calls are the same for all backends: they refuse a
-// communicator used from a fork()ed child or after a fault, serialize callers of one communicator, and
-// remember faults that leave the ranks out of step. Backends implement the protected do*() hooks; a backend
-// without a native form of a collective inherits one built on alltoallv.
+// communicator used from a fork()ed child or after a fault, serialize callers of one communicator, number
+// each collective and describe it (call_signature.h) so the backend can compare it across ranks before data
+// moves, and remember faults that leave the ranks out of step. Backends implement the protected do*() hooks;
+// a backend without a native form of a collective inherits one built on alltoallv.
 #pragma once
 
 #include <ATen/core/Tensor.h>
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <string>
 
+#include "comm/call_signature.h"
 #include "comm/comm_config.h"
 #include "core/layout.h"
 #include "core/options.h"
@@ -24,6 +27,18 @@ struct P2pOp {
   bool isSend = true;
   at::Tensor tensor;  // contiguous; a receive writes it
   int32_t peer = 0;
+};
+
+// What a communicator moved, and by which route, since it was made: tests assert that a path really ran
+// (a planner that never splits, an eager limit never used, an arena that always falls back would otherwise
+// pass on right data alone). Counted on the rank that does the copy.
+struct CommStats {
+  std::atomic<uint64_t> collectives{0};    // signature-checked collective calls
+  std::atomic<uint64_t> eagerBytes{0};     // copied through the eager buffers of the shared segment
+  std::atomic<uint64_t> memcpyBytes{0};    // copied straight between ranks' buffers by memcpy (arena, threads)
+  std::atomic<uint64_t> vmBytes{0};        // copied straight by process_vm_readv / process_vm_writev
+  std::atomic<uint64_t> pushedBytes{0};    // of the straight copies, written by the sender (the split's tail)
+  std::atomic<uint64_t> pipelineCalls{0};  // reductions through the ring pipeline
 };
 
 class Communicator {
@@ -65,12 +80,24 @@ class Communicator {
   // A tensor for this communicator's outputs; backends may place it where their peers reach it faster.
   virtual at::Tensor emptyOutput(c10::IntArrayRef sizes, const at::TensorOptions& options);
 
+  const CommStats& stats() const { return stats_; }
+
+  // At interpreter exit: releases what must go while the process is still whole (a gloo group's threads and
+  // its store), unless a call is in flight; later calls raise. The object itself goes with its last user.
+  void shutdown();
+
   // Empty while usable; else the fault that made it unusable (every later call repeats it).
   std::string failure() const;
   bool failed() const { return !failure().empty(); }
-  pid_t creatorPid() const { return creator_; }
 
  protected:
+  // The collective in progress (valid inside the do*() hooks of a collective).
+  const CallSignature& signature() const { return signature_; }
+  // Compares `sig` across ranks before any data moves, raising the same error on every rank when they differ
+  // (checkSignatures); `counts`: alltoallv's layout, whose count matrix must match too. Backends that compare
+  // inside their own protocol (shm: the post) or cannot (a vendor library) leave it empty.
+  virtual void crossCheck(const CallSignature& sig, const AllToAllVLayout* counts);
+
   virtual void doAlltoallv(const at::Tensor& send, const AllToAllVLayout& layout, at::Tensor& recv) = 0;
   virtual void doAllgather(const at::Tensor& send, at::Tensor& recv);
   virtual void doAllgatherv(const at::Tensor& send, const VLayout& recvLayout, at::Tensor& recv);
@@ -83,12 +110,18 @@ class Communicator {
   virtual void doSendRecv(std::vector<P2pOp>& ops);
   virtual void doBarrier();
 
+  // What shutdown() releases, with the call lock held (nothing by default).
+  virtual void doShutdown() {}
+
   // Records a fault found outside a public call's try/catch (e.g. while enqueued work drains).
   void markFailed(Status status, const std::string& why);
 
+  CommStats stats_;
+
  private:
+  // `sig`: the collective's signature (null for point to point, which checks each message itself).
   template <typename F>
-  void call(const char* what, F&& body);
+  void call(const char* what, const CallSignature* sig, const AllToAllVLayout* counts, F&& body);
 
   const std::string backend_;
   const int32_t rank_;
@@ -96,6 +129,8 @@ class Communicator {
   const Options options_;
   const pid_t creator_;
   std::mutex callMutex_;
+  uint32_t seq_ = 0;  // collectives issued, under callMutex_
+  CallSignature signature_{};
   mutable std::mutex failureMutex_;
   std::string failure_;
   Status failureStatus_ = Status::NO_ERROR;

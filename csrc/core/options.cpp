@@ -74,7 +74,6 @@ Options readOptions() {
   Options o;
   if (auto v = getEnv("ATB_OPS_TIMEOUT")) o.timeout = env_parse::seconds("ATB_OPS_TIMEOUT", *v);
   if (auto v = getEnv("ATB_OPS_STRICT_BACKEND")) o.strictBackend = env_parse::flag("ATB_OPS_STRICT_BACKEND", *v);
-  if (auto v = getEnv("ATB_OPS_CHECK")) o.crossRankCheck = env_parse::flag("ATB_OPS_CHECK", *v);
   if (auto v = getEnv("ATB_OPS_SHM_EAGER")) o.shmEager = env_parse::bytes("ATB_OPS_SHM_EAGER", *v, 0, int64_t{1} << 20);
   if (auto v = getEnv("ATB_OPS_SHM_SPLIT")) o.shmSplit = env_parse::flag("ATB_OPS_SHM_SPLIT", *v);
   if (auto v = getEnv("ATB_OPS_SHM_ARENA")) {
@@ -105,7 +104,6 @@ std::map<std::string, std::string> describeOptions(const Options& o) {
   return {
       {"ATB_OPS_TIMEOUT", std::to_string(std::chrono::duration<double>(o.timeout).count())},
       {"ATB_OPS_STRICT_BACKEND", onOff(o.strictBackend)},
-      {"ATB_OPS_CHECK", o.crossRankCheck ? onOff(*o.crossRankCheck) : std::string("")},
       {"ATB_OPS_SHM_EAGER", std::to_string(o.shmEager)},
       {"ATB_OPS_SHM_SPLIT", onOff(o.shmSplit)},
       {"ATB_OPS_SHM_ARENA", o.shmArenaBytes ? std::to_string(*o.shmArenaBytes) : std::string("")},

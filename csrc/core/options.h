@@ -16,8 +16,6 @@ struct Options {
   std::chrono::milliseconds timeout{std::chrono::seconds(300)};
   // ATB_OPS_STRICT_BACKEND: asking for a backend this machine cannot run is an error, not a fallback.
   bool strictBackend = false;
-  // ATB_OPS_CHECK: ranks cross-check the count matrix before moving data (unset: the backend's default).
-  std::optional<bool> crossRankCheck;
   // ATB_OPS_SHM_EAGER (bytes, 0..1 MiB, default 65536): shm messages up to this size travel through the
   // shared segment; 0 turns that path off. Reductions use at most 16 KiB of it (shm_communicator.cpp).
   int64_t shmEager = 65536;  // 2 ranks, from 16 KiB: alltoallv 128 KiB 24 -> 14 us

@@ -38,8 +38,9 @@ void validateCommParam(const CommParam& p, const std::string& opName) {
             " param 'rank' is -1 (unset) while rankSize is ", p.rankSize);
   ATB_CHECK(p.commMode == CommMode::MULTI_PROCESS || p.commMode == CommMode::MULTI_THREAD, ERROR_INVALID_PARAM, opName,
             " param 'commMode' must be 0 (multi-process) or 1 (multi-thread), got ", static_cast<int>(p.commMode));
+  // ATB limits the string's bytes (UTF-8), not its characters: say so, or 40 emoji read as "160 characters".
   ATB_CHECK(p.commDomain.size() <= kMaxCommDomainLength, ERROR_INVALID_PARAM, opName, " param 'commDomain' is ",
-            p.commDomain.size(), " characters; at most ", kMaxCommDomainLength, " allowed");
+            p.commDomain.size(), " bytes long in UTF-8; at most ", kMaxCommDomainLength, " bytes are allowed");
   if (!p.rankTableFile.empty()) {
     ATB_CHECK(regularFile(p.rankTableFile), ERROR_INVALID_PARAM, opName, " param 'rankTableFile' '", p.rankTableFile,
               "' does not exist or is not a regular file");

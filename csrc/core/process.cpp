@@ -1,7 +1,10 @@
 #include "core/process.h"
 
+#include <dirent.h>
 #include <signal.h>
+#include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +13,7 @@
 #include <iterator>
 #include <sstream>
 #include <string>
+#include <utility>
 
 namespace atb_ops {
 
@@ -42,6 +46,73 @@ uint64_t processStartTime(pid_t pid) {
     if (i == 22) return std::strtoull(field.c_str(), nullptr, 10);
   }
   return 0;
+}
+
+namespace {
+
+std::string readAll(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+// The parent pid and state of /proc/<pid>/stat (fields 4 and 3); ppid -1 when unreadable.
+std::pair<pid_t, char> parentAndState(pid_t pid) {
+  const std::string all = readAll("/proc/" + std::to_string(pid) + "/stat");
+  const size_t close = all.rfind(')');
+  if (close == std::string::npos || close + 4 >= all.size()) return {-1, '?'};
+  std::istringstream rest(all.substr(close + 2));
+  char state = '?';
+  long ppid = -1;
+  rest >> state >> ppid;
+  return {static_cast<pid_t>(ppid), state};
+}
+
+std::string programOf(pid_t pid) {
+  std::string cmd = readAll("/proc/" + std::to_string(pid) + "/cmdline");
+  std::string out;
+  for (size_t i = 0; i < cmd.size(); ++i) {
+    if (std::isdigit(static_cast<unsigned char>(cmd[i]))) {
+      if (out.empty() || out.back() != '#') out.push_back('#');
+    } else {
+      out.push_back(cmd[i]);
+    }
+  }
+  return out;
+}
+
+bool scopedByEnvironment(pid_t pid) {
+  const std::string env = readAll("/proc/" + std::to_string(pid) + "/environ");
+  size_t at = 0;
+  while (at < env.size()) {
+    const size_t end = env.find('\0', at);
+    const std::string entry = env.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    if (entry.rfind("ATB_OPS_JOB_ID=", 0) == 0 || entry.rfind("MASTER_PORT=", 0) == 0) return true;
+    if (end == std::string::npos) break;
+    at = end + 1;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<pid_t> unscopedSiblings() {
+  const pid_t self = ::getpid();
+  const pid_t parent = ::getppid();
+  const std::string mine = programOf(self);
+  std::vector<pid_t> found;
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return found;
+  while (const dirent* e = ::readdir(proc)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (end == e->d_name || *end != '\0' || pid == self) continue;
+    const auto [ppid, state] = parentAndState(static_cast<pid_t>(pid));
+    if (ppid != parent || state == 'Z' || state == 'X') continue;
+    if (programOf(static_cast<pid_t>(pid)) != mine || scopedByEnvironment(static_cast<pid_t>(pid))) continue;
+    found.push_back(static_cast<pid_t>(pid));
+  }
+  ::closedir(proc);
+  return found;
 }
 
 }  // namespace atb_ops

@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace atb_ops {
 
@@ -13,5 +14,11 @@ bool processAlive(pid_t pid);
 
 // Start time of a process in clock ticks since boot; 0 when unknown.
 uint64_t processStartTime(pid_t pid);
+
+// Live processes with the same parent as this one that run the same program (the command line with every
+// run of digits ignored: spawn's pipe handles, --rank 3) and whose environment gives them no job scope of
+// their own (ATB_OPS_JOB_ID, MASTER_PORT): the processes a rendezvous scoped by the parent could pair this one
+// with. Reads /proc; processes of other users are not listed.
+std::vector<pid_t> unscopedSiblings();
 
 }  // namespace atb_ops

@@ -22,6 +22,7 @@ const char* statusName(Status s) {
     case Status::ERROR_COMM_TIMEOUT: return "ERROR_COMM_TIMEOUT";
     case Status::ERROR_COMM_PEER_DIED: return "ERROR_COMM_PEER_DIED";
     case Status::ERROR_NCCL_FAIL: return "ERROR_NCCL_FAIL";
+    case Status::ERROR_INTERRUPTED: return "ERROR_INTERRUPTED";
   }
   return "ERROR_UNKNOWN";
 }
@@ -32,7 +33,8 @@ bool isCommunicatorFault(Status s) {
     case Status::ERROR_HCCL_FAIL:
     case Status::ERROR_COMM_TIMEOUT:
     case Status::ERROR_COMM_PEER_DIED:
-    case Status::ERROR_NCCL_FAIL: return true;
+    case Status::ERROR_NCCL_FAIL:
+    case Status::ERROR_INTERRUPTED: return true;
     default: return false;
   }
 }

@@ -30,6 +30,8 @@ enum class Status : int32_t {
   ERROR_COMM_TIMEOUT = 100,
   ERROR_COMM_PEER_DIED = 101,
   ERROR_NCCL_FAIL = 102,
+  // Ctrl-C (SIGINT) while this rank waited for a peer: the call was abandoned midway.
+  ERROR_INTERRUPTED = 103,
 };
 
 const char* statusName(Status s);

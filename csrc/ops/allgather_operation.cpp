@@ -17,20 +17,20 @@ class AllGatherOperation final : public CommOperation {
   size_t inputNum() const override { return 1; }
   size_t outputNum() const override { return 1; }
 
-  std::vector<TensorDesc> inferShape(const std::vector<at::Tensor>& inputs) const override {
+  Plan plan(const std::vector<at::Tensor>& inputs) const override {
     checkInputs(inputs, 1);
     ATB_CHECK(inputs[0].dim() <= 7, ERROR_INVALID_TENSOR_DIM_NUM, name(), " input x may have at most 7 dimensions ",
               "(the output adds one; ATB allows 8), got shape ", inputs[0].sizes());
     Shape shape{param().rankSize};
     for (int64_t s : inputs[0].sizes()) shape.push_back(s);
-    return {TensorDesc{inputs[0].scalar_type(), shape}};
+    return Plan{{TensorDesc{inputs[0].scalar_type(), shape}}};
   }
 
  protected:
   void readParam(JsonFields&, const CommParam&) override {}
   bool acceptsLccl() const override { return true; }
 
-  void run(const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) override {
+  void run(const Plan&, const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) override {
     const at::Tensor x = inputs[0].contiguous();
     communicatorFor(x)->allgather(x, outputs[0]);
   }

@@ -39,7 +39,7 @@ class AllGatherVOperation final : public CommOperation {
     pack_ = p;
   }
 
-  std::vector<TensorDesc> inferShape(const std::vector<at::Tensor>& inputs) const override {
+  Plan plan(const std::vector<at::Tensor>& inputs) const override {
     checkInputs(inputs, 5);
     const int64_t n = param().rankSize;
     const at::Tensor& x = inputs[0];
@@ -47,22 +47,26 @@ class AllGatherVOperation final : public CommOperation {
     ATB_CHECK(x.dim() >= 1, ERROR_INVALID_TENSOR_DIM_NUM, name(), " input x needs at least 1 dimension");
     ATB_CHECK(y.defined() && y.dim() == 1, ERROR_INVALID_TENSOR_DIM_NUM, name(), " input y must be 1-D, got shape ",
               y.defined() ? y.sizes() : c10::IntArrayRef{});
-    sendCount_ = countInput(inputs[1], "sendCount", 1, pack_ ? &pack_->sendCount : nullptr)[0];
-    layout_.counts = countInput(inputs[2], "recvCounts", n, pack_ ? &pack_->recvCounts : nullptr);
-    layout_.displs = countInput(inputs[3], "rdispls", n, pack_ ? &pack_->rdispls : nullptr);
+    Plan p;
+    const int64_t sendCount = countInput(inputs[1], "sendCount", 1, pack_ ? &pack_->sendCount : nullptr)[0];
+    VLayout& layout = p.vlayout;
+    layout.counts = countInput(inputs[2], "recvCounts", n, pack_ ? &pack_->recvCounts : nullptr);
+    layout.displs = countInput(inputs[3], "rdispls", n, pack_ ? &pack_->rdispls : nullptr);
     Shape shape = x.sizes().vec();
     shape[0] = y.size(0);
     int64_t outNumel = 1;
     for (int64_t s : shape) outNumel *= s;
-    ATB_CHECK(sendCount_ >= 0 && sendCount_ <= x.numel(), ERROR_INVALID_TENSOR_DIM, name(), " sendCount ", sendCount_,
+    ATB_CHECK(sendCount >= 0 && sendCount <= x.numel(), ERROR_INVALID_TENSOR_DIM, name(), " sendCount ", sendCount,
               " must be in [0, x.numel()=", x.numel(), "]");
-    validateVLayout(layout_, n, outNumel, /*disjoint=*/true, "recvCounts", "rdispls");
+    validateVLayout(layout, n, outNumel, /*disjoint=*/true, "recvCounts", "rdispls");
     const int64_t rank = param().rank;
-    ATB_CHECK(layout_.counts[rank] == sendCount_, ERROR_INVALID_PARAM, name(), " recvCounts[", rank,
-              "]=", layout_.counts[rank], " must equal this rank's sendCount ", sendCount_);
-    ATB_CHECK(layout_.total() > 0, ERROR_INVALID_PARAM, name(), " sum(recvCounts) must be > 0 (ATB), got ",
-              c10::IntArrayRef(layout_.counts));
-    return {TensorDesc{x.scalar_type(), shape}};
+    ATB_CHECK(layout.counts[rank] == sendCount, ERROR_INVALID_PARAM, name(), " recvCounts[", rank,
+              "]=", layout.counts[rank], " must equal this rank's sendCount ", sendCount);
+    ATB_CHECK(layout.total() > 0, ERROR_INVALID_PARAM, name(), " sum(recvCounts) must be > 0 (ATB), got ",
+              c10::IntArrayRef(layout.counts));
+    p.count = sendCount;
+    p.outputs = {TensorDesc{x.scalar_type(), shape}};
+    return p;
   }
 
  protected:
@@ -78,17 +82,14 @@ class AllGatherVOperation final : public CommOperation {
     return out;
   }
 
-  void run(const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) override {
-    const at::Tensor x = inputs[0].contiguous().view({-1}).narrow(0, 0, sendCount_);
+  void run(const Plan& planned, const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) override {
+    const at::Tensor x = inputs[0].contiguous().view({-1}).narrow(0, 0, planned.count);
     at::Tensor out = outputs[0].view({-1});
-    communicatorFor(x)->allgatherv(x, layout_, out);
+    communicatorFor(x)->allgatherv(x, planned.vlayout, out);
   }
 
  private:
   std::optional<Pack> pack_;
-  // execute() infers right before it runs, on the same inputs: run() reuses these.
-  mutable VLayout layout_;
-  mutable int64_t sendCount_ = 0;
 };
 
 const bool registered =

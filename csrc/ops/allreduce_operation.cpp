@@ -29,13 +29,13 @@ class AllReduceOperation final : public CommOperation {
   size_t inputNum() const override { return quantized() ? 3 : 1; }
   size_t outputNum() const override { return 1; }
 
-  std::vector<TensorDesc> inferShape(const std::vector<at::Tensor>& inputs) const override {
+  Plan plan(const std::vector<at::Tensor>& inputs) const override {
     checkInputs(inputs, inputNum());
     const at::Tensor& x = inputs[0];
     checkDtype(x);
-    if (!quantized()) return {TensorDesc{x.scalar_type(), x.sizes().vec()}};
+    if (!quantized()) return Plan{{TensorDesc{x.scalar_type(), x.sizes().vec()}}};
     checkQuantInputs(inputs);
-    return {TensorDesc{outDtype(), x.sizes().vec()}};
+    return Plan{{TensorDesc{outDtype(), x.sizes().vec()}}};
   }
 
  protected:
@@ -64,7 +64,7 @@ class AllReduceOperation final : public CommOperation {
               "; a quantised all-reduce needs 1 (ACL_FLOAT16) or 27 (ACL_BF16)");
   }
 
-  void run(const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) override {
+  void run(const Plan&, const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) override {
     const at::Tensor x = inputs[0].contiguous();
     const auto comm = communicatorFor(x);
     if (!quantized()) {

@@ -24,14 +24,14 @@ class AllToAllOperation final : public CommOperation {
   size_t inputNum() const override { return 1; }
   size_t outputNum() const override { return 1; }
 
-  std::vector<TensorDesc> inferShape(const std::vector<at::Tensor>& inputs) const override {
+  Plan plan(const std::vector<at::Tensor>& inputs) const override {
     checkInputs(inputs, 1);
     const at::Tensor& x = inputs[0];
     const int64_t n = param().rankSize;
     if (!transpose_) {
       ATB_CHECK(x.numel() % n == 0, ERROR_INVALID_TENSOR_DIM, name(), " input x has ", x.numel(),
                 " elements, which do not split into rankSize=", n, " equal chunks (shape ", x.sizes(), ")");
-      return {TensorDesc{x.scalar_type(), x.sizes().vec()}};
+      return Plan{{TensorDesc{x.scalar_type(), x.sizes().vec()}}};
     }
     ATB_CHECK(x.dim() == 2, ERROR_INVALID_TENSOR_DIM_NUM, name(), " with transpose needs a 2-D x, got shape ",
               x.sizes());
@@ -42,7 +42,7 @@ class AllToAllOperation final : public CommOperation {
               " with transpose: x.shape[1] / rankSize must stay under 90K (LCCL's limit), got shape ", x.sizes());
     ATB_CHECK(static_cast<int64_t>(x.nbytes()) <= kMaxTransposeBytes, ERROR_INVALID_TENSOR_DIM, name(),
               " with transpose: x may hold at most 190 MB (LCCL's limit), got ", x.nbytes(), " bytes");
-    return {TensorDesc{x.scalar_type(), Shape{x.size(0) * n, x.size(1) / n}}};
+    return Plan{{TensorDesc{x.scalar_type(), Shape{x.size(0) * n, x.size(1) / n}}}};
   }
 
  protected:
@@ -56,7 +56,7 @@ class AllToAllOperation final : public CommOperation {
               " backend 'lccl' needs an even rankSize, got ", common.rankSize);
   }
 
-  void run(const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) override {
+  void run(const Plan&, const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) override {
     const int64_t n = param().rankSize;
     at::Tensor x = inputs[0];
     if (transpose_) {

@@ -18,10 +18,10 @@ class AllToAllVOperation final : public CommOperation {
   size_t inputNum() const override { return 1; }
   size_t outputNum() const override { return 1; }
 
-  std::vector<TensorDesc> inferShape(const std::vector<at::Tensor>& inputs) const override {
+  Plan plan(const std::vector<at::Tensor>& inputs) const override {
     checkInputs(inputs, 1);
     const int64_t total = validateLayout(layout_, param().rankSize, inputs[0].numel());
-    return {TensorDesc{inputs[0].scalar_type(), Shape{1, total}}};
+    return Plan{{TensorDesc{inputs[0].scalar_type(), Shape{1, total}}}};
   }
 
  protected:
@@ -42,7 +42,7 @@ class AllToAllVOperation final : public CommOperation {
               c10::IntArrayRef(l.recvCounts));
   }
 
-  void run(const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) override {
+  void run(const Plan&, const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) override {
     const at::Tensor x = inputs[0].contiguous();
     communicatorFor(x)->alltoallv(x, layout_, outputs[0]);
   }

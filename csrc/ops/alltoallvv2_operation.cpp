@@ -26,19 +26,20 @@ class AllToAllVV2Operation final : public CommOperation {
   size_t inputNum() const override { return 6; }
   size_t outputNum() const override { return 1; }
 
-  std::vector<TensorDesc> inferShape(const std::vector<at::Tensor>& inputs) const override {
-    // execute() infers right before it runs, on the same inputs: run() reuses this layout.
-    checked_ = layoutOf(inputs);
-    return {TensorDesc{inputs[0].scalar_type(), Shape{1, checked_.totalRecv()}}};
+  Plan plan(const std::vector<at::Tensor>& inputs) const override {
+    Plan p;
+    p.alltoallv = layoutOf(inputs);
+    p.outputs = {TensorDesc{inputs[0].scalar_type(), Shape{1, p.alltoallv.totalRecv()}}};
+    return p;
   }
 
  protected:
   void readParam(JsonFields&, const CommParam&) override {}
   CommParam defaults() const override { return CommParam{}; }  // rank -1, as ATB's AllToAllVV2Param
 
-  void run(const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) override {
+  void run(const Plan& planned, const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) override {
     const at::Tensor x = inputs[0].contiguous();  // as ATB's torch binding does
-    communicatorFor(x)->alltoallv(x, checked_, outputs[0]);
+    communicatorFor(x)->alltoallv(x, planned.alltoallv, outputs[0]);
   }
 
  private:
@@ -79,7 +80,6 @@ class AllToAllVV2Operation final : public CommOperation {
   }
 
   std::optional<AllToAllVLayout> pack_;
-  mutable AllToAllVLayout checked_;
 };
 
 const bool registered =

@@ -16,7 +16,7 @@ class BroadcastOperation final : public CommOperation {
   size_t inputNum() const override { return 1; }
   size_t outputNum() const override { return 0; }
 
-  std::vector<TensorDesc> inferShape(const std::vector<at::Tensor>& inputs) const override {
+  Plan plan(const std::vector<at::Tensor>& inputs) const override {
     checkInputs(inputs, 1);
     return {};
   }
@@ -25,7 +25,7 @@ class BroadcastOperation final : public CommOperation {
   bool acceptsLccl() const override { return true; }
   void readParam(JsonFields&, const CommParam&) override {}
 
-  void run(const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>&) override {
+  void run(const Plan&, const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>&) override {
     at::Tensor x = inputs[0];
     // A strided x is received into a contiguous copy and written back, so the caller's tensor holds the result.
     at::Tensor buffer = x.is_contiguous() ? x : x.contiguous();

@@ -32,14 +32,15 @@ class LinearParallelOperation final : public Operation {
   size_t inputNum() const override { return param().inputNum(); }
   size_t outputNum() const override { return param().outputNum(); }
 
-  std::vector<TensorDesc> inferShape(const std::vector<at::Tensor>& inputs) const override {
-    return planLinearParallel(param(), inputs).outputs;
+  // Operation's Plan carries the outputs; LinearParallelPlan (roles, sizes, dequantisation, layouts) has no slot
+  // there, so run() derives it again from the same (param, inputs): the checks cost ~10 us, small next to the
+  // matmul, and run() stays a function of its arguments.
+  Plan plan(const std::vector<at::Tensor>& inputs) const override {
+    return Plan{planLinearParallel(param(), inputs).outputs};
   }
 
  protected:
-  void run(const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) override {
-    // execute() planned these inputs a moment ago; planning again keeps run() a function of (param, inputs)
-    // only, at the cost of re-checking (small next to the matmul).
+  void run(const Plan&, const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) override {
     const LinearParallelPlan plan = planLinearParallel(param(), inputs);
     const std::shared_ptr<Communicator> comm = communicator(inputs.at(0));
     runLinearParallel(param(), plan, inputs, outputs, comm.get());

@@ -33,16 +33,19 @@ void Operation::setVariantPack(const std::string& json) {
 }
 
 std::vector<at::Tensor> Operation::execute(const std::vector<at::Tensor>& inputs) {
-  const std::vector<TensorDesc> descs = inferShape(inputs);
+  const CallLabel label(name());
+  const Plan p = plan(inputs);
   std::vector<at::Tensor> outputs;
-  outputs.reserve(descs.size());
-  for (const TensorDesc& d : descs) outputs.push_back(allocate(d, inputs.at(0)));
-  run(inputs, outputs);
+  outputs.reserve(p.outputs.size());
+  for (const TensorDesc& d : p.outputs) outputs.push_back(allocate(d, inputs.at(0)));
+  run(p, inputs, outputs);
   return outputs;
 }
 
 void Operation::executeOut(const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs) {
-  const std::vector<TensorDesc> descs = inferShape(inputs);
+  const CallLabel label(name());
+  const Plan p = plan(inputs);
+  const std::vector<TensorDesc>& descs = p.outputs;
   ATB_CHECK(outputs.size() == descs.size(), ERROR_INVALID_PARAM, name(), " takes ", descs.size(),
             " output tensor(s), got ", outputs.size());
   const c10::Device device = inputs.at(0).device();
@@ -57,13 +60,13 @@ void Operation::executeOut(const std::vector<at::Tensor>& inputs, const std::vec
   }
   if (!aliased) {
     std::vector<at::Tensor> targets(outputs);
-    run(inputs, targets);
+    run(p, inputs, targets);
     return;
   }
   // An output over an input: compute into fresh tensors, then copy, so no rank reads what was overwritten.
   std::vector<at::Tensor> staged;
   for (const TensorDesc& d : descs) staged.push_back(at::empty(d.shape, inputs[0].options().dtype(d.dtype)));
-  run(inputs, staged);
+  run(p, inputs, staged);
   for (size_t i = 0; i < outputs.size(); ++i) const_cast<at::Tensor&>(outputs[i]).copy_(staged[i]);
 }
 
@@ -85,7 +88,10 @@ void CommOperation::setParam(const std::string& json) {
   fields.rejectUnknownKeys();
   checkBackendAvailable(p.backend, readOptions(), name_);
   param_ = p;
-  comm_.reset();  // a new param may name another communicator
+  {
+    std::lock_guard<std::mutex> lock(commMutex_);
+    comm_.reset();  // a new param may name another communicator
+  }
   paramSet_ = true;
 }
 
@@ -106,6 +112,7 @@ const CommParam& CommOperation::param() const {
 
 std::shared_ptr<Communicator> CommOperation::communicatorFor(const at::Tensor& x) {
   const CommParam& p = param();
+  std::lock_guard<std::mutex> lock(commMutex_);
   if (comm_ && commDevice_ == x.device()) return comm_;
   comm_ = acquireCommunicator(configFromParam(p, x.device()));
   commDevice_ = x.device();

@@ -1,19 +1,31 @@
-// An ATB-style operation: a name, a param set once, shape inference apart from execution, and one flow
-// for every operator: validate everything, then allocate or check the outputs, then communicate.
+// An ATB-style operation: a name, a param set once, and one flow for every operator: plan (validate
+// everything, describe the outputs), then allocate or check the outputs, then run that plan. The plan is a
+// value handed from one step to the next: an operation holds only its param (and the communicator it made),
+// so one operation shared by threads never runs with another call's layout.
 #pragma once
 
 #include <ATen/core/Tensor.h>
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "comm/communicator.h"
 #include "core/json_fields.h"
+#include "core/layout.h"
 #include "core/params.h"
 #include "core/tensor_checks.h"
 
 namespace atb_ops {
+
+// What one call was checked to be: the outputs, and the layout the run uses (the V operators' counts).
+struct Plan {
+  std::vector<TensorDesc> outputs;
+  AllToAllVLayout alltoallv;  // AllToAll(V, VV2): this rank's side of the exchange
+  VLayout vlayout;            // AllGatherV's receive side, ReduceScatterV's send side
+  int64_t count = 0;          // AllGatherV's sendCount, ReduceScatterV's recvCount
+};
 
 class Operation {
  public:
@@ -30,8 +42,10 @@ class Operation {
   virtual size_t inputNum() const = 0;
   virtual size_t outputNum() const = 0;
 
-  // Validates the inputs and describes the outputs; no communication.
-  virtual std::vector<TensorDesc> inferShape(const std::vector<at::Tensor>& inputs) const = 0;
+  // Validates the inputs and describes the call; no communication.
+  virtual Plan plan(const std::vector<at::Tensor>& inputs) const = 0;
+  // ATB's InferShape: the plan's outputs.
+  std::vector<TensorDesc> inferShape(const std::vector<at::Tensor>& inputs) const { return plan(inputs).outputs; }
 
   // Validates, allocates the outputs, runs; returns the outputs (none for Broadcast, which writes its input in
   // place, and Send).
@@ -41,8 +55,8 @@ class Operation {
   void executeOut(const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs);
 
  protected:
-  // Runs on validated inputs into outputs of the inferred shapes.
-  virtual void run(const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) = 0;
+  // Runs `plan` (made from these very inputs) into outputs of its shapes.
+  virtual void run(const Plan& plan, const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) = 0;
   // A fresh output (the communicator may place it where peers reach it faster).
   virtual at::Tensor allocate(const TensorDesc& desc, const at::Tensor& firstInput) = 0;
 };
@@ -85,6 +99,7 @@ class CommOperation : public Operation {
   std::string name_;
   CommParam param_;
   bool paramSet_ = false;
+  std::mutex commMutex_;                // threads sharing this operation ask for its communicator at once
   std::shared_ptr<Communicator> comm_;  // for commDevice_
   c10::Device commDevice_{c10::DeviceType::CPU};
 };

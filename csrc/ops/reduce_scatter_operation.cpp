@@ -17,7 +17,7 @@ class ReduceScatterOperation final : public CommOperation {
   size_t inputNum() const override { return 1; }
   size_t outputNum() const override { return 1; }
 
-  std::vector<TensorDesc> inferShape(const std::vector<at::Tensor>& inputs) const override {
+  Plan plan(const std::vector<at::Tensor>& inputs) const override {
     checkInputs(inputs, 1);
     const at::Tensor& x = inputs[0];
     const int64_t n = param().rankSize;
@@ -33,7 +33,7 @@ class ReduceScatterOperation final : public CommOperation {
     }
     Shape shape = x.sizes().vec();
     shape[0] /= n;
-    return {TensorDesc{x.scalar_type(), shape}};
+    return Plan{{TensorDesc{x.scalar_type(), shape}}};
   }
 
  protected:
@@ -52,7 +52,7 @@ class ReduceScatterOperation final : public CommOperation {
               " backend 'lccl' does not support reduceType 'prod'");
   }
 
-  void run(const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) override {
+  void run(const Plan&, const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) override {
     const at::Tensor x = inputs[0].contiguous();
     communicatorFor(x)->reduceScatter(x, outputs[0], op_);
   }

@@ -41,7 +41,7 @@ class ReduceScatterVOperation final : public CommOperation {
     pack_ = p;
   }
 
-  std::vector<TensorDesc> inferShape(const std::vector<at::Tensor>& inputs) const override {
+  Plan plan(const std::vector<at::Tensor>& inputs) const override {
     checkInputs(inputs, 5);
     const int64_t n = param().rankSize;
     const at::Tensor& x = inputs[0];
@@ -49,17 +49,21 @@ class ReduceScatterVOperation final : public CommOperation {
     ATB_CHECK(x.dim() == 2, ERROR_INVALID_TENSOR_DIM_NUM, name(), " input x must be 2-D, got shape ", x.sizes());
     ATB_CHECK(y.defined() && y.dim() == 1, ERROR_INVALID_TENSOR_DIM_NUM, name(), " input y must be 1-D, got shape ",
               y.defined() ? y.sizes() : c10::IntArrayRef{});
-    layout_.counts = countInput(inputs[1], "sendCounts", n, pack_ ? &pack_->sendCounts : nullptr);
-    layout_.displs = countInput(inputs[2], "sdispls", n, pack_ ? &pack_->sdispls : nullptr);
-    recvCount_ = countInput(inputs[3], "recvCount", 1, pack_ ? &pack_->recvCount : nullptr)[0];
-    validateVLayout(layout_, n, x.numel(), /*disjoint=*/false, "sendCounts", "sdispls");
+    Plan p;
+    VLayout& layout = p.vlayout;
+    layout.counts = countInput(inputs[1], "sendCounts", n, pack_ ? &pack_->sendCounts : nullptr);
+    layout.displs = countInput(inputs[2], "sdispls", n, pack_ ? &pack_->sdispls : nullptr);
+    const int64_t recvCount = countInput(inputs[3], "recvCount", 1, pack_ ? &pack_->recvCount : nullptr)[0];
+    validateVLayout(layout, n, x.numel(), /*disjoint=*/false, "sendCounts", "sdispls");
     const int64_t rank = param().rank;
-    ATB_CHECK(recvCount_ == layout_.counts[rank], ERROR_INVALID_PARAM, name(), " recvCount is ", recvCount_,
-              " but sendCounts[", rank, "] is ", layout_.counts[rank], "; rank ", rank, " receives its own region");
+    ATB_CHECK(recvCount == layout.counts[rank], ERROR_INVALID_PARAM, name(), " recvCount is ", recvCount,
+              " but sendCounts[", rank, "] is ", layout.counts[rank], "; rank ", rank, " receives its own region");
     const Shape shape{y.size(0), x.size(1)};
-    ATB_CHECK(recvCount_ <= y.size(0) * x.size(1), ERROR_INVALID_TENSOR_DIM, name(), " recvCount ", recvCount_,
+    ATB_CHECK(recvCount <= y.size(0) * x.size(1), ERROR_INVALID_TENSOR_DIM, name(), " recvCount ", recvCount,
               " does not fit the output [", y.size(0), ", ", x.size(1), "] (y's length, x's columns)");
-    return {TensorDesc{x.scalar_type(), shape}};
+    p.count = recvCount;
+    p.outputs = {TensorDesc{x.scalar_type(), shape}};
+    return p;
   }
 
  protected:
@@ -82,18 +86,15 @@ class ReduceScatterVOperation final : public CommOperation {
     return out;
   }
 
-  void run(const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) override {
+  void run(const Plan& planned, const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) override {
     const at::Tensor x = inputs[0].contiguous();
-    at::Tensor target = outputs[0].view({-1}).narrow(0, 0, recvCount_);
-    communicatorFor(x)->reduceScatterV(x, layout_, target, op_);
+    at::Tensor target = outputs[0].view({-1}).narrow(0, 0, planned.count);
+    communicatorFor(x)->reduceScatterV(x, planned.vlayout, target, op_);
   }
 
  private:
   ReduceOp op_ = ReduceOp::kSum;
   std::optional<Pack> pack_;
-  // execute() infers right before it runs, on the same inputs: run() reuses these.
-  mutable VLayout layout_;
-  mutable int64_t recvCount_ = 0;
 };
 
 const bool registered = registerOperation("ReduceScatterVOperation",

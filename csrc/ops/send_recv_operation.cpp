@@ -26,7 +26,7 @@ class SendOperation final : public CommOperation {
   size_t inputNum() const override { return 1; }
   size_t outputNum() const override { return 0; }
 
-  std::vector<TensorDesc> inferShape(const std::vector<at::Tensor>& inputs) const override {
+  Plan plan(const std::vector<at::Tensor>& inputs) const override {
     checkInputs(inputs, 1);
     return {};
   }
@@ -36,7 +36,7 @@ class SendOperation final : public CommOperation {
     dest_ = readPeer(fields, "destRank", common, name());
   }
 
-  void run(const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>&) override {
+  void run(const Plan&, const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>&) override {
     const at::Tensor x = inputs[0].contiguous();
     communicatorFor(x)->send(x, dest_);
   }
@@ -52,9 +52,9 @@ class RecvOperation final : public CommOperation {
   size_t inputNum() const override { return 1; }
   size_t outputNum() const override { return 1; }
 
-  std::vector<TensorDesc> inferShape(const std::vector<at::Tensor>& inputs) const override {
+  Plan plan(const std::vector<at::Tensor>& inputs) const override {
     checkInputs(inputs, 1);
-    return {TensorDesc{inputs[0].scalar_type(), inputs[0].sizes().vec()}};
+    return Plan{{TensorDesc{inputs[0].scalar_type(), inputs[0].sizes().vec()}}};
   }
 
  protected:
@@ -62,7 +62,7 @@ class RecvOperation final : public CommOperation {
     src_ = readPeer(fields, "srcRank", common, name());
   }
 
-  void run(const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) override {
+  void run(const Plan&, const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) override {
     communicatorFor(inputs[0])->recv(outputs[0], src_);
   }
 

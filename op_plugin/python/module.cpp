@@ -5,6 +5,10 @@
 #include <pybind11/functional.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
 
 #include <c10/util/Exception.h>
 #include <torch/csrc/utils/pybind.h>
@@ -20,6 +24,7 @@
 #include "comm/communicator.h"
 #include "comm/shm/arena.h"
 #include "comm/shm/segment_layout.h"
+#include "core/interrupt.h"
 #include "core/layout.h"
 #include "core/options.h"
 #include "core/status.h"
@@ -72,9 +77,31 @@ void installGlooFactory(py::object factory) {
       return (*held)(prefix, rank, size, std::chrono::duration<double>(timeout).count())
           .cast<c10::intrusive_ptr<c10d::Backend>>();
     } catch (py::error_already_set& e) {
-      ATB_FAIL(ERROR_COMM_EMPTY, "backend 'gloo' could not create its group: ", e.what());
+      ATB_CHECK(!e.matches(PyExc_KeyboardInterrupt), ERROR_INTERRUPTED,
+                "backend 'gloo': interrupted (SIGINT) while its group was being created");
+      const std::string why = e.what();
+      // The group's own waits (the store's, ours in atb_ops._hooks) end in timeouts and disagreements that
+      // keep their names; anything else means no group could be made.
+      ATB_CHECK(!e.matches(PyExc_TimeoutError) && why.find("Timed out") == std::string::npos, ERROR_COMM_TIMEOUT,
+                "backend 'gloo' could not create its group: ", why);
+      ATB_CHECK(why.find("ranks disagree") == std::string::npos, ERROR_INVALID_PARAM,
+                "backend 'gloo' could not create its group: ", why);
+      ATB_FAIL(ERROR_COMM_EMPTY, "backend 'gloo' could not create its group: ", why);
     }
   });
+}
+
+// The Python main thread (Linux thread id): only there does CPython deliver SIGINT, and only there is asking
+// for it safe while other threads wait for each other with the GIL released.
+std::atomic<long> mainThread{0};
+
+bool pythonInterrupted() {
+  if (syscall(SYS_gettid) != mainThread.load(std::memory_order_relaxed) || _Py_IsFinalizing()) return false;
+  const PyGILState_STATE gil = PyGILState_Ensure();
+  // Taken: the surface the call came through raises KeyboardInterrupt for it (op_plugin/torch/gil_release.h).
+  const bool hit = PyOS_InterruptOccurred() != 0;
+  PyGILState_Release(gil);
+  return hit;
 }
 
 int64_t makeComm(const std::string& backend, int32_t rank, int32_t size, const std::string& commDomain,
@@ -94,20 +121,48 @@ PYBIND11_MODULE(_C, m) {
   m.doc() = "atb_ops native core: ATB operations and communicators";
 
   m.def("backends", &atb_ops::registeredBackends, "Backends built into this atb_ops, as 'name (device)'.");
-  m.def("communicator_count", &atb_ops::cachedCommunicatorCount, "Communicators in the cache.");
+  m.def("communicator_count", &atb_ops::cachedCommunicatorCount, "Live communicators in the cache.");
+  m.def(
+      "communicator_stats",
+      [](const std::string& commDomain) {
+        py::list out;
+        for (const auto& comm : atb_ops::liveCommunicators(commDomain)) {
+          const atb_ops::CommStats& s = comm->stats();
+          out.append(py::dict(
+              py::arg("backend") = comm->backend(), py::arg("rank") = comm->rank(), py::arg("size") = comm->size(),
+              py::arg("collectives") = s.collectives.load(), py::arg("eager_bytes") = s.eagerBytes.load(),
+              py::arg("memcpy_bytes") = s.memcpyBytes.load(), py::arg("vm_bytes") = s.vmBytes.load(),
+              py::arg("pushed_bytes") = s.pushedBytes.load(), py::arg("pipeline_calls") = s.pipelineCalls.load()));
+        }
+        return out;
+      },
+      py::arg("comm_domain"),
+      "What each live communicator of a commDomain moved and by which route (counters since it was made).");
   m.def(
       "clear_communicators",
-      [] {
+      [](bool atExit) {
         py::gil_scoped_release unlocked;
-        atb_ops::clearCommunicatorCache();
+        atb_ops::releaseAllHandles();
+        atb_ops::clearCommunicatorCache(atExit);
       },
-      "Drops every cached communicator (at exit, and in tests).");
+      py::arg("at_exit") = false,
+      "Drops the groups' communicators and forgets the cached ones (in tests); communicators that operations "
+      "still hold live on with them. at_exit: those are shut down too (their gloo groups released).");
   m.def(
       "options",
       [] { return atb_ops::withPythonErrors([] { return atb_ops::describeOptions(atb_ops::readOptions()); }); },
       "The ATB_OPS_* settings as atb_ops reads them now (one parser for C++ and Python); raises on a bad value.");
   m.def("set_store_provider", &installStoreProvider, py::arg("provider"),
         "Installs provider(required: bool) -> torch.distributed Store | None: the job's store for the bootstrap.");
+  m.def(
+      "install_interrupt_check",
+      [](long nativeThreadId) {
+        mainThread.store(nativeThreadId);
+        atb_ops::setInterruptCheck(&pythonInterrupted);
+      },
+      py::arg("main_thread_native_id"),
+      "Lets waits for peers notice Ctrl-C in the given (main) thread: the call is abandoned and raises "
+      "KeyboardInterrupt.");
   m.def("set_gloo_factory", &installGlooFactory, py::arg("factory"),
         "Installs factory(prefix, rank, size, timeout_s) -> a gloo Backend on the job's store (backend 'gloo').");
   m.def("make_comm", &makeComm, py::arg("backend"), py::arg("rank"), py::arg("size"), py::arg("comm_domain"),

@@ -1,7 +1,8 @@
 #include "op_plugin/torch/comm_handles.h"
 
+#include <map>
 #include <mutex>
-#include <vector>
+#include <unordered_map>
 
 #include "core/status.h"
 
@@ -10,7 +11,9 @@ namespace {
 
 struct Table {
   std::mutex mutex;
-  std::vector<std::shared_ptr<Communicator>> comms;  // handle h is comms[h - 1]
+  int64_t next = 1;
+  std::unordered_map<int64_t, std::shared_ptr<Communicator>> comms;
+  std::map<const Communicator*, int64_t> handles;
 };
 
 Table& table() {
@@ -23,19 +26,30 @@ Table& table() {
 int64_t handleOf(const std::shared_ptr<Communicator>& comm) {
   Table& t = table();
   std::lock_guard<std::mutex> lock(t.mutex);
-  for (size_t i = 0; i < t.comms.size(); ++i) {
-    if (t.comms[i] == comm) return static_cast<int64_t>(i) + 1;
-  }
-  t.comms.push_back(comm);
-  return static_cast<int64_t>(t.comms.size());
+  if (auto it = t.handles.find(comm.get()); it != t.handles.end()) return it->second;
+  const int64_t h = t.next++;
+  t.comms.emplace(h, comm);
+  t.handles.emplace(comm.get(), h);
+  return h;
 }
 
 std::shared_ptr<Communicator> communicatorOf(int64_t handle) {
   Table& t = table();
   std::lock_guard<std::mutex> lock(t.mutex);
-  ATB_CHECK(handle >= 1 && handle <= static_cast<int64_t>(t.comms.size()), ERROR_COMM_EMPTY,
-            "no atb_ops communicator has handle ", handle);
-  return t.comms[static_cast<size_t>(handle - 1)];
+  auto it = t.comms.find(handle);
+  ATB_CHECK(it != t.comms.end(), ERROR_COMM_EMPTY, "no atb_ops communicator has handle ", handle,
+            " (released by clear_communicators, or never made)");
+  return it->second;
+}
+
+void releaseAllHandles() {
+  Table& t = table();
+  std::unordered_map<int64_t, std::shared_ptr<Communicator>> doomed;
+  {
+    std::lock_guard<std::mutex> lock(t.mutex);
+    doomed.swap(t.comms);
+    t.handles.clear();
+  }
 }
 
 }  // namespace atb_ops

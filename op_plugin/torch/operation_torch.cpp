@@ -5,7 +5,6 @@
 #include <torch/library.h>
 
 #include <chrono>
-#include <map>
 #include <sstream>
 
 #include "op_plugin/torch/gil_release.h"
@@ -42,6 +41,12 @@ constexpr int kAclFormatNd = 2;
 class OperationTorch : public torch::CustomClassHolder {
  public:
   explicit OperationTorch(std::string name) : op_(createOperation(name)) {}
+  // The operation may hold the last reference to its communicator, and a gloo group's destructor joins
+  // threads that may need the GIL to free the tensors of their last work: never hold it here.
+  ~OperationTorch() override {
+    GilRelease unlocked;
+    op_.reset();
+  }
 
   std::string setParam(std::string json) {
     op_->setParam(json);
@@ -78,21 +83,18 @@ class OperationTorch : public torch::CustomClassHolder {
   }
 
   std::vector<at::Tensor> execute(std::vector<at::Tensor> inputs) {
-    GilRelease unlocked;
-    return op_->execute(inputs);
+    return blockingCall([&] { return op_->execute(inputs); });
   }
 
   void executeOut(std::vector<at::Tensor> inputs, std::vector<at::Tensor> outputs) {
-    GilRelease unlocked;
-    op_->executeOut(inputs, outputs);
+    blockingCall([&] { op_->executeOut(inputs, outputs); });
   }
 
   // CPU collectives complete inside the call; device backends are synchronized on the host here.
   std::string executeSync(std::vector<at::Tensor> inputs, std::vector<at::Tensor> outputs, int64_t workspaceSize) {
     (void)workspaceSize;
-    GilRelease unlocked;
     const auto start = Clock::now();
-    op_->executeOut(inputs, outputs);
+    blockingCall([&] { op_->executeOut(inputs, outputs); });
     const auto executed = Clock::now();
     std::ostringstream out;
     out << R"({"result": 0, "execute_time": )" << microseconds(executed - start) << R"(, "sync_time": )"
@@ -100,7 +102,9 @@ class OperationTorch : public torch::CustomClassHolder {
     return out.str();
   }
 
-  void setTensorList(std::vector<at::Tensor> tensors, std::string name) { tensorLists_[name] = std::move(tensors); }
+  // ATB binds tensor lists to operators that take them; no communication operator does, so there is
+  // nothing to bind (ATB's scripts call it anyway).
+  void setTensorList(std::vector<at::Tensor> /*tensors*/, std::string /*name*/) {}
 
   std::vector<at::Tensor> executeSplitThread(std::vector<at::Tensor> inputs) { return execute(std::move(inputs)); }
 
@@ -108,7 +112,6 @@ class OperationTorch : public torch::CustomClassHolder {
 
  private:
   std::unique_ptr<Operation> op_;
-  std::map<std::string, std::vector<at::Tensor>> tensorLists_;
 };
 
 }  // namespace

@@ -16,7 +16,7 @@ from atb_ops._torch_check import check_torch
 
 check_torch()  # before any native library loads: a clear error instead of an undefined symbol
 
-from atb_ops import _C, _hooks, _ops, distributed, quant  # noqa: E402
+from atb_ops import _C, _groups, _hooks, _ops, distributed, quant  # noqa: E402
 from atb_ops.errors import AtbError  # noqa: E402
 
 __all__ = [
@@ -34,12 +34,31 @@ __all__ = [
 __version__ = (Path(__file__).resolve().parent / "VERSION").read_text().strip()
 
 _hooks.install(_C)
-# Communicators hold process groups and shared mappings: drop them while Python is still whole.
-atexit.register(_C.clear_communicators)
+
+
+def clear_communicators() -> None:
+    """Releases the communicators of torch.distributed groups (made by ``atb_ops.distributed``) and forgets
+    the cached ones; an operation's communicator lives as long as the operation.
+
+    A later collective on a group makes a fresh communicator (every rank must call this alike).
+    """
+    _groups.forget_handles()
+    _C.clear_communicators()
+
+
+def _at_exit() -> None:
+    # While Python is still whole: gloo groups' threads and stores go now, not in static destruction (where
+    # their order is undefined and a joinable thread aborts the process), then the default process group if
+    # atb_ops made it for backend "gloo".
+    _groups.forget_handles()
+    _C.clear_communicators(at_exit=True)
+    _hooks.destroy_own_default_group()
+
+
+atexit.register(_at_exit)
 
 OperationTorch = torch.classes.OperationTorch.OperationTorch
 backends = _C.backends
-clear_communicators = _C.clear_communicators
 validate_layout = _C.validate_layout
 shm_arena_info = _C.shm_arena_info
 shm_is_shared = _C.shm_is_shared

@@ -27,18 +27,22 @@ def _bench_op(argv: list[str]) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "bench" and _bench_op(argv[1:]) == "quant_allreduce":
-        from atb_ops import bench_quant
+        from atb_ops.bench import quant as bench_quant
 
         return bench_quant.main(argv[1:])
     if argv and argv[0] == "bench" and _bench_op(argv[1:]) == "linear_parallel":
-        from atb_ops import bench_linear_parallel
+        from atb_ops.bench import linear_parallel as bench_linear_parallel
 
         return bench_linear_parallel.main(argv[1:])
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
-        print("usage: python -m atb_ops COMMAND [options]\n\ncommands:")
+        unknown = bool(argv) and argv[0] not in ("-h", "--help")
+        out = sys.stderr if unknown else sys.stdout
+        if unknown:
+            print(f"python -m atb_ops: unknown command {argv[0]!r}", file=out)
+        print("usage: python -m atb_ops COMMAND [options]\n\ncommands:", file=out)
         for name, (_, what) in COMMANDS.items():
-            print(f"  {name:8s} {what}")
-        return 0 if not argv or argv[0] in ("-h", "--help") else 2
+            print(f"  {name:8s} {what}", file=out)
+        return 2 if unknown else 0
     module_name, _, function = COMMANDS[argv[0]][0].partition(":")
     module = importlib.import_module(module_name)
     return getattr(module, function or "main")(argv[1:])

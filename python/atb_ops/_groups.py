@@ -73,6 +73,12 @@ def plan_for(group: dist.ProcessGroup | None) -> GroupPlan:
     return plan
 
 
+def forget_handles() -> None:
+    """Forgets every group's communicator handle (atb_ops.clear_communicators releases them)."""
+    _handles.clear()
+    _known.clear()
+
+
 def cpu_path() -> str:
     """ATB_OPS_CPU_PATH as the native option parser reads it (auto, shm or group)."""
     try:

@@ -8,6 +8,8 @@ torch ships no gloo headers, so the group itself is constructed through torch.di
 from __future__ import annotations
 
 import os
+import threading
+import time
 from datetime import timedelta
 from types import ModuleType
 
@@ -57,12 +59,62 @@ def make_gloo(prefix: str, rank: int, size: int, timeout_s: float) -> dist.Proce
                 "backend 'gloo' needs torch.distributed: call torch.distributed.init_process_group('gloo', ...) "
                 "or set MASTER_ADDR and MASTER_PORT"
             )
-        dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=size)
+        dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=size,
+                                timeout=timedelta(seconds=timeout_s))
+        global _own_default_group
+        _own_default_group = True
     store = dist.PrefixStore(prefix, job_store(required=True))
+    _meet(store, prefix, rank, size, timeout_s)
     return dist.ProcessGroupGloo(store, rank, size, timedelta(seconds=timeout_s))
 
 
+def _meet(store: dist.Store, prefix: str, rank: int, size: int, timeout_s: float) -> None:
+    """Waits until every rank of the new group arrived under the prefix, bounded by ATB_OPS_TIMEOUT.
+
+    gloo's own connection waits on the store with the store's timeout (often 30 minutes) and names nobody;
+    this wait polls (so Ctrl-C interrupts it), names the ranks that never came, and compares every rank's
+    rankSize, so ranks that disagree fail together here instead of hanging in gloo.
+    """
+    store.set(f"arrived/{rank}", str(size))
+    deadline = time.monotonic() + timeout_s
+    seen: dict[int, int] = {}
+    delay = 0.0005
+    while True:
+        for r in range(size):
+            if r not in seen and store.check([f"arrived/{r}"]):
+                seen[r] = int(store.get(f"arrived/{r}"))
+        other = {r: s for r, s in seen.items() if s != size}
+        if other:
+            views = "; ".join(f"rank {r} has rankSize {s}" for r, s in sorted(other.items()))
+            raise RuntimeError(
+                f"ERROR_INVALID_PARAM: ranks disagree on the rankSize of the gloo group '{prefix}': "
+                f"rank {rank} has rankSize {size}; {views}; every rank must pass the same rankSize"
+            )
+        if len(seen) == size:
+            return
+        if time.monotonic() >= deadline:
+            missing = ", ".join(str(r) for r in range(size) if r not in seen)
+            raise TimeoutError(
+                f"ERROR_COMM_TIMEOUT: rank(s) {missing} did not join the gloo group within "
+                f"ATB_OPS_TIMEOUT={timeout_s:g} s"
+            )
+        time.sleep(delay)
+        delay = min(delay * 2, 0.02)
+
+
+_own_default_group = False  # atb_ops made the default process group (make_gloo), so it also ends it
+
+
+def destroy_own_default_group() -> None:
+    """Destroys the default process group at exit if atb_ops made it (the user never saw it to destroy it)."""
+    global _own_default_group
+    if _own_default_group and dist.is_initialized():
+        dist.destroy_process_group()
+    _own_default_group = False
+
+
 def install(native: ModuleType) -> None:
-    """Hands both hooks to atb_ops._C."""
+    """Hands the hooks to atb_ops._C: the store, gloo groups, and Ctrl-C in the main thread."""
     native.set_store_provider(job_store)
     native.set_gloo_factory(make_gloo)
+    native.install_interrupt_check(threading.main_thread().native_id)

@@ -94,5 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         help="backend name in the param (hccl/auto run on shm for CPU tensors)",
     )
     args = parser.parse_args(argv)
+    if args.world_size < 1:
+        parser.error(f"--world-size must be >= 1, got {args.world_size}")
     run(args.world_size, args.backend)
     return 0

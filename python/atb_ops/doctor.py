@@ -1,4 +1,9 @@
-"""`python -m atb_ops doctor [--clean]`: which backends are built and usable here, and what crashed runs left.
+"""`python -m atb_ops doctor [--clean]`: which native parts this install built, which backends are usable here,
+and what crashed runs left.
+
+The build records every native part it made, and why it left an optional one out (NCCL without CUDA, HCCL for
+NPUs without the Ascend toolkit), in ``atb_ops/BUILT_PARTS.json``; doctor lists them and checks that the files
+of every built part are still there.
 
 Every node-local name atb_ops makes lives in one private folder, ``<ATB_OPS_SHM_DIR>/atb_ops-<uid>/`` (mode
 0700): control segments ``seg.*``, rendezvous records ``rdv.*`` and their temporaries ``tmp.*``. Names are
@@ -11,6 +16,7 @@ blocks on a FIFO and never removes what is not atb_ops'.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import stat
 import time
@@ -143,6 +149,37 @@ def find_leftovers(folder: Path | None = None) -> list[Finding]:
     return found
 
 
+PARTS_RECORD = Path(__file__).resolve().parent / "BUILT_PARTS.json"
+
+
+def parts_report(record: Path = PARTS_RECORD) -> list[tuple[str, str, str]]:
+    """What this install's build made, part by part.
+
+    Args:
+        record: The build's record (BUILT_PARTS.json next to the package).
+
+    Returns:
+        (part, state, detail) rows; state is "built", "not built" (detail: why) or "missing" (recorded as built,
+        but a file is gone: detail names it). One "missing" row for the record itself when there is none.
+    """
+    try:
+        parts = json.loads(record.read_text())["parts"]
+    except (OSError, ValueError, KeyError) as err:
+        why = f"{record} unreadable ({err}); rebuild: pip install --no-build-isolation ."
+        return [("build record", "missing", why)]
+    rows = []
+    for name, part in parts.items():
+        if not part["built"]:
+            rows.append((name, "not built", part["why"]))
+            continue
+        gone = [f for f in part["files"] if not (record.parent / f).is_file()]
+        if gone:
+            rows.append((name, "missing", f"built, but {', '.join(gone)} is gone from {record.parent}"))
+        else:
+            rows.append((name, "built", ", ".join(part["files"]) or part["why"]))
+    return rows
+
+
 def backend_report() -> list[tuple[str, bool, str]]:
     """(backend, usable, why) for every backend atb_ops knows."""
     import torch
@@ -171,13 +208,13 @@ def backend_report() -> list[tuple[str, bool, str]]:
         )
     )
     hccl = [name for name in _C.backends() if name.startswith("hccl")]
-    rows.append(
-        (
-            "hccl",
-            bool(hccl),
-            ", ".join(hccl) if hccl else "not built for NPUs; on CPU ranks only under `python -m atb_ops run`",
-        )
+    runner = Path(__file__).resolve().parent / "atb_home" / "lib" / "libatb.so"
+    on_cpu = (
+        "on CPU ranks under `python -m atb_ops run` (HCCL's C API on CPU)"
+        if runner.is_file()
+        else "HCCL's C API on CPU is not in this install"
     )
+    rows.append(("hccl", bool(hccl), ", ".join(hccl) if hccl else f"not built for NPUs; {on_cpu}"))
     return rows
 
 
@@ -187,6 +224,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--clean", action="store_true", help="remove leftovers of dead runs (never a live run's)")
     args = parser.parse_args(argv)
+    print("native parts (this install's build):")
+    for name, state, detail in parts_report():
+        print(f"  {name:28s} {state:9s} {detail}")
     print("backends:")
     for name, usable, why in backend_report():
         print(f"  {name:5s} {'usable' if usable else 'no':7s} {why}")

@@ -14,6 +14,7 @@
 #include "core/layout.h"
 #include "core/options.h"
 #include "core/params.h"
+#include "core/reduce.h"
 #include "op_plugin/python/python_errors.h"
 #include "tests/native/hccl_mock_api.h"
 
@@ -104,6 +105,61 @@ class MockCommunicator {
     withPythonErrors([&] {
       py::gil_scoped_release unlocked;
       live().barrier();
+    });
+  }
+
+  void allgatherv(const at::Tensor& send, std::vector<int64_t> counts, std::vector<int64_t> displs, at::Tensor recv) {
+    withPythonErrors([&] {
+      const VLayout layout{std::move(counts), std::move(displs)};
+      py::gil_scoped_release unlocked;
+      live().allgatherv(send, layout, recv);
+    });
+  }
+
+  void allreduce(const at::Tensor& send, at::Tensor recv, const std::string& op) {
+    withPythonErrors([&] {
+      const ReduceOp reduce = parseReduceOp(op, "op");
+      py::gil_scoped_release unlocked;
+      live().allreduce(send, recv, reduce);
+    });
+  }
+
+  void reduceScatter(const at::Tensor& send, at::Tensor recv, const std::string& op) {
+    withPythonErrors([&] {
+      const ReduceOp reduce = parseReduceOp(op, "op");
+      py::gil_scoped_release unlocked;
+      live().reduceScatter(send, recv, reduce);
+    });
+  }
+
+  void reduceScatterV(const at::Tensor& send, std::vector<int64_t> counts, std::vector<int64_t> displs, at::Tensor recv,
+                      const std::string& op) {
+    withPythonErrors([&] {
+      const ReduceOp reduce = parseReduceOp(op, "op");
+      const VLayout layout{std::move(counts), std::move(displs)};
+      py::gil_scoped_release unlocked;
+      live().reduceScatterV(send, layout, recv, reduce);
+    });
+  }
+
+  void broadcast(at::Tensor tensor, int32_t root) {
+    withPythonErrors([&] {
+      py::gil_scoped_release unlocked;
+      live().broadcast(tensor, root);
+    });
+  }
+
+  void send(const at::Tensor& tensor, int32_t peer) {
+    withPythonErrors([&] {
+      py::gil_scoped_release unlocked;
+      live().send(tensor, peer);
+    });
+  }
+
+  void recv(at::Tensor tensor, int32_t peer) {
+    withPythonErrors([&] {
+      py::gil_scoped_release unlocked;
+      live().recv(tensor, peer);
     });
   }
 
@@ -207,6 +263,15 @@ void bindHcclMock(py::module_& m) {
       .def("alltoallv", &MockCommunicator::alltoallv, py::arg("send"), py::arg("send_counts"), py::arg("sdispls"),
            py::arg("recv_counts"), py::arg("rdispls"), py::arg("recv"))
       .def("allgather", &MockCommunicator::allgather, py::arg("send"), py::arg("recv"))
+      .def("allgatherv", &MockCommunicator::allgatherv, py::arg("send"), py::arg("counts"), py::arg("displs"),
+           py::arg("recv"))
+      .def("allreduce", &MockCommunicator::allreduce, py::arg("send"), py::arg("recv"), py::arg("op") = "sum")
+      .def("reduce_scatter", &MockCommunicator::reduceScatter, py::arg("send"), py::arg("recv"), py::arg("op") = "sum")
+      .def("reduce_scatterv", &MockCommunicator::reduceScatterV, py::arg("send"), py::arg("counts"), py::arg("displs"),
+           py::arg("recv"), py::arg("op") = "sum")
+      .def("broadcast", &MockCommunicator::broadcast, py::arg("tensor"), py::arg("root"))
+      .def("send", &MockCommunicator::send, py::arg("tensor"), py::arg("peer"))
+      .def("recv", &MockCommunicator::recv, py::arg("tensor"), py::arg("peer"))
       .def("barrier", &MockCommunicator::barrier)
       .def("close", &MockCommunicator::close)
       .def_property_readonly("handle", &MockCommunicator::handle)

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -12,6 +13,7 @@
 
 #include "comm/bootstrap/job_scope.h"
 #include "comm/bootstrap/private_dir.h"
+#include "core/interrupt.h"
 #include "core/layout.h"
 #include "core/process.h"
 #include "core/status.h"
@@ -31,13 +33,22 @@ struct RecordHeader {
   int32_t payloadBytes;
   uint64_t rootStartTime;
   std::atomic<int32_t> readers;
-  int32_t reserved;
+  // A rank that disagrees with the root (rankSize, rankRoot) writes why here, so the root fails at once with
+  // the same message instead of waiting out the timeout; a root that failed before publishing leaves a record
+  // with its reason, so the others fail at once too.
+  std::atomic<int32_t> conflict;  // kNoConflict, kConflictWriting, kConflictReported, kRootFailed
+  char reason[464];
 };
-static_assert(sizeof(RecordHeader) == 48 && offsetof(RecordHeader, rootPid) == 24 &&
-                  offsetof(RecordHeader, rootStartTime) == 32,
+constexpr size_t kStablePrefix = 48;
+static_assert(offsetof(RecordHeader, rootPid) == 24 && offsetof(RecordHeader, rootStartTime) == 32 &&
+                  offsetof(RecordHeader, reason) == kStablePrefix,
               "op_plugin/python/module.cpp (node_files) publishes this layout for doctor");
 
 constexpr int32_t kMaxPayload = 1 << 20;
+constexpr int32_t kNoConflict = 0;
+constexpr int32_t kConflictWriting = 1;
+constexpr int32_t kConflictReported = 2;
+constexpr int32_t kRootFailed = 3;
 
 uint8_t* flagsOf(const MappedFile& f) {
   return static_cast<uint8_t*>(f.base()) + sizeof(RecordHeader);
@@ -51,7 +62,8 @@ RecordHeader& headerOf(const MappedFile& f) {
   return *static_cast<RecordHeader*>(f.base());
 }
 
-void pause(int& attempt) {
+void pause(int& attempt, const std::string& what) {
+  throwIfInterrupted(what.c_str());
   std::this_thread::sleep_for(std::chrono::microseconds(attempt < 50 ? 200 : 2000));
   ++attempt;
 }
@@ -60,31 +72,37 @@ enum class Found { kNothing, kStale, kLive };
 
 // What is at the record's name. A record of a dead root (a crashed run) is stale; anything that is not a
 // record of this key raises at once, on every rank, naming the path.
-Found inspect(const std::string& path, uint64_t keyHash, int32_t rankSize, MappedFile* live) {
+Found inspect(const std::string& path, uint64_t keyHash, MappedFile* live) {
   MappedFile f = MappedFile::open(path);  // raises for directories, links, FIFOs, other owners, modes
   if (!f.valid()) return Found::kNothing;
-  ATB_CHECK(f.size() >= sizeof(RecordHeader) && headerOf(f).magic.load(std::memory_order_acquire) == kRendezvousMagic,
+  // The first kStablePrefix bytes (magic, root pid and start time) keep their place in every version, so a
+  // record a crashed run of an older version left is still recognised as stale.
+  ATB_CHECK(f.size() >= kStablePrefix && headerOf(f).magic.load(std::memory_order_acquire) == kRendezvousMagic,
             ERROR_RT_FAIL, "rendezvous file '", path, "' holds ", f.size(),
             " bytes that are not an atb_ops rendezvous record; remove it");
   const RecordHeader& h = headerOf(f);
   const bool alive = processAlive(h.rootPid) && processStartTime(h.rootPid) == h.rootStartTime;
   if (!alive) return Found::kStale;
-  ATB_CHECK(h.keyHash == keyHash && h.rankSize == rankSize &&
-                f.size() >= sizeof(RecordHeader) + static_cast<size_t>(rankSize) + static_cast<size_t>(h.payloadBytes),
-            ERROR_RT_FAIL, "rendezvous file '", path, "' belongs to another communicator (rankSize ", h.rankSize,
-            ", root pid ", h.rootPid, ", which is alive); two jobs hash to one name: set ATB_OPS_JOB_ID");
+  ATB_CHECK(
+      f.size() >= sizeof(RecordHeader) && h.keyHash == keyHash && h.rankSize > 0 &&
+          f.size() >= sizeof(RecordHeader) + static_cast<size_t>(h.rankSize) + static_cast<size_t>(h.payloadBytes),
+      ERROR_RT_FAIL, "rendezvous file '", path, "' belongs to another communicator (rankSize ", h.rankSize,
+      ", root pid ", h.rootPid, ", which is alive); two jobs hash to one name: set ATB_OPS_JOB_ID");
   if (live != nullptr) *live = std::move(f);
   return Found::kLive;
 }
 
 class NodeLocalBootstrap final : public Bootstrap {
  public:
-  NodeLocalBootstrap(const CommConfig& c, const std::string& key)
-      : rank_(c.rank),
+  NodeLocalBootstrap(const CommConfig& c, const std::string& key, Generation generation)
+      : Bootstrap(std::move(generation)),
+        rank_(c.rank),
         size_(c.rankSize),
         root_(c.rankRoot),
         timeout_(c.options.timeout),
         keyHash_(fnv1a(key)),
+        parentScoped_(c.commMode == CommMode::MULTI_PROCESS && jobKeyFor(c).rfind("parent:", 0) == 0),
+        domain_(c.commDomain),
         dir_(privateDir(c.options)),
         path_(rendezvousPath(c.options, key)),
         what_("node-local rendezvous '" + path_ + "' (commDomain '" + c.commDomain + "', rankSize " +
@@ -92,7 +110,15 @@ class NodeLocalBootstrap final : public Bootstrap {
 
   std::string describe() const override { return what_; }
 
-  std::string broadcast(const std::string& payload) override { return rank_ == root_ ? publish(payload) : fetch(); }
+  std::string broadcast(const std::string& payload) override {
+    if (!parentScoped_) return rank_ == root_ ? publish(payload) : fetch();
+    // Checked before and again after pairing: a sibling still starting up at the first check shows by the
+    // second (pairing takes two ranks that imported everything), before any data moves.
+    refuseAmbiguousJob();
+    std::string bytes = rank_ == root_ ? publish(payload) : fetch();
+    refuseAmbiguousJob();
+    return bytes;
+  }
 
  private:
   double seconds() const { return std::chrono::duration<double>(timeout_).count(); }
@@ -101,10 +127,46 @@ class NodeLocalBootstrap final : public Bootstrap {
     ATB_CHECK(payload.size() <= static_cast<size_t>(kMaxPayload), ERROR_INTERNAL_ERROR, "bootstrap payload of ",
               payload.size(), " bytes is too large");
     MappedFile live;
-    const Found found = inspect(path_, keyHash_, size_, &live);
-    ATB_CHECK(found != Found::kLive, ERROR_RT_FAIL, what_, ": rank ", rank_, " is rankRoot, but the live process ",
-              headerOf(live).rootPid, " already published this rendezvous; is rankRoot ", root_,
-              " given to two ranks, or two jobs sharing ATB_OPS_JOB_ID?");
+    if (inspect(path_, keyHash_, &live) == Found::kLive && headerOf(live).rootPid == ::getpid()) {
+      unlinkIfSame(live, path_);  // this root's own failure record of an earlier attempt: a retry replaces it
+    } else if (live.valid()) {
+      // Another live root of this rendezvous: both fail, with one message.
+      const RecordHeader& h = headerOf(live);
+      const std::string why =
+          h.rankSize != size_ || h.rootRank != root_
+              ? creationMismatch(domain_, h.rootRank, h.rootPid, h.rankSize, rank_, ::getpid(), size_, root_)
+              : c10::str("rank ", root_, " of the communicator of commDomain '", domain_, "' is claimed by pid ",
+                         h.rootPid, " and by pid ", ::getpid(),
+                         ": is rankRoot given to two ranks, or do two jobs share ATB_OPS_JOB_ID?");
+      reportConflict(live, why);
+      ATB_FAIL(ERROR_INVALID_PARAM, what_, ": ", why);
+    }
+    MappedFile file = placeRecord(payload, kNoConflict, "");
+    RecordHeader& h = headerOf(file);
+    const auto deadline = Clock::now() + timeout_;
+    int attempt = 0;
+    while (h.readers.load(std::memory_order_acquire) < size_ - 1) {
+      if (h.conflict.load(std::memory_order_acquire) == kConflictReported) {
+        unlinkIfSame(file, path_);
+        ATB_FAIL(ERROR_INVALID_PARAM, what_, ": ", std::string(h.reason, strnlen(h.reason, sizeof(h.reason))));
+      }
+      if (Clock::now() >= deadline) {
+        std::vector<int64_t> missing;
+        for (int32_t r = 0; r < size_; ++r) {
+          if (flagsOf(file)[r] == 0) missing.push_back(r);
+        }
+        unlinkIfSame(file, path_);
+        ATB_FAIL(ERROR_COMM_TIMEOUT, what_, ": root rank ", rank_, " published, but rank(s) ", formatRanks(missing),
+                 " did not join within ATB_OPS_TIMEOUT=", seconds(), " s");
+      }
+      pause(attempt, what_);
+    }
+    unlinkIfSame(file, path_);
+    return payload;
+  }
+
+  // Writes a whole record under a temporary name and renames it into place, so readers never see half of one.
+  MappedFile placeRecord(const std::string& payload, int32_t conflict, const std::string& reason) {
     const pid_t self = ::getpid();
     const std::string tmp = dir_ + "/tmp." + randomToken();
     MappedFile file = MappedFile::create(tmp, sizeof(RecordHeader) + static_cast<size_t>(size_) + payload.size());
@@ -115,6 +177,8 @@ class NodeLocalBootstrap final : public Bootstrap {
     h.rootPid = self;
     h.payloadBytes = static_cast<int32_t>(payload.size());
     h.rootStartTime = processStartTime(self);
+    std::strncpy(h.reason, reason.c_str(), sizeof(h.reason) - 1);
+    h.conflict.store(conflict, std::memory_order_relaxed);
     std::memcpy(payloadOf(file, size_), payload.data(), payload.size());
     flagsOf(file)[rank_] = 1;
     h.magic.store(kRendezvousMagic, std::memory_order_release);
@@ -125,31 +189,43 @@ class NodeLocalBootstrap final : public Bootstrap {
       ATB_FAIL(ERROR_RT_FAIL, what_, ": cannot publish (", std::strerror(err), "); ", describePath(path_),
                " is at that name");
     }
-    const auto deadline = Clock::now() + timeout_;
-    int attempt = 0;
-    while (h.readers.load(std::memory_order_acquire) < size_ - 1) {
-      if (Clock::now() >= deadline) {
-        std::vector<int64_t> missing;
-        for (int32_t r = 0; r < size_; ++r) {
-          if (flagsOf(file)[r] == 0) missing.push_back(r);
-        }
-        unlinkIfSame(file, path_);
-        ATB_FAIL(ERROR_COMM_TIMEOUT, what_, ": root rank ", rank_, " published, but rank(s) ", formatRanks(missing),
-                 " did not join within ATB_OPS_TIMEOUT=", seconds(), " s");
-      }
-      pause(attempt);
-    }
-    unlinkIfSame(file, path_);
-    return payload;
+    return file;
   }
 
+ public:
+  void fail(const std::string& why) override {
+    if (rank_ != root_) return;
+    try {
+      MappedFile live;
+      if (inspect(path_, keyHash_, &live) == Found::kLive) {
+        if (headerOf(live).rootPid != ::getpid()) return;  // another root's record: not ours to replace
+        unlinkIfSame(live, path_);
+      }
+      // Left in place for the ranks still to come; a retry of this root replaces it, its exit makes it stale.
+      placeRecord("", kRootFailed, why);
+    } catch (const c10::Error&) {
+      // Nowhere to write even this: the other ranks time out naming the root.
+    }
+  }
+
+ private:
   std::string fetch() {
     const auto deadline = Clock::now() + timeout_;
     int attempt = 0;
     while (true) {
       MappedFile live;
-      if (inspect(path_, keyHash_, size_, &live) == Found::kLive) {
+      if (inspect(path_, keyHash_, &live) == Found::kLive) {
         const RecordHeader& h = headerOf(live);
+        if (h.conflict.load(std::memory_order_acquire) == kRootFailed) {
+          ATB_FAIL(ERROR_RT_FAIL, what_, ": root rank ", h.rootRank, " (pid ", h.rootPid,
+                   ") could not create the communicator: ", std::string(h.reason, strnlen(h.reason, sizeof(h.reason))));
+        }
+        if (h.rankSize != size_ || h.rootRank != root_) {
+          const std::string why =
+              creationMismatch(domain_, h.rootRank, h.rootPid, h.rankSize, rank_, ::getpid(), size_, root_);
+          reportConflict(live, why);
+          ATB_FAIL(ERROR_INVALID_PARAM, what_, ": ", why);
+        }
         std::string bytes(payloadOf(live, size_), static_cast<size_t>(h.payloadBytes));
         flagsOf(live)[rank_] = 1;
         headerOf(live).readers.fetch_add(1, std::memory_order_acq_rel);
@@ -158,8 +234,41 @@ class NodeLocalBootstrap final : public Bootstrap {
       ATB_CHECK(Clock::now() < deadline, ERROR_COMM_TIMEOUT, what_, ": rank ", rank_, " waited ", seconds(),
                 " s (ATB_OPS_TIMEOUT) for root rank ", root_,
                 " to publish; ranks on other hosts need torch.distributed initialised");
-      pause(attempt);
+      pause(attempt, what_);
     }
+  }
+
+  // Scoped by the parent process alone, a rendezvous cannot tell two jobs that one parent started at once
+  // apart, and pairing across them would swap their data. More processes of this program under the parent
+  // than the communicator has ranks means that: refuse (and tell a root already waiting) rather than guess.
+  void refuseAmbiguousJob() {
+    const std::vector<pid_t> siblings = unscopedSiblings();
+    if (static_cast<int64_t>(siblings.size()) + 1 <= size_) return;
+    std::vector<int64_t> pids(siblings.begin(), siblings.end());
+    pids.push_back(::getpid());
+    std::sort(pids.begin(), pids.end());
+    const std::string why =
+        c10::str("cannot tell which processes form this job: parent process ", ::getppid(), " runs ", pids.size(),
+                 " processes of this program (pids ", c10::Join(", ", pids), ") for a communicator of rankSize ", size_,
+                 " (commDomain '", domain_,
+                 "'), so two jobs may have been started at once; set ATB_OPS_JOB_ID to a value of "
+                 "its own in each job's environment (or MASTER_ADDR/MASTER_PORT, or initialise torch.distributed)");
+    MappedFile live;
+    try {
+      if (inspect(path_, keyHash_, &live) == Found::kLive) reportConflict(live, why);
+    } catch (const c10::Error&) {
+      // Whatever sits at the name, this rank's own error says what matters.
+    }
+    ATB_FAIL(ERROR_INVALID_PARAM, what_, ": ", why);
+  }
+
+  // Tells the root (and any later rank) why this rendezvous cannot succeed; the first reason stays.
+  static void reportConflict(const MappedFile& record, const std::string& why) {
+    RecordHeader& h = headerOf(record);
+    int32_t none = kNoConflict;
+    if (!h.conflict.compare_exchange_strong(none, kConflictWriting, std::memory_order_acq_rel)) return;
+    std::strncpy(h.reason, why.c_str(), sizeof(h.reason) - 1);
+    h.conflict.store(kConflictReported, std::memory_order_release);
   }
 
   int32_t rank_;
@@ -167,6 +276,8 @@ class NodeLocalBootstrap final : public Bootstrap {
   int32_t root_;
   std::chrono::milliseconds timeout_;
   uint64_t keyHash_;
+  bool parentScoped_;
+  std::string domain_;
   std::string dir_;
   std::string path_;
   std::string what_;
@@ -180,8 +291,9 @@ std::string rendezvousPath(const Options& options, const std::string& key) {
   return privateDir(options) + "/rdv." + hex;
 }
 
-std::unique_ptr<Bootstrap> makeNodeLocalBootstrap(const CommConfig& config, const std::string& key) {
-  return std::make_unique<NodeLocalBootstrap>(config, key);
+std::unique_ptr<Bootstrap> makeNodeLocalBootstrap(const CommConfig& config, const std::string& key,
+                                                  Generation generation) {
+  return std::make_unique<NodeLocalBootstrap>(config, key, std::move(generation));
 }
 
 }  // namespace atb_ops

@@ -11,7 +11,8 @@
 
 namespace atb_ops {
 
-std::unique_ptr<Bootstrap> makeNodeLocalBootstrap(const CommConfig& config, const std::string& key);
+std::unique_ptr<Bootstrap> makeNodeLocalBootstrap(const CommConfig& config, const std::string& key,
+                                                  Generation generation);
 
 // The record file's path for a key (tests and doctor).
 std::string rendezvousPath(const Options& options, const std::string& key);

@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -128,10 +129,16 @@ MappedFile MappedFile::create(const std::string& path, size_t bytes) {
             " is there)");
   // The umask cannot widen 0600, but fchmod makes the mode explicit whatever the umask.
   ::fchmod(fd.fd, 0600);
-  if (::ftruncate(fd.fd, static_cast<off_t>(bytes)) != 0) {
-    const int err = errno;
+  // Reserved, not only sized: on a full tmpfs a sized file maps fine and the first touch of a missing page
+  // kills the process with SIGBUS. posix_fallocate fails here instead, and says so.
+  if (const int err = ::posix_fallocate(fd.fd, 0, static_cast<off_t>(bytes)); err != 0) {
     ::unlink(path.c_str());
-    ATB_FAIL(ERROR_RT_FAIL, "ftruncate of '", path, "' to ", bytes, " bytes failed: ", std::strerror(err));
+    struct statvfs fs{};
+    const std::string dir = path.substr(0, path.rfind('/'));
+    const bool known = ::statvfs(dir.c_str(), &fs) == 0;
+    ATB_FAIL(ERROR_RT_FAIL, "cannot reserve ", bytes, " bytes for '", path, "': ", std::strerror(err), " (",
+             known ? std::to_string(static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize) : std::string("unknown"),
+             " bytes free in '", dir, "'; free space there or point ATB_OPS_SHM_DIR at a larger tmpfs)");
   }
   void* base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.fd, 0);
   if (base == MAP_FAILED) {

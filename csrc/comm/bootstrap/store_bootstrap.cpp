@@ -1,10 +1,13 @@
 #include "comm/bootstrap/store_bootstrap.h"
 
+#include <unistd.h>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <chrono>
+#include <cstring>
 #include <thread>
 
+#include "core/interrupt.h"
 #include "core/status.h"
 
 namespace atb_ops {
@@ -12,60 +15,142 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// What the root puts before the payload, so every reader can compare the root's view with its own.
+struct RootView {
+  int32_t rankSize;
+  int32_t rankRoot;
+  int64_t pid;
+};
+
 class StoreBootstrap final : public Bootstrap {
  public:
-  StoreBootstrap(const CommConfig& c, c10::intrusive_ptr<c10d::Store> store, const std::string& key)
-      : rank_(c.rank),
+  StoreBootstrap(const CommConfig& c, c10::intrusive_ptr<c10d::Store> store, const std::string& key,
+                 Generation generation)
+      : Bootstrap(std::move(generation)),
+        rank_(c.rank),
         size_(c.rankSize),
         root_(c.rankRoot),
+        domain_(c.commDomain),
         timeout_(c.options.timeout),
         store_(std::move(store)),
         key_("atb_ops/" + key),
         acks_(key_ + "/read"),
+        conflict_(key_ + "/conflict"),
+        failed_(key_ + "/failed"),
         what_("torch.distributed store key '" + key_ + "'") {}
 
   std::string describe() const override { return what_; }
 
-  std::string broadcast(const std::string& payload) override {
-    const double seconds = std::chrono::duration<double>(timeout_).count();
-    if (rank_ == root_) {
-      try {
-        store_->set(key_, std::vector<uint8_t>(payload.begin(), payload.end()));
-      } catch (const std::exception& e) {
-        ATB_FAIL(ERROR_COMM_EMPTY, what_, ": root rank ", rank_, " could not publish: ", e.what());
-      }
-      const auto deadline = Clock::now() + timeout_;
-      int64_t read = 0;
-      int attempt = 0;
-      while ((read = store_->add(acks_, 0)) < size_ - 1) {
-        if (Clock::now() >= deadline) {
-          forget();
-          ATB_FAIL(ERROR_COMM_TIMEOUT, what_, ": root rank ", rank_, " published, but only ", read, " of ", size_ - 1,
-                   " other ranks read it within ATB_OPS_TIMEOUT=", seconds, " s");
-        }
-        std::this_thread::sleep_for(std::chrono::microseconds(attempt++ < 50 ? 500 : 5000));
-      }
-      forget();
-      return payload;
-    }
-    std::vector<uint8_t> bytes;
+  std::string broadcast(const std::string& payload) override { return rank_ == root_ ? publish(payload) : fetch(); }
+
+  void fail(const std::string& why) override {
+    if (rank_ != root_) return;
     try {
-      store_->wait({key_}, timeout_);
-      bytes = store_->get(key_);
-      store_->add(acks_, 1);
-    } catch (const std::exception& e) {
-      ATB_FAIL(ERROR_COMM_TIMEOUT, what_, ": rank ", rank_, " waited ", seconds, " s (ATB_OPS_TIMEOUT) for root rank ",
-               root_, " to publish: ", e.what());
+      store_->set(failed_, std::vector<uint8_t>(why.begin(), why.end()));
+    } catch (const std::exception&) {
+      // The others then time out naming the root.
     }
-    return std::string(bytes.begin(), bytes.end());
   }
 
  private:
+  double seconds() const { return std::chrono::duration<double>(timeout_).count(); }
+
+  std::string publish(const std::string& payload) {
+    const RootView mine{size_, root_, static_cast<int64_t>(::getpid())};
+    std::vector<uint8_t> bytes(sizeof(RootView) + payload.size());
+    std::memcpy(bytes.data(), &mine, sizeof(RootView));
+    std::memcpy(bytes.data() + sizeof(RootView), payload.data(), payload.size());
+    std::vector<uint8_t> current;
+    try {
+      store_->deleteKey(failed_);  // an earlier attempt's failure: this one may succeed
+      // compareSet, not set: a second root (ranks that disagree on rankRoot) must not overwrite the first.
+      current = store_->compareSet(key_, {}, bytes);
+    } catch (const std::exception& e) {
+      ATB_FAIL(ERROR_COMM_EMPTY, what_, ": root rank ", rank_, " could not publish: ", e.what());
+    }
+    if (current != bytes) {
+      const RootView other = viewOf(current);
+      const std::string why =
+          other.rankSize != size_ || other.rankRoot != root_
+              ? creationMismatch(domain_, other.rankRoot, other.pid, other.rankSize, rank_, mine.pid, size_, root_)
+              : c10::str("rank ", root_, " of the communicator of commDomain '", domain_, "' is claimed by pid ",
+                         other.pid, " and by pid ", mine.pid, ": is rankRoot given to two ranks?");
+      reportConflict(why);
+      ATB_FAIL(ERROR_INVALID_PARAM, what_, ": ", why);
+    }
+    const auto deadline = Clock::now() + timeout_;
+    int64_t read = 0;
+    int attempt = 0;
+    while ((read = store_->add(acks_, 0)) < size_ - 1) {
+      if (store_->check({conflict_})) {
+        const std::vector<uint8_t> why = store_->get(conflict_);
+        forget();
+        ATB_FAIL(ERROR_INVALID_PARAM, what_, ": ", std::string(why.begin(), why.end()));
+      }
+      if (Clock::now() >= deadline) {
+        forget();
+        ATB_FAIL(ERROR_COMM_TIMEOUT, what_, ": root rank ", rank_, " published, but only ", read, " of ", size_ - 1,
+                 " other ranks read it within ATB_OPS_TIMEOUT=", seconds(), " s");
+      }
+      pause(attempt);
+    }
+    forget();
+    return payload;
+  }
+
+  std::string fetch() {
+    const auto deadline = Clock::now() + timeout_;
+    int attempt = 0;
+    // Polled rather than store->wait(): the wait stays interruptible (Ctrl-C) and bounded by ATB_OPS_TIMEOUT.
+    while (!store_->check({key_})) {
+      if (store_->check({failed_})) {
+        const std::vector<uint8_t> why = store_->get(failed_);
+        ATB_FAIL(ERROR_RT_FAIL, what_, ": root rank ", root_,
+                 " could not create the communicator: ", std::string(why.begin(), why.end()));
+      }
+      ATB_CHECK(Clock::now() < deadline, ERROR_COMM_TIMEOUT, what_, ": rank ", rank_, " waited ", seconds(),
+                " s (ATB_OPS_TIMEOUT) for root rank ", root_, " to publish");
+      pause(attempt);
+    }
+    std::vector<uint8_t> bytes = store_->get(key_);
+    const RootView root = viewOf(bytes);
+    if (root.rankSize != size_ || root.rankRoot != root_) {
+      const std::string why = creationMismatch(domain_, root.rankRoot, root.pid, root.rankSize, rank_,
+                                               static_cast<int64_t>(::getpid()), size_, root_);
+      reportConflict(why);
+      ATB_FAIL(ERROR_INVALID_PARAM, what_, ": ", why);
+    }
+    store_->add(acks_, 1);
+    return std::string(bytes.begin() + sizeof(RootView), bytes.end());
+  }
+
+  RootView viewOf(const std::vector<uint8_t>& bytes) const {
+    ATB_CHECK(bytes.size() >= sizeof(RootView), ERROR_RT_FAIL, what_, " holds ", bytes.size(),
+              " bytes, not an atb_ops bootstrap record");
+    RootView v{};
+    std::memcpy(&v, bytes.data(), sizeof(RootView));
+    return v;
+  }
+
+  void reportConflict(const std::string& why) {
+    try {
+      store_->compareSet(conflict_, {}, std::vector<uint8_t>(why.begin(), why.end()));
+    } catch (const std::exception&) {
+      // The root then times out instead of failing at once; this rank's own error says why.
+    }
+  }
+
+  void pause(int& attempt) const {
+    throwIfInterrupted(what_.c_str());
+    std::this_thread::sleep_for(std::chrono::microseconds(attempt++ < 50 ? 500 : 5000));
+  }
+
   // Keys outlive communicators in a store: the root removes its own once everyone has read them.
   void forget() {
     try {
       store_->deleteKey(key_);
       store_->deleteKey(acks_);
+      store_->deleteKey(conflict_);
     } catch (const std::exception&) {
       // Stores without deleteKey keep them; the generation in the key keeps them from being misread.
     }
@@ -74,18 +159,21 @@ class StoreBootstrap final : public Bootstrap {
   int32_t rank_;
   int32_t size_;
   int32_t root_;
+  std::string domain_;
   std::chrono::milliseconds timeout_;
   c10::intrusive_ptr<c10d::Store> store_;
   std::string key_;
   std::string acks_;
+  std::string conflict_;
+  std::string failed_;
   std::string what_;
 };
 
 }  // namespace
 
 std::unique_ptr<Bootstrap> makeStoreBootstrap(const CommConfig& config, c10::intrusive_ptr<c10d::Store> store,
-                                              const std::string& key) {
-  return std::make_unique<StoreBootstrap>(config, std::move(store), key);
+                                              const std::string& key, Generation generation) {
+  return std::make_unique<StoreBootstrap>(config, std::move(store), key, std::move(generation));
 }
 
 }  // namespace atb_ops

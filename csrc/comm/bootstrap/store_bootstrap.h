@@ -1,5 +1,7 @@
-// The bootstrap over a torch.distributed store (c10d::Store): rankRoot sets a key, the others wait for it
-// and count themselves in; the root deletes both keys once all have read.
+// The bootstrap over a torch.distributed store (c10d::Store): rankRoot sets a key (its rankSize, rankRoot and
+// pid, then the payload), the others wait for it, check the root's view against their own and count
+// themselves in; a rank that disagrees sets a conflict key the root watches. The root deletes the keys once
+// all have read, or once it failed.
 #pragma once
 
 #include <memory>
@@ -10,6 +12,6 @@
 namespace atb_ops {
 
 std::unique_ptr<Bootstrap> makeStoreBootstrap(const CommConfig& config, c10::intrusive_ptr<c10d::Store> store,
-                                              const std::string& key);
+                                              const std::string& key, Generation generation);
 
 }  // namespace atb_ops

@@ -4,13 +4,16 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <thread>
 
+#include "comm/backend_registry.h"
 #include "comm/bootstrap/bootstrap.h"
 #include "comm/c10d/existing_group.h"
-#include "comm/comm_cache.h"
 #include "core/memory.h"
 #include "core/process.h"
 #include "core/status.h"
@@ -72,7 +75,7 @@ GlooFactory& factory() {
   return *f;
 }
 
-c10::intrusive_ptr<c10d::Backend> ownGlooGroup(const CommConfig& c, std::string& name) {
+c10::intrusive_ptr<c10d::Backend> ownGlooGroup(const CommConfig& c, const Generation& generation, std::string& name) {
   GlooFactory make;
   {
     std::lock_guard<std::mutex> lock(factoryMutex());
@@ -80,9 +83,7 @@ c10::intrusive_ptr<c10d::Backend> ownGlooGroup(const CommConfig& c, std::string&
   }
   name = "commDomain '" + c.commDomain + "'";
   ATB_CHECK(make, ERROR_COMM_EMPTY, "backend 'gloo' needs the atb_ops Python package (import atb_ops)");
-  // One group per (commDomain, rankSize), numbered like every bootstrap so re-creations never meet stale keys.
-  const std::string scope = "gloo/" + c.commDomain + "/" + std::to_string(c.rankSize);
-  const std::string prefix = "atb_ops/" + scope + "/" + std::to_string(nextGeneration(scope, c.rank));
+  const std::string prefix = "atb_ops/gloo/" + c.commDomain + "/" + std::to_string(generation.number());
   return make(prefix, c.rank, c.rankSize, c.options.timeout);
 }
 
@@ -90,6 +91,7 @@ c10::intrusive_ptr<c10d::Backend> ownGlooGroup(const CommConfig& c, std::string&
 
 C10dCommunicator::C10dCommunicator(const CommConfig& c) : Communicator("gloo", c.rank, c.rankSize, c.options) {
   ATB_CHECK(c.handle == 0, ERROR_INVALID_PARAM, "backend 'gloo' takes no hcclComm handle, got ", c.handle);
+  std::optional<Generation> generation;
   if (c.group) {
     group_ = c.group->group;
     name_ = "group '" + group_->getGroupName() + "'";
@@ -98,28 +100,31 @@ C10dCommunicator::C10dCommunicator(const CommConfig& c) : Communicator("gloo", c
               c.rank, " of rankSize ", c.rankSize, " was asked for");
     backend_ = group_->getBackend(c10::DeviceType::CPU);
   } else {
-    backend_ = ownGlooGroup(c, name_);
+    // One group per commDomain, numbered like every bootstrap (the same number again after a failed creation,
+    // so ranks that retry meet) so re-creations never meet stale keys.
+    generation.emplace("gloo/" + c.commDomain, c.rank);
+    backend_ = ownGlooGroup(c, *generation, name_);
   }
   // Who is who: lets a failed wait name the peer that died (gloo itself reports only addresses).
-  at::Tensor mine = at::empty({2}, at::kLong);
-  mine[0] = hostHash();
-  mine[1] = static_cast<int64_t>(::getpid());
-  at::Tensor all = at::empty({2 * size()}, at::kLong);
+  constexpr int64_t kWords = 2;
+  at::Tensor mine = at::empty({kWords}, at::kLong);
+  auto* m = mine.data_ptr<int64_t>();
+  m[0] = hostHash();
+  m[1] = static_cast<int64_t>(::getpid());
+  at::Tensor all = at::empty({kWords * size()}, at::kLong);
   waitFor(backend_->_allgather_base(all, mine), "identity exchange");
+  const int64_t* a = all.data_ptr<int64_t>();
   for (int64_t r = 0; r < size(); ++r) {
-    peerHosts_.push_back(all[2 * r].item<int64_t>());
-    peerPids_.push_back(all[2 * r + 1].item<int64_t>());
+    peerHosts_.push_back(a[kWords * r]);
+    peerPids_.push_back(a[kWords * r + 1]);
   }
+  if (generation) generation->confirm();
 }
 
 C10dCommunicator::~C10dCommunicator() {
   // A gloo group whose peers vanished can block its destructor on work that never completes: a failed
   // one is left to the process's end instead of hanging it.
   if (failed()) backend_.release();
-}
-
-bool C10dCommunicator::crossCheck() const {
-  return options().crossRankCheck.value_or(true);
 }
 
 std::string C10dCommunicator::deadPeers() const {
@@ -157,31 +162,35 @@ void C10dCommunicator::waitFor(const c10::intrusive_ptr<c10d::Work>& work, const
            ") failed or timed out (ATB_OPS_TIMEOUT=", std::chrono::duration<double>(timeout).count(), " s): ", error);
 }
 
-void C10dCommunicator::checkCounts(const at::Tensor& send, const AllToAllVLayout& l) const {
+void C10dCommunicator::crossCheck(const CallSignature& sig, const AllToAllVLayout* counts) {
+  // A fixed size whatever the call (the signature, then alltoallv's counts to and from each rank, zeros
+  // otherwise): ranks that called different collectives still exchange matching messages and all raise.
   const int64_t n = size();
-  at::Tensor mine = at::empty({2 * n + 1}, at::kLong);
-  auto* m0 = mine.data_ptr<int64_t>();
-  for (int64_t j = 0; j < n; ++j) {
-    m0[j] = l.sendCounts[j];
-    m0[n + j] = l.recvCounts[j];
+  constexpr int64_t kSigWords = sizeof(CallSignature) / sizeof(int64_t);
+  const int64_t words = kSigWords + 2 * n;
+  at::Tensor mine = at::zeros({words}, at::kLong);
+  int64_t* m = mine.data_ptr<int64_t>();
+  std::memcpy(m, &sig, sizeof(CallSignature));
+  if (counts != nullptr) {
+    std::copy(counts->sendCounts.begin(), counts->sendCounts.end(), m + kSigWords);
+    std::copy(counts->recvCounts.begin(), counts->recvCounts.end(), m + kSigWords + n);
   }
-  m0[2 * n] = static_cast<int64_t>(send.scalar_type());
-  at::Tensor all = at::empty({n * (2 * n + 1)}, at::kLong);
-  waitFor(backend_->_allgather_base(all, mine), "count cross-check");
-  const int64_t* m = all.data_ptr<int64_t>();
-  const int64_t stride = 2 * n + 1;
-  for (int64_t r = 0; r < n; ++r) {
-    ATB_CHECK(m[r * stride + 2 * n] == m[2 * n], ERROR_INVALID_TENSOR_DTYPE, "gloo alltoallv: rank ", r,
-              " moves dtype ", c10::toString(static_cast<c10::ScalarType>(m[r * stride + 2 * n])), " but rank 0 moves ",
-              c10::toString(static_cast<c10::ScalarType>(m[2 * n])));
+  at::Tensor all = at::empty({n * words}, at::kLong);
+  waitFor(backend_->_allgather_base(all, mine), "call cross-check");
+  const int64_t* a = all.data_ptr<int64_t>();
+  // The same prefix on every rank, whatever each called, so all raise one message.
+  const std::string what = "gloo call #" + std::to_string(sig.seq);
+  checkSignatures(
+      size(), [&](int32_t r) -> const CallSignature& { return *reinterpret_cast<const CallSignature*>(a + r * words); },
+      what);
+  if (counts != nullptr) {
+    checkCountMatrix(
+        size(), [&](int32_t i, int32_t j) { return a[i * words + kSigWords + j]; },
+        [&](int32_t j, int32_t i) { return a[j * words + kSigWords + n + i]; }, what.c_str());
   }
-  checkCountMatrix(
-      static_cast<int32_t>(n), [&](int32_t i, int32_t j) { return m[i * stride + j]; },
-      [&](int32_t j, int32_t i) { return m[j * stride + n + i]; }, "gloo alltoallv (count cross-check)");
 }
 
 void C10dCommunicator::doAlltoallv(const at::Tensor& send, const AllToAllVLayout& l, at::Tensor& recv) {
-  if (crossCheck()) checkCounts(send, l);
   const int64_t es = send.element_size();
   at::Tensor sendBytes = bytesOf(send);
   at::Tensor recvBytes = bytesOf(recv);
@@ -263,44 +272,40 @@ void C10dCommunicator::doBroadcast(at::Tensor& tensor, int32_t root) {
 }
 
 void C10dCommunicator::doSend(const at::Tensor& tensor, int32_t peer) {
-  if (crossCheck()) {
-    // gloo aborts the process when a message is longer than the receive buffer: agree on sizes first.
-    at::Tensor header = at::empty({2}, at::kLong);
-    header[0] = static_cast<int64_t>(tensor.nbytes());
-    header[1] = static_cast<int64_t>(tensor.scalar_type());
-    std::vector<at::Tensor> h{header};
-    waitFor(backend_->send(h, peer, 0), "send (size check)");
-    at::Tensor answer = at::empty({2}, at::kLong);
-    std::vector<at::Tensor> a{answer};
-    waitFor(backend_->recv(a, peer, 0), "send (size check)");
-    const int64_t wantBytes = answer[0].item<int64_t>();
-    const auto wantType = static_cast<c10::ScalarType>(answer[1].item<int64_t>());
-    ATB_CHECK(wantBytes == static_cast<int64_t>(tensor.nbytes()) && wantType == tensor.scalar_type(),
-              ERROR_INVALID_PARAM, "gloo send: rank ", rank(), " sent ", tensor.numel(), " elements of ",
-              tensor.scalar_type(), " to rank ", peer, ", which expected ",
-              wantBytes / static_cast<int64_t>(c10::elementSize(wantType)), " elements of ", wantType);
-  }
+  // gloo aborts the process when a message is longer than the receive buffer: agree on sizes first.
+  at::Tensor header = at::empty({2}, at::kLong);
+  header[0] = static_cast<int64_t>(tensor.nbytes());
+  header[1] = static_cast<int64_t>(tensor.scalar_type());
+  std::vector<at::Tensor> h{header};
+  waitFor(backend_->send(h, peer, 0), "send (size check)");
+  at::Tensor answer = at::empty({2}, at::kLong);
+  std::vector<at::Tensor> a{answer};
+  waitFor(backend_->recv(a, peer, 0), "send (size check)");
+  const int64_t wantBytes = answer[0].item<int64_t>();
+  const auto wantType = static_cast<c10::ScalarType>(answer[1].item<int64_t>());
+  ATB_CHECK(wantBytes == static_cast<int64_t>(tensor.nbytes()) && wantType == tensor.scalar_type(), ERROR_INVALID_PARAM,
+            "gloo send: rank ", rank(), " sent ", tensor.numel(), " elements of ", tensor.scalar_type(), " to rank ",
+            peer, ", which expected ", wantBytes / static_cast<int64_t>(c10::elementSize(wantType)), " elements of ",
+            wantType);
   std::vector<at::Tensor> t{bytesOf(tensor)};
   if (t[0].numel() > 0) waitFor(backend_->send(t, peer, 0), "send");
 }
 
 void C10dCommunicator::doRecv(at::Tensor& tensor, int32_t peer) {
-  if (crossCheck()) {
-    at::Tensor header = at::empty({2}, at::kLong);
-    std::vector<at::Tensor> h{header};
-    waitFor(backend_->recv(h, peer, 0), "recv (size check)");
-    at::Tensor mine = at::empty({2}, at::kLong);
-    mine[0] = static_cast<int64_t>(tensor.nbytes());
-    mine[1] = static_cast<int64_t>(tensor.scalar_type());
-    std::vector<at::Tensor> m{mine};
-    waitFor(backend_->send(m, peer, 0), "recv (size check)");
-    const int64_t sentBytes = header[0].item<int64_t>();
-    const auto sentType = static_cast<c10::ScalarType>(header[1].item<int64_t>());
-    ATB_CHECK(sentBytes == static_cast<int64_t>(tensor.nbytes()) && sentType == tensor.scalar_type(),
-              ERROR_INVALID_PARAM, "gloo recv: rank ", rank(), " expected ", tensor.numel(), " elements of ",
-              tensor.scalar_type(), " from rank ", peer, ", which sent ",
-              sentBytes / static_cast<int64_t>(c10::elementSize(sentType)), " elements of ", sentType);
-  }
+  at::Tensor header = at::empty({2}, at::kLong);
+  std::vector<at::Tensor> h{header};
+  waitFor(backend_->recv(h, peer, 0), "recv (size check)");
+  at::Tensor mine = at::empty({2}, at::kLong);
+  mine[0] = static_cast<int64_t>(tensor.nbytes());
+  mine[1] = static_cast<int64_t>(tensor.scalar_type());
+  std::vector<at::Tensor> m{mine};
+  waitFor(backend_->send(m, peer, 0), "recv (size check)");
+  const int64_t sentBytes = header[0].item<int64_t>();
+  const auto sentType = static_cast<c10::ScalarType>(header[1].item<int64_t>());
+  ATB_CHECK(sentBytes == static_cast<int64_t>(tensor.nbytes()) && sentType == tensor.scalar_type(), ERROR_INVALID_PARAM,
+            "gloo recv: rank ", rank(), " expected ", tensor.numel(), " elements of ", tensor.scalar_type(),
+            " from rank ", peer, ", which sent ", sentBytes / static_cast<int64_t>(c10::elementSize(sentType)),
+            " elements of ", sentType);
   std::vector<at::Tensor> t{bytesOf(tensor)};
   if (t[0].numel() > 0) waitFor(backend_->recv(t, peer, 0), "recv");
 }
@@ -309,6 +314,11 @@ void C10dCommunicator::doBarrier() {
   c10d::BarrierOptions opts;
   opts.timeout = options().timeout;
   waitFor(backend_->barrier(opts), "barrier");
+}
+
+void C10dCommunicator::doShutdown() {
+  backend_.reset();
+  group_.reset();
 }
 
 void setGlooFactory(GlooFactory f) {

@@ -31,6 +31,8 @@ class C10dCommunicator final : public Communicator {
   ~C10dCommunicator() override;
 
  protected:
+  // One all-gather of every rank's signature (and alltoallv's counts) before any data moves.
+  void crossCheck(const CallSignature& sig, const AllToAllVLayout* counts) override;
   void doAlltoallv(const at::Tensor& send, const AllToAllVLayout& layout, at::Tensor& recv) override;
   void doAllgather(const at::Tensor& send, at::Tensor& recv) override;
   void doAllreduce(const at::Tensor& send, at::Tensor& recv, ReduceOp op) override;
@@ -38,12 +40,10 @@ class C10dCommunicator final : public Communicator {
   void doSend(const at::Tensor& tensor, int32_t peer) override;
   void doRecv(at::Tensor& tensor, int32_t peer) override;
   void doBarrier() override;
+  void doShutdown() override;
 
  private:
   void waitFor(const c10::intrusive_ptr<c10d::Work>& work, const char* what) const;
-  bool crossCheck() const;
-  // Every rank learns every rank's counts and dtype before any data moves.
-  void checkCounts(const at::Tensor& send, const AllToAllVLayout& layout) const;
   // Ranks on this host whose process has exited, for error messages ("" when none is known dead).
   std::string deadPeers() const;
 

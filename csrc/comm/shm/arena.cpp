@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <ATen/ops/empty.h>
-#include <ATen/ops/from_blob.h>
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/Storage.h>
+#include <c10/util/strides.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -20,6 +22,8 @@ namespace atb_ops::shm {
 namespace {
 
 constexpr size_t kBlockAlign = 4096;
+// Freed blocks of at least this size return their pages to the system (smaller ones stay for reuse).
+constexpr size_t kReturnPagesFrom = size_t{1} << 20;
 
 size_t roundUpTo(size_t n, size_t a) {
   return (n + a - 1) / a * a;
@@ -80,13 +84,21 @@ void* Arena::allocate(size_t bytes) {
 }
 
 void Arena::release(void* p) {
-  std::lock_guard<std::mutex> lock(mutex_);
   const size_t offset = static_cast<size_t>(static_cast<char*>(p) - base_);
-  auto used = used_.find(offset);
-  if (used == used_.end()) return;
+  size_t size = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto used = used_.find(offset);
+    if (used == used_.end()) return;
+    size = used->second;
+    used_.erase(used);
+  }
+  // Large blocks give their pages back (to every process that maps the arena), as freeing an ordinary
+  // tensor of that size does; otherwise outputs the caller dropped would stay resident for the process's
+  // life. Done before the block is free again, so nobody can be writing into it.
+  if (size >= kReturnPagesFrom) ::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, size);
+  std::lock_guard<std::mutex> lock(mutex_);
   size_t start = offset;
-  size_t size = used->second;
-  used_.erase(used);
   // Coalesce with the free neighbours on both sides.
   auto next = free_.lower_bound(start);
   if (next != free_.end() && next->first == start + size) {
@@ -127,7 +139,13 @@ at::Tensor emptyShared(c10::IntArrayRef sizes, const at::TensorOptions& options)
   Arena& arena = Arena::instance();
   void* p = arena.allocate(bytes);
   if (p == nullptr) return at::empty(sizes, options);
-  return at::from_blob(p, sizes, [](void* q) { Arena::instance().release(q); }, options);
+  // Resizable like an ordinary tensor's storage (torch ops with out= resize their output): growing moves
+  // the data to the CPU allocator's memory and gives the block back.
+  c10::Storage storage(c10::Storage::use_byte_size_t(), bytes,
+                       c10::DataPtr(
+                           p, p, [](void* q) { Arena::instance().release(q); }, c10::Device(c10::kCPU)),
+                       c10::GetCPUAllocator(), /*resizable=*/true);
+  return at::empty({0}, options).set_(storage, 0, sizes, c10::contiguous_strides(sizes));
 }
 
 PeerArenaMapping::PeerArenaMapping(PeerArenaMapping&& o) noexcept

@@ -8,7 +8,8 @@
 
 namespace atb_ops::shm {
 
-void PeerMemory::reset(int32_t n) {
+void PeerMemory::reset(int32_t n, CommStats* stats) {
+  stats_ = stats;
   pids_.assign(static_cast<size_t>(n), 0);
   arenas_.assign(static_cast<size_t>(n), ArenaRange{});
   self_ = ::getpid();
@@ -64,17 +65,22 @@ bool PeerMemory::read(int32_t peer, uint64_t remote, void* dst, uint64_t bytes, 
   if (bytes == 0) return true;
   if (direct(peer, remote, bytes)) {
     std::memcpy(dst, local(peer, remote), bytes);
+    stats_->memcpyBytes.fetch_add(bytes, std::memory_order_relaxed);
     return true;
   }
+  stats_->vmBytes.fetch_add(bytes, std::memory_order_relaxed);
   return crossCopy(pids_[peer], peer, false, static_cast<char*>(dst), remote, bytes, error);
 }
 
 bool PeerMemory::write(int32_t peer, const void* src, uint64_t remote, uint64_t bytes, std::string& error) const {
   if (bytes == 0) return true;
+  stats_->pushedBytes.fetch_add(bytes, std::memory_order_relaxed);
   if (direct(peer, remote, bytes)) {
     std::memcpy(local(peer, remote), src, bytes);
+    stats_->memcpyBytes.fetch_add(bytes, std::memory_order_relaxed);
     return true;
   }
+  stats_->vmBytes.fetch_add(bytes, std::memory_order_relaxed);
   return crossCopy(pids_[peer], peer, true, const_cast<char*>(static_cast<const char*>(src)), remote, bytes, error);
 }
 

@@ -9,14 +9,15 @@
 #include <string>
 #include <vector>
 
+#include "comm/communicator.h"
 #include "comm/shm/arena.h"
 
 namespace atb_ops::shm {
 
 class PeerMemory {
  public:
-  // `n` peers, none of whose arenas is mapped yet.
-  void reset(int32_t n);
+  // `n` peers, none of whose arenas is mapped yet. Copies are counted in `stats` (which outlives this).
+  void reset(int32_t n, CommStats* stats);
   void setPid(int32_t peer, pid_t pid) { pids_[peer] = pid; }
   // Peer `peer`'s arena is [arenaBase, arenaBase + arenaBytes) in its address space, mapped here at `mapped`.
   void setArena(int32_t peer, uint64_t arenaBase, uint64_t arenaBytes, char* mapped);
@@ -45,6 +46,7 @@ class PeerMemory {
   std::vector<pid_t> pids_;
   std::vector<ArenaRange> arenas_;
   pid_t self_ = 0;
+  CommStats* stats_ = nullptr;
 };
 
 }  // namespace atb_ops::shm

@@ -13,6 +13,7 @@
 #include <thread>
 #include <utility>
 
+#include "core/interrupt.h"
 #include "core/status.h"
 
 namespace atb_ops::shm {
@@ -75,6 +76,7 @@ void waitReached(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, ui
     const auto now = Clock::now();
     // Health before the deadline: a dead peer is reported as dead, not as late.
     if (now >= nextLivenessCheck || now >= deadline) {
+      throwIfInterrupted(peer.what);
       if (health) {
         health();
       } else {
@@ -104,6 +106,7 @@ void IdleWait::idle(int32_t peerRank, pid_t peerPid) {
   // Nothing moved for a while: a peer is descheduled, stuck or gone. Sleep a little between passes.
   std::this_thread::sleep_for(kIdleSlice);
   if (now >= nextHealth_) {
+    throwIfInterrupted(what_);
     if (health_) {
       health_();
     } else {

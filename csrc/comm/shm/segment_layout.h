@@ -15,9 +15,11 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "comm/call_signature.h"
+
 namespace atb_ops::shm {
 
-constexpr uint64_t kSegmentMagic = 0x34306d6873627461ULL;  // "atbshm04"
+constexpr uint64_t kSegmentMagic = 0x35306d6873627461ULL;  // "atbshm05"
 constexpr uint32_t kNotEager = 0xffffffffu;
 // Bytes of each eager buffer (per rank and parity): 512 KiB up to 4 ranks, else 256 KiB. The buffer holds a
 // call's eager messages (each at most ATB_OPS_SHM_EAGER, all that fit) or the reduction pipeline's rings
@@ -42,7 +44,11 @@ struct alignas(64) SegmentHeader {
   std::atomic<int32_t> abortClaim;
   std::atomic<int32_t> abortedBy;  // rank + 1; 0 while healthy
   uint32_t eagerBytes;             // the root's choice; every rank lays its slot out with it
-  char abortReason[232];
+  // The root's ATB_OPS_SHM_EAGER and ATB_OPS_SHM_SPLIT: they decide who moves which bytes, so every rank
+  // runs with the root's values, whatever its own environment says.
+  int64_t eagerLimit;
+  int32_t split;
+  char abortReason[220];
 };
 
 // One per rank, written only by that rank (pid once at attach, the sequence words every call).
@@ -60,10 +66,6 @@ struct alignas(64) SlotHead {
   std::atomic<int32_t> arenaMapped;  // 0 not yet, 1 this rank mapped every peer's arena, 2 it could not
 };
 
-// What the collective of a post is, so ranks that called different collectives (or the same with other
-// sizes) find out together instead of misreading each other's buffers.
-enum class CallKind : int32_t { kAlltoallv = 1, kAllreduce = 2, kReduceScatter = 3, kBroadcast = 4 };
-
 // What rank r posts about peer j for one call: where r's bytes for j live and where j's bytes go (both
 // in r's address space), how many bytes flow each way, and whether the bytes for j wait in r's eager
 // buffer.
@@ -76,14 +78,11 @@ struct PeerEntry {
   uint32_t reserved;
 };
 
+// A rank's post for one collective: what it calls (every rank compares all posts before moving data, so ranks
+// that called different things, or the same with other sizes, all raise instead of misreading buffers).
 struct alignas(64) PostBlock {
-  int32_t kind;  // CallKind
-  int32_t dtype;
-  int32_t elemSize;
-  int32_t op;           // ReduceOp (reductions)
-  int32_t root;         // broadcast
-  int32_t eager;        // 1: the whole call travels through the eager buffers
-  uint64_t totalBytes;  // reductions and broadcast: the tensor's bytes
+  CallSignature sig;
+  int32_t eager;  // 1: the whole call travels through the eager buffers
   // PeerEntry entries[rankSize] follow
 };
 

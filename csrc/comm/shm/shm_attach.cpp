@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "comm/bootstrap/bootstrap.h"
+#include "core/interrupt.h"
 #include "core/json_fields.h"
 #include "core/layout.h"
 #include "core/status.h"
@@ -18,6 +19,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 void sleepBackoff(int& attempt) {
+  throwIfInterrupted("shm communicator creation");
   std::this_thread::sleep_for(std::chrono::microseconds(attempt < 50 ? 200 : 2000));
   ++attempt;
 }
@@ -90,7 +92,7 @@ void mapPeerArenas(const CommConfig& c, Attachment& a, PeerMemory& memory, Clock
 
 }  // namespace
 
-Attachment attachSegment(const CommConfig& c, PeerMemory& memory) {
+Attachment attachSegment(const CommConfig& c, PeerMemory& memory, CommStats* stats) {
   ATB_CHECK(c.rankSize <= kMaxRanks, ERROR_INVALID_PARAM, "backend 'shm' supports at most ", kMaxRanks,
             " ranks on one host; rankSize is ", c.rankSize, " (use backend 'gloo' across hosts)");
   Arena::instance();  // raises on a malformed ATB_OPS_SHM_ARENA before anything is claimed
@@ -104,12 +106,19 @@ Attachment attachSegment(const CommConfig& c, PeerMemory& memory) {
     // The root sizes the eager buffers; the others read the size from the header.
     const size_t eager = eagerBufferBytes(c.rankSize);
     name = "seg." + randomToken();
-    a.file = MappedFile::create(dir + "/" + name, SegmentView::bytesFor(c.rankSize, eager));
+    try {
+      a.file = MappedFile::create(dir + "/" + name, SegmentView::bytesFor(c.rankSize, eager));
+    } catch (const c10::Error& e) {
+      bootstrap->fail(e.what_without_backtrace());
+      throw;
+    }
     a.view = SegmentView(a.file.base(), c.rankSize, eager);
     SegmentHeader& h = a.view.header();
     h.rankSize = c.rankSize;
     h.rootPid = ::getpid();
     h.eagerBytes = static_cast<uint32_t>(eager);
+    h.eagerLimit = c.options.shmEager;
+    h.split = c.options.shmSplit ? 1 : 0;
     h.magic.store(kSegmentMagic, std::memory_order_release);
     claimSlot(c, a.view);
     try {
@@ -151,7 +160,7 @@ Attachment attachSegment(const CommConfig& c, PeerMemory& memory) {
   }
   if (c.rank == c.rankRoot) unlinkIfSame(a.file, a.file.path());
 
-  memory.reset(c.rankSize);
+  memory.reset(c.rankSize, stats);
   int cpus = 0;
   for (size_t w = 0; w < kCpuWords; ++w) {
     uint64_t all = 0;
@@ -161,6 +170,7 @@ Attachment attachSegment(const CommConfig& c, PeerMemory& memory) {
   a.spin = c.rankSize <= cpus;
   for (int32_t r = 0; r < c.rankSize; ++r) memory.setPid(r, a.view.slot(r).pid.load());
   mapPeerArenas(c, a, memory, deadline);
+  bootstrap->confirm();
   return a;
 }
 

@@ -25,8 +25,8 @@ struct Attachment {
   std::vector<PeerArenaMapping> peerArenas;  // [rank]; empty for this process's own arena
 };
 
-// Creates or joins the segment for `config` and fills `memory` (peer pids, arena mappings). Raises
-// ERROR_COMM_TIMEOUT naming the ranks that did not join within ATB_OPS_TIMEOUT.
-Attachment attachSegment(const CommConfig& config, PeerMemory& memory);
+// Creates or joins the segment for `config` and fills `memory` (peer pids, arena mappings; its copies are
+// counted in `stats`). Raises ERROR_COMM_TIMEOUT naming the ranks that did not join within ATB_OPS_TIMEOUT.
+Attachment attachSegment(const CommConfig& config, PeerMemory& memory, CommStats* stats);
 
 }  // namespace atb_ops::shm

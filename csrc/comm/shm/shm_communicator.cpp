@@ -7,7 +7,7 @@
 #include <cstring>
 #include <exception>
 
-#include "comm/comm_cache.h"
+#include "comm/backend_registry.h"
 #include "comm/shm/peer_wait.h"
 #include "core/process.h"
 #include "core/reduce.h"
@@ -29,16 +29,6 @@ size_t roundUp(size_t n, size_t a) {
   return (n + a - 1) / a * a;
 }
 
-const char* kindName(int32_t kind) {
-  switch (static_cast<CallKind>(kind)) {
-    case CallKind::kAlltoallv: return "alltoallv (or allgather, barrier)";
-    case CallKind::kAllreduce: return "allreduce";
-    case CallKind::kReduceScatter: return "reduce_scatter";
-    case CallKind::kBroadcast: return "broadcast";
-  }
-  return "an unknown collective";
-}
-
 std::string dtypeName(int32_t dtype) {
   return c10::toString(static_cast<c10::ScalarType>(dtype));
 }
@@ -53,11 +43,11 @@ std::pair<int64_t, int64_t> shardOf(int64_t numel, int32_t n, int32_t j) {
 }  // namespace
 
 ShmCommunicator::ShmCommunicator(const CommConfig& config)
-    : Communicator("shm", config.rank, config.rankSize, config.options),
-      eagerLimit_(config.options.shmEager),
-      split_(config.options.shmSplit) {
+    : Communicator("shm", config.rank, config.rankSize, config.options) {
   ATB_CHECK(config.handle == 0, ERROR_INVALID_PARAM, "backend 'shm' takes no hcclComm handle, got ", config.handle);
-  att_ = attachSegment(config, memory_);
+  att_ = attachSegment(config, memory_, &stats_);
+  eagerLimit_ = att_.view.header().eagerLimit;
+  split_ = att_.view.header().split != 0;
   const size_t n = static_cast<size_t>(size());
   push_.assign(n * n, 0);
   plan_.n = size();
@@ -84,19 +74,13 @@ at::Tensor ShmCommunicator::emptyOutput(c10::IntArrayRef sizes, const at::Tensor
 
 // --- the call protocol ---
 
-ShmCommunicator::Call ShmCommunicator::begin(const char* what, CallKind kind, const at::Tensor& t, int32_t op,
-                                             int32_t root, uint64_t totalBytes) {
+ShmCommunicator::Call ShmCommunicator::begin(const char* what) {
   if (att_.view.header().abortedBy.load(std::memory_order_acquire) != 0) checkHealth(what);
   const uint32_t seq = ++seq_;
   Call c{what, seq, seq & 1u};
   PostBlock& p = myPost(c);
-  p.kind = static_cast<int32_t>(kind);
-  p.dtype = static_cast<int32_t>(t.scalar_type());
-  p.elemSize = static_cast<int32_t>(t.element_size());
-  p.op = op;
-  p.root = root;
+  p.sig = signature();
   p.eager = 0;
-  p.totalBytes = totalBytes;
   return c;
 }
 
@@ -123,28 +107,14 @@ void ShmCommunicator::awaitPeers(const Call& c, Word word, Word waiters, Wanted 
 }
 
 void ShmCommunicator::checkSameCall(const Call& c) const {
-  const PostBlock& mine = myPost(c);
-  for (int32_t i = 0; i < size(); ++i) {
-    const PostBlock& theirs = att_.view.post(i, c.parity);
-    ATB_CHECK(theirs.kind == mine.kind, ERROR_INVALID_PARAM, c.what, ": rank ", i, " called ", kindName(theirs.kind),
-              " while rank ", rank(), " called ", kindName(mine.kind),
-              "; every rank must issue the same calls on one communicator in the same order");
-    ATB_CHECK(theirs.dtype == mine.dtype && theirs.elemSize == mine.elemSize, ERROR_INVALID_TENSOR_DTYPE, c.what,
-              ": rank ", i, " moves dtype ", dtypeName(theirs.dtype), " but rank ", rank(), " moves ",
-              dtypeName(mine.dtype));
-    ATB_CHECK(theirs.op == mine.op, ERROR_INVALID_PARAM, c.what, ": rank ", i, " reduces with '",
-              reduceOpName(static_cast<ReduceOp>(theirs.op)), "' but rank ", rank(), " with '",
-              reduceOpName(static_cast<ReduceOp>(mine.op)), "'");
-    ATB_CHECK(theirs.root == mine.root, ERROR_INVALID_PARAM, c.what, ": rank ", i, " names root ", theirs.root,
-              " but rank ", rank(), " names root ", mine.root);
-    ATB_CHECK(theirs.totalBytes == mine.totalBytes, ERROR_INVALID_TENSOR_SIZE, c.what, ": rank ", i, " passes ",
-              theirs.totalBytes / std::max(theirs.elemSize, 1), " elements but rank ", rank(), " passes ",
-              mine.totalBytes / std::max(mine.elemSize, 1));
-  }
+  // The same prefix on every rank, whatever each called, so all raise one message.
+  checkSignatures(
+      size(), [&](int32_t r) -> const CallSignature& { return att_.view.post(r, c.parity).sig; },
+      "shm call #" + std::to_string(myPost(c).sig.seq));
 }
 
 void ShmCommunicator::checkCountMatrix(const Call& c) const {
-  const int64_t es = myPost(c).elemSize;
+  const int64_t es = std::max<int64_t>(myPost(c).sig.elemSize, 1);  // a barrier moves no typed data
   atb_ops::checkCountMatrix(
       size(),
       [&](int32_t i, int32_t j) { return static_cast<int64_t>(att_.view.entries(i, c.parity)[j].sendBytes) / es; },
@@ -252,7 +222,7 @@ bool ShmCommunicator::touchesMyBuffers(const Call& c, int32_t p) const {
 }
 
 void ShmCommunicator::doAlltoallv(const at::Tensor& send, const AllToAllVLayout& layout, at::Tensor& recv) {
-  const Call c = begin("shm alltoallv", CallKind::kAlltoallv, send, 0, 0, 0);
+  const Call c = begin("shm alltoallv");
   const int64_t es = send.element_size();
   // Post: addresses and sizes, small messages copied into the eager buffer of this parity.
   PeerEntry* out = myEntries(c);
@@ -273,6 +243,7 @@ void ShmCommunicator::doAlltoallv(const at::Tensor& send, const AllToAllVLayout&
     if (j != rank() && bytes > 0 && static_cast<int64_t>(bytes) <= eagerLimit_ &&
         eagerUsed + room <= att_.view.eagerBytes()) {
       std::memcpy(eager + eagerUsed, src, bytes);
+      stats_.eagerBytes.fetch_add(bytes, std::memory_order_relaxed);
       e.eagerOffset = static_cast<uint32_t>(eagerUsed);
       eagerUsed += room;
     }
@@ -301,12 +272,13 @@ void ShmCommunicator::doAlltoallv(const at::Tensor& send, const AllToAllVLayout&
 
 void ShmCommunicator::doAllreduce(const at::Tensor& send, at::Tensor& recv, ReduceOp op) {
   const uint64_t bytes = send.nbytes();
-  const Call c = begin("shm allreduce", CallKind::kAllreduce, send, static_cast<int32_t>(op), 0, bytes);
+  const Call c = begin("shm allreduce");
   const c10::ScalarType dtype = send.scalar_type();
   const int64_t es = send.element_size();
   const int64_t numel = send.numel();
   if (static_cast<int64_t>(bytes) <= reduceEagerLimit() && bytes <= att_.view.eagerBytes()) {
     if (bytes > 0) std::memcpy(att_.view.eager(rank(), c.parity), send.data_ptr(), bytes);
+    stats_.eagerBytes.fetch_add(bytes, std::memory_order_relaxed);
     myPost(c).eager = 1;
   }
   announce(c, &SlotHead::postSeq, &SlotHead::postWaiters);
@@ -339,8 +311,7 @@ void ShmCommunicator::doAllreduce(const at::Tensor& send, at::Tensor& recv, Redu
 
 void ShmCommunicator::doReduceScatterV(const at::Tensor& send, const VLayout& s, at::Tensor& recv, ReduceOp op) {
   const int64_t es = send.element_size();
-  const Call c =
-      begin("shm reduce_scatter", CallKind::kReduceScatter, send, static_cast<int32_t>(op), 0, send.nbytes());
+  const Call c = begin("shm reduce_scatter");
   const c10::ScalarType dtype = send.scalar_type();
   PeerEntry* out = myEntries(c);
   const auto* base = static_cast<const char*>(send.data_ptr());
@@ -355,6 +326,7 @@ void ShmCommunicator::doReduceScatterV(const at::Tensor& send, const VLayout& s,
     e.eagerOffset = kNotEager;
     if (eager) {
       std::memcpy(att_.view.eager(rank(), c.parity) + used, base + s.displs[j] * es, e.sendBytes);
+      stats_.eagerBytes.fetch_add(e.sendBytes, std::memory_order_relaxed);
       e.eagerOffset = static_cast<uint32_t>(used);
       used += roundUp(e.sendBytes, kEagerAlign);
     }
@@ -363,14 +335,6 @@ void ShmCommunicator::doReduceScatterV(const at::Tensor& send, const VLayout& s,
   announce(c, &SlotHead::postSeq, &SlotHead::postWaiters);
   awaitAll(c, &SlotHead::postSeq, &SlotHead::postWaiters);
   checkSameCall(c);
-  for (int32_t p = 0; p < size(); ++p) {
-    for (int32_t j = 0; j < size(); ++j) {
-      const uint64_t theirs = att_.view.entries(p, c.parity)[j].sendBytes;
-      ATB_CHECK(theirs == out[j].sendBytes, ERROR_INVALID_PARAM, c.what, ": rank ", p, " gives rank ", j, " ",
-                theirs / es, " elements but rank ", rank(), " gives it ", out[j].sendBytes / es,
-                "; every rank must pass the same counts");
-    }
-  }
   const int64_t m = s.counts[rank()];
   if (allEager(c)) {
     if (m == 0) return;
@@ -397,6 +361,7 @@ int64_t ShmCommunicator::reduceEagerLimit() const {
 }
 
 void ShmCommunicator::runPipeline(const Call& c, const PipeShards& shards) {
+  stats_.pipelineCalls.fetch_add(1, std::memory_order_relaxed);
   IdleWait idle(c.what, options().timeout, [this, &c] { checkHealth(c.what); }, att_.spin);
   try {
     runReducePipeline(att_.view, memory_, rank(), c.parity, shards, idle);
@@ -410,12 +375,13 @@ void ShmCommunicator::runPipeline(const Call& c, const PipeShards& shards) {
 
 void ShmCommunicator::doBroadcast(at::Tensor& tensor, int32_t root) {
   const uint64_t bytes = tensor.nbytes();
-  const Call c = begin("shm broadcast", CallKind::kBroadcast, tensor, 0, root, bytes);
+  const Call c = begin("shm broadcast");
   PeerEntry& me = myEntries(c)[rank()];
   me.sendAddr = reinterpret_cast<uint64_t>(tensor.data_ptr());
   me.recvAddr = me.sendAddr;
   if (rank() == root && static_cast<int64_t>(bytes) <= eagerLimit_ && bytes <= att_.view.eagerBytes()) {
     if (bytes > 0) std::memcpy(att_.view.eager(rank(), c.parity), tensor.data_ptr(), bytes);
+    stats_.eagerBytes.fetch_add(bytes, std::memory_order_relaxed);
     myPost(c).eager = 1;
   }
   announce(c, &SlotHead::postSeq, &SlotHead::postWaiters);

@@ -51,7 +51,8 @@ class ShmCommunicator final : public Communicator {
     uint32_t parity;
   };
 
-  Call begin(const char* what, CallKind kind, const at::Tensor& t, int32_t op, int32_t root, uint64_t totalBytes);
+  // Starts this rank's post for the collective in progress (its signature, no eager data yet).
+  Call begin(const char* what);
   PostBlock& myPost(const Call& c) const { return att_.view.post(rank(), c.parity); }
   PeerEntry* myEntries(const Call& c) const { return att_.view.entries(rank(), c.parity); }
   // Publishes `word` = c.seq for this rank.
@@ -62,7 +63,7 @@ class ShmCommunicator final : public Communicator {
   void awaitAll(const Call& c, Word word, Word waiters) {
     awaitPeers(c, word, waiters, [](int32_t) { return true; });
   }
-  // Every rank called the same collective on the same dtype (and op, root, bytes where they apply).
+  // Every rank posted the same signature (call_signature.h).
   void checkSameCall(const Call& c) const;
   // alltoallv: what each rank sends to j is what j expects.
   void checkCountMatrix(const Call& c) const;

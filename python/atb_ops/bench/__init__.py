@@ -51,6 +51,7 @@ Displacements are packed in rank order (gloo's all_to_all_single cannot take oth
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import multiprocessing as mp
 import os
@@ -60,6 +61,8 @@ import sys
 import time
 import uuid
 from typing import Any
+
+import torch
 
 from atb_ops._launch import free_port
 from atb_ops.bench import collectives, report, workload
@@ -118,13 +121,18 @@ class Progress:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m atb_ops bench", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m atb_ops bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="--op quant_allreduce (atb_ops.quant's int8 all-reduce) takes flags of its own: --world-size, --sizes, "
+               "--dtype, --out-dtype, --block-size, --warmup, --iters, --rounds, --path auto|shm|group, --thp, --json "
+               "(python -m atb_ops bench --op quant_allreduce --help); --op linear_parallel (LinearParallelOperation "
+               "against matmul + all-reduce) likewise: --world-size, --backend, --sizes, --k, --n, --dtype, --iters, "
+               "--budget, --warmup, --rounds, --no-gloo, --json (python -m atb_ops bench --op linear_parallel --help)")
     p.add_argument("--op", default="alltoallv", choices=[*collectives.OPS, "quant_allreduce", "linear_parallel"],
                    help="the collective: alltoallv (AllToAllVV2Operation, default), allreduce (AllReduceOperation), "
                         "reduce_scatter (ReduceScatterOperation), allgather (AllGatherOperation), broadcast "
                         "(BroadcastOperation, root 0); quant_allreduce: atb_ops.quant's bench; linear_parallel: "
-                        "LinearParallelOperation against matmul + all-reduce (atb_ops.bench_linear_parallel)")
+                        "LinearParallelOperation against matmul + all-reduce (atb_ops.bench.linear_parallel)")
     p.add_argument("--api", choices=["atb", "distributed"], default="atb",
                    help="distributed: also time the same collective through atb_ops.distributed (a column beside "
                         "execute_out)")
@@ -157,6 +165,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.world_size < 1:
         p.error(f"--world-size must be >= 1, got {args.world_size}")
+    if args.spread <= 0:
+        p.error(f"--spread must be > 0, got {args.spread:g}")
+    if args.budget <= 0 or args.timeout <= 0:
+        p.error("--budget and --timeout must be > 0")
+    if args.backend == "nccl" and not torch.cuda.is_available():
+        p.error("--backend nccl needs CUDA GPUs, and this torch sees none (torch.cuda.is_available() is False)")
+    if args.plot and importlib.util.find_spec("matplotlib") is None:
+        p.error("--plot needs matplotlib (pip install matplotlib); nothing was run")
     try:
         args.size_list = workload.parse_sizes(args.sizes)
     except ValueError as e:

@@ -1,12 +1,13 @@
-"""The ATB_HOME_PATH folder of the emulation, laid out like ATB's: ``lib/libatb_test_framework.so`` and
-``lib/libatb.so``.
+"""The ATB_HOME_PATH folder of the emulation, laid out like ATB's: ``include/atb/*.h``,
+``lib/libatb_test_framework.so`` and ``lib/libatb.so``; and the ASCEND_HOME_PATH folder, laid out like CANN's.
 
-A build with HCCL's headers makes this folder inside the package, ``atb_ops/atb_home``: its
-``libatb_test_framework.so`` links atb_ops' TorchScript binding and its ``libatb.so``, the HCCL runner for
-CPU ranks, which links HCCL's C API as atb_ops implements it (``libatb_ops_hccl_cpu.so``).
+Every build makes both inside the package. ``atb_ops/atb_home``: its ``libatb_test_framework.so`` links atb_ops'
+TorchScript binding and its ``libatb.so``, the HCCL runner for CPU ranks, which links HCCL's C API as atb_ops
+implements it. ``atb_ops/ascend_home``: ``lib64/libhccl.so`` (that C API), ``lib64/libascendcl.so`` (the ACL
+runtime on CPU) and the headers of both in ``include/``.
 
-Without it (no HCCL headers at build time), the launcher makes the folder at run time from symbolic links to
-the package's libraries, in a private place of the user (``$XDG_RUNTIME_DIR/atb_ops``, else
+Without the packaged atb_home (a build from before it existed), the launcher makes the folder at run time from
+symbolic links to the package's libraries, in a private place of the user (``$XDG_RUNTIME_DIR/atb_ops``, else
 ``~/.cache/atb_ops``, else ``<tmp>/atb_ops-<uid>``): every folder it creates is 0700 and owned by the user,
 opened without following a symbolic link, and the links are replaced atomically, so concurrent launchers
 never see a half-made folder. Backend "hccl" then runs on shm, and ATB's tests that look for HCCL symbols
@@ -174,6 +175,18 @@ def packaged_atb_home() -> str | None:
         home = os.path.join(location, "atb_home")
         libs = [os.path.join(home, "lib", name) for name in ("libatb_test_framework.so", "libatb.so")]
         if all(os.path.isfile(lib) for lib in libs):
+            return os.path.realpath(home)
+    return None
+
+
+def packaged_ascend_home() -> str | None:
+    """The package's CANN-like folder (``atb_ops/ascend_home``: include/acl, include/hccl, lib64/libascendcl.so,
+    lib64/libhccl.so), when the build made it; else None."""
+    spec = importlib.util.find_spec("atb_ops")
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        home = os.path.join(location, "ascend_home")
+        needed = ["lib64/libhccl.so", "lib64/libascendcl.so", "include/hccl/hccl.h", "include/acl/acl.h"]
+        if all(os.path.isfile(os.path.join(home, name)) for name in needed):
             return os.path.realpath(home)
     return None
 

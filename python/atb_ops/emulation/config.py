@@ -13,6 +13,13 @@ COUNT_ENV = "ATB_OPS_NPU_COUNT"  # device_count() under --device cpu
 NAME_ENV = "ATB_OPS_NPU_NAME"  # get_device_name() override
 VISIBLE_ENV = "ASCEND_RT_VISIBLE_DEVICES"  # the NPU runtime's own device list, honoured on CPU too
 HOME_ENV = "ATB_HOME_PATH"  # ATB's variable: the folder holding lib/libatb_test_framework.so
+ASCEND_ENV = "ASCEND_HOME_PATH"  # CANN's variable: include/{acl,hccl}, lib64/{libascendcl,libhccl}.so
+TOOLKIT_ENV = "ASCEND_TOOLKIT_HOME"  # set by a real Ascend toolkit's set_env.sh
+LIBRARY_PATH_ENV = "LD_LIBRARY_PATH"
+# Where Ascend toolkits install themselves by default; one of these present means a real toolkit is here.
+TOOLKIT_INSTALLS = ("/usr/local/Ascend/ascend-toolkit", "/usr/local/Ascend/cann")
+# The file that marks atb_ops' own ascend_home folder (so ASCEND_HOME_PATH pointing there is not a toolkit).
+EMULATION_MARKER = "ATB_OPS_EMULATION"
 DEVICES = ("cpu", "cuda")
 DEFAULT_NPU_COUNT = 8  # one Atlas 800 box: ATB's multi-rank tests use up to 8 ranks
 

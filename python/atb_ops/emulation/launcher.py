@@ -6,11 +6,16 @@ signals are the script's own, and every Python process it starts (multiprocessin
 torch.multiprocessing.spawn, subprocess, torchrun) inherits the same environment:
 
 - PYTHONPATH starts with a folder holding the emulated ``torch_npu`` and ``torch_atb`` packages;
-- ATB_HOME_PATH is a private folder with ``lib/libatb_test_framework.so`` and ``lib/libatb.so``;
+- ATB_HOME_PATH is a folder laid out like ATB's (``include/atb``, ``lib/libatb.so``,
+  ``lib/libatb_test_framework.so``) and ASCEND_HOME_PATH one laid out like CANN's (``include/acl``,
+  ``include/hccl``, ``lib64/libascendcl.so``, ``lib64/libhccl.so``), both as CANN's set_env.sh sets them, with
+  LD_LIBRARY_PATH starting with their library folders, so ATB's and HCCL's C++ programs build and run unchanged;
 - ATB_OPS_NPU_EMULATION says where NPU tensors live ("cpu" or "cuda").
 
-``env`` prints those variables as shell ``export`` lines instead. Where a real torch_npu is importable,
-both refuse (``--force-emulation`` overrides): the emulation never shadows a real NPU stack silently.
+``env`` prints those variables as shell ``export`` lines instead. Where a real torch_npu is importable, or a
+real Ascend toolkit is installed (ASCEND_TOOLKIT_HOME, an ASCEND_HOME_PATH that is not atb_ops', or a default
+install under /usr/local/Ascend), both refuse (``--force-emulation`` overrides): the emulation never shadows a
+real NPU stack silently.
 """
 
 from __future__ import annotations
@@ -37,8 +42,10 @@ and in every Python process it starts.
 ENV_USAGE = """\
 usage: python -m atb_ops env [--device cpu|cuda] [--force-emulation]
 
-Prints the environment of `python -m atb_ops run` as shell export lines:
+Prints the environment of `python -m atb_ops run` as shell export lines (PYTHONPATH, ATB_HOME_PATH,
+ASCEND_HOME_PATH, LD_LIBRARY_PATH, ATB_OPS_NPU_EMULATION), as CANN's and ATB's set_env.sh do:
     eval "$(python -m atb_ops env)"; python -m pytest tests_written_for_npu/
+    eval "$(python -m atb_ops env)"; cc prog.c -I$ASCEND_HOME_PATH/include -L$ASCEND_HOME_PATH/lib64 -lhccl
 """
 
 
@@ -171,6 +178,37 @@ def _check_no_real_torch_npu(force: bool) -> None:
         )
 
 
+def find_real_ascend_toolkit(base: Mapping[str, str] | None = None) -> str | None:
+    """Where a real Ascend toolkit is installed, if one is.
+
+    Args:
+        base: The environment to look at (os.environ when None).
+
+    Returns:
+        ASCEND_TOOLKIT_HOME when set; else ASCEND_HOME_PATH when it is set and is not atb_ops' own ascend_home;
+        else the first default install folder that exists; None when there is none.
+    """
+    base = os.environ if base is None else base
+    if base.get(config.TOOLKIT_ENV):
+        return f"{config.TOOLKIT_ENV}={base[config.TOOLKIT_ENV]}"
+    ascend = base.get(config.ASCEND_ENV)
+    if ascend and not os.path.isfile(os.path.join(ascend, config.EMULATION_MARKER)):
+        return f"{config.ASCEND_ENV}={ascend}"
+    for folder in config.TOOLKIT_INSTALLS:
+        if os.path.isdir(folder):
+            return folder
+    return None
+
+
+def _check_no_real_toolkit(force: bool) -> None:
+    real = find_real_ascend_toolkit()
+    if real is not None and not force:
+        raise LaunchError(
+            f"a real Ascend toolkit is installed here ({real}); the emulation's ASCEND_HOME_PATH would shadow it.\n"
+            "On an NPU machine use the toolkit's set_env.sh. To emulate anyway, add --force-emulation."
+        )
+
+
 def _check_device(device: str) -> None:
     if device != "cuda":
         return
@@ -190,11 +228,12 @@ def emulation_env(device: str, force: bool = False, base: Mapping[str, str] | No
         device: "cpu" or "cuda".
         force: Also set when a real torch_npu is present: turns torch's backend auto-loading off so the
             real one is not loaded behind the emulation's back.
-        base: The environment to extend (os.environ when None); only its PYTHONPATH is read.
+        base: The environment to extend (os.environ when None); only its PYTHONPATH and LD_LIBRARY_PATH are read.
 
     Returns:
         {name: value} to set: PYTHONPATH (the emulation folder first, the rest kept), ATB_HOME_PATH,
-        ATB_OPS_NPU_EMULATION, and TORCH_DEVICE_BACKEND_AUTOLOAD=0 when forced.
+        ASCEND_HOME_PATH (when the build made it), LD_LIBRARY_PATH (their library folders first, the rest
+        kept), ATB_OPS_NPU_EMULATION, and TORCH_DEVICE_BACKEND_AUTOLOAD=0 when forced.
 
     Raises:
         PermissionError: When the ATB_HOME_PATH folder cannot be made.
@@ -208,11 +247,18 @@ def emulation_env(device: str, force: bool = False, base: Mapping[str, str] | No
         pythonpath = existing
     else:
         pythonpath = os.pathsep.join([own, *entries]) if existing else own
-    env = {
-        "PYTHONPATH": pythonpath,
-        config.HOME_ENV: atb_home.ensure_atb_home(),
-        config.MODE_ENV: device,
-    }
+    home = atb_home.ensure_atb_home()
+    env = {"PYTHONPATH": pythonpath, config.HOME_ENV: home}
+    library_dirs = [os.path.join(home, "lib")]
+    ascend = atb_home.packaged_ascend_home()
+    if ascend is not None:
+        env[config.ASCEND_ENV] = ascend
+        library_dirs.append(os.path.join(ascend, "lib64"))
+    existing_libs = [d for d in base.get(config.LIBRARY_PATH_ENV, "").split(os.pathsep) if d]
+    env[config.LIBRARY_PATH_ENV] = os.pathsep.join(
+        library_dirs + [d for d in existing_libs if not any(_same_dir(d, mine) for mine in library_dirs)]
+    )
+    env[config.MODE_ENV] = device
     if force:
         env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
     return env
@@ -235,10 +281,12 @@ def prepare(opts: Options) -> dict[str, str]:
     """Checks that the emulation may start and returns the complete environment for it.
 
     Raises:
-        LaunchError: When a real torch_npu is importable (without --force-emulation), CUDA is missing
+        LaunchError: When a real torch_npu is importable or a real Ascend toolkit is installed (without
+            --force-emulation), CUDA is missing
             for --device cuda, or the ATB_HOME_PATH folder cannot be made.
     """
     _check_no_real_torch_npu(opts.force)
+    _check_no_real_toolkit(opts.force)
     _check_device(opts.device)
     try:
         return {**os.environ, **emulation_env(opts.device, opts.force)}
@@ -300,6 +348,7 @@ def env_main(argv: list[str]) -> int:
     try:
         opts = parse_env_args(argv)
         _check_no_real_torch_npu(opts.force)
+        _check_no_real_toolkit(opts.force)
         _check_device(opts.device)
         env = emulation_env(opts.device, opts.force)
     except (UsageError, LaunchError) as err:

@@ -1,6 +1,6 @@
 // A program that uses HCCL's C API the way HCCL's published samples do: rank 0 makes the root info, the
 // others receive it (here through a file), every rank initialises its communicator from it, runs the
-// collectives and destroys the communicator. Linked against libatb_ops_hccl_cpu.so (HCCL's API on CPU ranks),
+// collectives and destroys the communicator. Linked against libhccl.so (atb_ops' HCCL API on CPU ranks),
 // it proves our implementation with real data, from plain C++ with nothing but hccl.h in sight.
 //
 //   hccl_cpu_sample <rank> <nranks> <root-info-file>
@@ -18,8 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "third_party/hccl/inc/hccl/hccl.h"
-#include "third_party/hccl/inc/hccl/hccl_types.h"
+#include <hccl/hccl.h>
 
 extern "C" const char* atbOpsHcclCpuLastError();  // not HCCL's: the full text of this thread's last failure
 

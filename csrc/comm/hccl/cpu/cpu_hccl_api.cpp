@@ -1,16 +1,15 @@
 // Backend "hccl" for CPU tensors: the HCCL backend's own logic (hccl_communicator.cpp) over HCCL's C API as
-// atb_ops implements it on CPU ranks (csrc/hccl_cpu, libatb_ops_hccl_cpu.so). This is the emulation's
-// $ATB_HOME_PATH/lib/libatb.so: it links the HCCL functions as ATB's libatb.so links libhccl, and registers
-// the backend when it loads (python -m atb_ops run loads it). The NPU runtime has no CPU counterpart: the
-// device calls succeed without effect, there are no streams (every call has completed when it returns), and
-// an event is complete as soon as it is recorded.
+// atb_ops implements it on CPU ranks (csrc/vendor_api/hccl: $ASCEND_HOME_PATH/lib64/libhccl.so). This is the
+// emulation's $ATB_HOME_PATH/lib/libatb.so: it links libhccl.so as ATB's libatb.so does, and registers the backend when
+// it loads (python -m atb_ops run loads it). The NPU runtime has no CPU counterpart: the device calls succeed without
+// effect, there are no streams (every call has completed when it returns), and an event is complete as soon as it is
+// recorded.
 #include <cstring>
 #include <type_traits>
 
-#include "third_party/hccl/inc/hccl/hccl.h"
-#include "third_party/hccl/inc/hccl/hccl_types.h"
+#include <hccl/hccl.h>
 
-#include "comm/comm_cache.h"
+#include "comm/backend_registry.h"
 #include "comm/hccl/hccl_communicator.h"
 #include "core/reduce.h"
 

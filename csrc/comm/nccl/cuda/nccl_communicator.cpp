@@ -11,8 +11,8 @@
 #include <memory>
 #include <string>
 
+#include "comm/backend_registry.h"
 #include "comm/bootstrap/bootstrap.h"
-#include "comm/comm_cache.h"
 #include "comm/communicator.h"
 #include "comm/nccl/nccl_comm.h"
 #include "core/status.h"
@@ -33,6 +33,7 @@ class NcclCommunicator final : public Communicator {
     } else {
       auto bootstrap = makeBootstrap(c, "nccl");
       comm_ = NcclComm::create(realNcclApi(), c.rank, c.rankSize, c.rankRoot, *bootstrap, c.options.timeout);
+      bootstrap->confirm();
     }
   }
 

@@ -1,25 +1,28 @@
-// HCCL's C API (hccl.h, hccl_types.h of the torch_npu 2.13.0 wheel, same signatures and types) implemented
-// over atb_ops' CPU transport, so the HCCL backend and ATB's own tests run with real data on CPU ranks.
-// CPU pointers play device memory; a stream argument is accepted and every call completes on the calling
-// thread before it returns. Bad arguments return HCCL's own codes (HCCL_E_PARA, ...); a fault's full text is
-// kept per thread (atbOpsHcclCpuLastError). This is not Huawei's library: libatb_ops_hccl_cpu.so.
+// HCCL's C API (include/hccl/hccl.h: HCCL's signatures and types) implemented over atb_ops' CPU transport, so
+// the HCCL backend, ATB's own tests and users' C/C++ programs run with real data on CPU ranks. CPU pointers play
+// device memory; a stream argument is accepted and every call completes on the calling thread before it
+// returns. Bad arguments and dead handles return HCCL's own codes (HCCL_E_PTR, HCCL_E_PARA, ...); a fault's
+// full text is kept per thread (atbOpsHcclCpuLastError). This is not Huawei's library: it is installed as
+// $ASCEND_HOME_PATH/lib64/libhccl.so of atb_ops' CANN-like layout.
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/from_blob.h>
 
+#include <cstdio>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "third_party/hccl/inc/hccl/hccl.h"
-#include "third_party/hccl/inc/hccl/hccl_types.h"
+#include <hccl/hccl.h>
 
 #include "core/layout.h"
 #include "core/reduce.h"
 #include "core/status.h"
-#include "hccl_cpu/cpu_comm.h"
+#include "vendor_api/hccl/comm_registry.h"
+#include "vendor_api/hccl/cpu_comm.h"
 
 using atb_ops::hccl_cpu::CpuComm;
 
@@ -59,8 +62,10 @@ HcclResult guarded(F&& body) {
   }
 }
 
-CpuComm* commOf(HcclComm comm) {
-  return static_cast<CpuComm*>(comm);
+std::string handleText(HcclComm comm) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%p", comm);
+  return text;
 }
 
 // The torch dtype data of `type` is stored as; reductions need arithmetic, so unsigned 16/32/64-bit data
@@ -131,9 +136,16 @@ atb_ops::ReduceOp reduceOpOf(HcclReduceOp op) {
   }
 }
 
-// Checks what every collective needs: a live communicator, a known type, buffers where there is data.
-#define HCCL_CPU_CHECK_COMM(comm) \
-  if ((comm) == nullptr) return fail(HCCL_E_PTR, "the HcclComm is null");
+// Checks what every call needs. HCCL_CPU_FIND_COMM finds the live communicator of handle `comm` as `live` (kept alive
+// for the call), or returns HCCL's code: HCCL_E_PTR for null, HCCL_E_PARA for a handle that was destroyed or never made
+// here.
+#define HCCL_CPU_FIND_COMM(comm)                                                                           \
+  if ((comm) == nullptr) return fail(HCCL_E_PTR, std::string(__func__) + ": the HcclComm is null");        \
+  const std::shared_ptr<CpuComm> live = atb_ops::hccl_cpu::findComm(comm);                                 \
+  if (!live) {                                                                                             \
+    return fail(HCCL_E_PARA, std::string(__func__) + ": HcclComm " + handleText(comm) +                    \
+                                 " is not a live communicator (destroyed, or not made by HcclCommInit*)"); \
+  }
 
 #define HCCL_CPU_CHECK_TYPE(type) \
   if (sizeOf(type) == 0) return fail(HCCL_E_PARA, "unknown HcclDataType " + std::to_string(static_cast<int>(type)));
@@ -191,7 +203,9 @@ HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo* rootInfo, u
   }
   const std::string token = atb_ops::hccl_cpu::tokenOf(rootInfo->internal, HCCL_ROOT_INFO_BYTES);
   if (token.empty()) return fail(HCCL_E_PARA, "HcclCommInitRootInfo: rootInfo was not made by HcclGetRootInfo");
-  return guarded([&] { *comm = atb_ops::hccl_cpu::joinComm("root:" + token, rank, nRanks, false).release(); });
+  return guarded([&] {
+    *comm = atb_ops::hccl_cpu::registerComm(atb_ops::hccl_cpu::joinComm("root:" + token, rank, nRanks, false));
+  });
 }
 
 HcclResult HcclCommInitClusterInfo(const char* clusterInfo, uint32_t rank, HcclComm* comm) {
@@ -201,21 +215,44 @@ HcclResult HcclCommInitClusterInfo(const char* clusterInfo, uint32_t rank, HcclC
     const uint32_t size = atb_ops::hccl_cpu::rankTableSize(clusterInfo, &hash);
     ATB_CHECK(rank < size, ERROR_INVALID_PARAM, "rank ", rank, " is not in rank table '", clusterInfo, "' of ", size,
               " ranks");
-    *comm = atb_ops::hccl_cpu::joinComm("table:" + hash, rank, size, false).release();
+    *comm = atb_ops::hccl_cpu::registerComm(atb_ops::hccl_cpu::joinComm("table:" + hash, rank, size, false));
   });
+}
+
+// A comm name in `config` (hcclCommName) is what HcclGetCommName returns; the other options tune NPU
+// hardware and have no meaning on CPU ranks.
+static HcclResult applyConfig(const HcclCommConfig* config, HcclComm comm) {
+  const std::shared_ptr<CpuComm> made = atb_ops::hccl_cpu::findComm(comm);
+  const size_t n = strnlen(config->hcclCommName, COMM_NAME_MAX_LENGTH);
+  if (made && n > 0) made->name.assign(config->hcclCommName, n);
+  return HCCL_SUCCESS;
+}
+
+HcclResult HcclCommInitRootInfoConfig(uint32_t nRanks, const HcclRootInfo* rootInfo, uint32_t rank,
+                                      const HcclCommConfig* config, HcclComm* comm) {
+  if (config == nullptr) return fail(HCCL_E_PTR, "HcclCommInitRootInfoConfig: config is null");
+  const HcclResult rc = HcclCommInitRootInfo(nRanks, rootInfo, rank, comm);
+  return rc == HCCL_SUCCESS ? applyConfig(config, *comm) : rc;
+}
+
+HcclResult HcclCommInitClusterInfoConfig(const char* clusterInfo, uint32_t rank, HcclCommConfig* config,
+                                         HcclComm* comm) {
+  if (config == nullptr) return fail(HCCL_E_PTR, "HcclCommInitClusterInfoConfig: config is null");
+  const HcclResult rc = HcclCommInitClusterInfo(clusterInfo, rank, comm);
+  return rc == HCCL_SUCCESS ? applyConfig(config, *comm) : rc;
 }
 
 HcclResult HcclCommInitAll(uint32_t ndev, int32_t* devices, HcclComm* comms) {
   if (devices == nullptr || comms == nullptr || ndev == 0) return fail(HCCL_E_PARA, "HcclCommInitAll: bad arguments");
   // The ranks are threads of this process that meet while they are created, so they are made together.
   const std::string domain = "all:" + atb_ops::hccl_cpu::newRootToken();
-  std::vector<CpuComm*> made(ndev, nullptr);
+  std::vector<std::unique_ptr<CpuComm>> made(ndev);
   std::vector<std::string> errors(ndev);
   std::vector<std::thread> threads;
   for (uint32_t r = 0; r < ndev; ++r) {
     threads.emplace_back([&, r] {
       try {
-        made[r] = atb_ops::hccl_cpu::joinComm(domain, r, ndev, true).release();
+        made[r] = atb_ops::hccl_cpu::joinComm(domain, r, ndev, true);
       } catch (const c10::Error& e) {
         errors[r] = e.what_without_backtrace();
       }
@@ -224,38 +261,40 @@ HcclResult HcclCommInitAll(uint32_t ndev, int32_t* devices, HcclComm* comms) {
   for (auto& t : threads) t.join();
   for (uint32_t r = 0; r < ndev; ++r) {
     if (!errors[r].empty()) {
-      for (CpuComm* c : made) delete c;
       return fail(HCCL_E_INTERNAL, "HcclCommInitAll: rank " + std::to_string(r) + ": " + errors[r]);
     }
   }
-  for (uint32_t r = 0; r < ndev; ++r) comms[r] = made[r];
+  for (uint32_t r = 0; r < ndev; ++r) comms[r] = atb_ops::hccl_cpu::registerComm(std::move(made[r]));
   return HCCL_SUCCESS;
 }
 
 HcclResult HcclCommDestroy(HcclComm comm) {
-  HCCL_CPU_CHECK_COMM(comm);
-  delete commOf(comm);
+  if (comm == nullptr) return fail(HCCL_E_PTR, "HcclCommDestroy: the HcclComm is null");
+  if (!atb_ops::hccl_cpu::releaseComm(comm)) {
+    return fail(HCCL_E_PARA, "HcclCommDestroy: HcclComm " + handleText(comm) +
+                                 " is not a live communicator (already destroyed, or not made by HcclCommInit*)");
+  }
   return HCCL_SUCCESS;
 }
 
 HcclResult HcclGetRankSize(HcclComm comm, uint32_t* rankSize) {
-  HCCL_CPU_CHECK_COMM(comm);
+  HCCL_CPU_FIND_COMM(comm);
   if (rankSize == nullptr) return fail(HCCL_E_PTR, "HcclGetRankSize: rankSize is null");
-  *rankSize = commOf(comm)->size;
+  *rankSize = live->size;
   return HCCL_SUCCESS;
 }
 
 HcclResult HcclGetRankId(HcclComm comm, uint32_t* rank) {
-  HCCL_CPU_CHECK_COMM(comm);
+  HCCL_CPU_FIND_COMM(comm);
   if (rank == nullptr) return fail(HCCL_E_PTR, "HcclGetRankId: rank is null");
-  *rank = commOf(comm)->rank;
+  *rank = live->rank;
   return HCCL_SUCCESS;
 }
 
 HcclResult HcclGetCommName(HcclComm comm, char* commName) {
-  HCCL_CPU_CHECK_COMM(comm);
+  HCCL_CPU_FIND_COMM(comm);
   if (commName == nullptr) return fail(HCCL_E_PTR, "HcclGetCommName: commName is null");
-  const std::string& name = commOf(comm)->name;
+  const std::string& name = live->name;
   const size_t n = std::min<size_t>(name.size(), COMM_NAME_MAX_LENGTH - 1);
   std::memcpy(commName, name.data(), n);
   commName[n] = '\0';
@@ -263,10 +302,10 @@ HcclResult HcclGetCommName(HcclComm comm, char* commName) {
 }
 
 HcclResult HcclGetCommAsyncError(HcclComm comm, HcclResult* asyncError) {
-  HCCL_CPU_CHECK_COMM(comm);
+  HCCL_CPU_FIND_COMM(comm);
   if (asyncError == nullptr) return fail(HCCL_E_PTR, "HcclGetCommAsyncError: asyncError is null");
   // Calls complete synchronously: a fault was returned by its call; a communicator broken by one stays so.
-  *asyncError = commOf(comm)->comm->failed() ? HCCL_E_REMOTE : HCCL_SUCCESS;
+  *asyncError = live->comm->failed() ? HCCL_E_REMOTE : HCCL_SUCCESS;
   return HCCL_SUCCESS;
 }
 
@@ -303,44 +342,44 @@ const char* HcclGetErrorString(HcclResult code) {
 
 HcclResult HcclAllReduce(void* sendBuf, void* recvBuf, uint64_t count, HcclDataType dataType, HcclReduceOp op,
                          HcclComm comm, aclrtStream /*stream*/) {
-  HCCL_CPU_CHECK_COMM(comm);
+  HCCL_CPU_FIND_COMM(comm);
   HCCL_CPU_CHECK_TYPE(dataType);
   return guarded([&] {
     at::Tensor out = typed(recvBuf, count, dataType);
-    commOf(comm)->comm->allreduce(typed(sendBuf, count, dataType), out, reduceOpOf(op));
+    live->comm->allreduce(typed(sendBuf, count, dataType), out, reduceOpOf(op));
   });
 }
 
 HcclResult HcclBroadcast(void* buf, uint64_t count, HcclDataType dataType, uint32_t root, HcclComm comm,
                          aclrtStream /*stream*/) {
-  HCCL_CPU_CHECK_COMM(comm);
+  HCCL_CPU_FIND_COMM(comm);
   HCCL_CPU_CHECK_TYPE(dataType);
-  if (root >= commOf(comm)->size) return fail(HCCL_E_PARA, "HcclBroadcast: root " + std::to_string(root));
+  if (root >= live->size) return fail(HCCL_E_PARA, "HcclBroadcast: root " + std::to_string(root));
   return guarded([&] {
     at::Tensor t = bytes(buf, count, dataType);
-    commOf(comm)->comm->broadcast(t, static_cast<int32_t>(root));
+    live->comm->broadcast(t, static_cast<int32_t>(root));
   });
 }
 
 HcclResult HcclReduceScatter(void* sendBuf, void* recvBuf, uint64_t recvCount, HcclDataType dataType, HcclReduceOp op,
                              HcclComm comm, aclrtStream /*stream*/) {
-  HCCL_CPU_CHECK_COMM(comm);
+  HCCL_CPU_FIND_COMM(comm);
   HCCL_CPU_CHECK_TYPE(dataType);
   return guarded([&] {
-    const uint64_t n = commOf(comm)->size;
+    const uint64_t n = live->size;
     at::Tensor out = typed(recvBuf, recvCount, dataType);
-    commOf(comm)->comm->reduceScatter(typed(sendBuf, recvCount * n, dataType), out, reduceOpOf(op));
+    live->comm->reduceScatter(typed(sendBuf, recvCount * n, dataType), out, reduceOpOf(op));
   });
 }
 
 HcclResult HcclReduceScatterV(void* sendBuf, const void* sendCounts, const void* sendDispls, void* recvBuf,
                               uint64_t recvCount, HcclDataType dataType, HcclReduceOp op, HcclComm comm,
                               aclrtStream /*stream*/) {
-  HCCL_CPU_CHECK_COMM(comm);
+  HCCL_CPU_FIND_COMM(comm);
   HCCL_CPU_CHECK_TYPE(dataType);
   if (sendCounts == nullptr || sendDispls == nullptr) return fail(HCCL_E_PTR, "HcclReduceScatterV: null counts");
   return guarded([&] {
-    const CpuComm& c = *commOf(comm);
+    const CpuComm& c = *live;
     atb_ops::VLayout layout{countsOf(sendCounts, c.size), countsOf(sendDispls, c.size)};
     clearEmptyDispls(layout.counts, layout.displs);
     const int64_t sendNumel = extent(layout.counts, layout.displs);
@@ -354,11 +393,11 @@ HcclResult HcclReduceScatterV(void* sendBuf, const void* sendCounts, const void*
 
 HcclResult HcclScatter(void* sendBuf, void* recvBuf, uint64_t recvCount, HcclDataType dataType, uint32_t root,
                        HcclComm comm, aclrtStream /*stream*/) {
-  HCCL_CPU_CHECK_COMM(comm);
+  HCCL_CPU_FIND_COMM(comm);
   HCCL_CPU_CHECK_TYPE(dataType);
-  if (root >= commOf(comm)->size) return fail(HCCL_E_PARA, "HcclScatter: root " + std::to_string(root));
+  if (root >= live->size) return fail(HCCL_E_PARA, "HcclScatter: root " + std::to_string(root));
   return guarded([&] {
-    const CpuComm& c = *commOf(comm);
+    const CpuComm& c = *live;
     const int64_t chunk = static_cast<int64_t>(recvCount) * sizeOf(dataType);
     const int32_t n = static_cast<int32_t>(c.size);
     atb_ops::AllToAllVLayout l{std::vector<int64_t>(n, 0), std::vector<int64_t>(n, 0), std::vector<int64_t>(n, 0),
@@ -378,21 +417,21 @@ HcclResult HcclScatter(void* sendBuf, void* recvBuf, uint64_t recvCount, HcclDat
 
 HcclResult HcclAllGather(void* sendBuf, void* recvBuf, uint64_t sendCount, HcclDataType dataType, HcclComm comm,
                          aclrtStream /*stream*/) {
-  HCCL_CPU_CHECK_COMM(comm);
+  HCCL_CPU_FIND_COMM(comm);
   HCCL_CPU_CHECK_TYPE(dataType);
   return guarded([&] {
-    at::Tensor out = bytes(recvBuf, sendCount * commOf(comm)->size, dataType);
-    commOf(comm)->comm->allgather(bytes(sendBuf, sendCount, dataType), out);
+    at::Tensor out = bytes(recvBuf, sendCount * live->size, dataType);
+    live->comm->allgather(bytes(sendBuf, sendCount, dataType), out);
   });
 }
 
 HcclResult HcclAllGatherV(void* sendBuf, uint64_t sendCount, void* recvBuf, const void* recvCounts,
                           const void* recvDispls, HcclDataType dataType, HcclComm comm, aclrtStream /*stream*/) {
-  HCCL_CPU_CHECK_COMM(comm);
+  HCCL_CPU_FIND_COMM(comm);
   HCCL_CPU_CHECK_TYPE(dataType);
   if (recvCounts == nullptr || recvDispls == nullptr) return fail(HCCL_E_PTR, "HcclAllGatherV: null counts");
   return guarded([&] {
-    const CpuComm& c = *commOf(comm);
+    const CpuComm& c = *live;
     const int64_t es = sizeOf(dataType);
     atb_ops::VLayout layout{countsOf(recvCounts, c.size), countsOf(recvDispls, c.size)};
     clearEmptyDispls(layout.counts, layout.displs);
@@ -412,14 +451,14 @@ HcclResult HcclAllGatherV(void* sendBuf, uint64_t sendCount, void* recvBuf, cons
 HcclResult HcclAlltoAllV(const void* sendBuf, const void* sendCounts, const void* sdispls, HcclDataType sendType,
                          const void* recvBuf, const void* recvCounts, const void* rdispls, HcclDataType recvType,
                          HcclComm comm, aclrtStream /*stream*/) {
-  HCCL_CPU_CHECK_COMM(comm);
+  HCCL_CPU_FIND_COMM(comm);
   HCCL_CPU_CHECK_TYPE(sendType);
   if (sendType != recvType) return fail(HCCL_E_PARA, "HcclAlltoAllV: sendType and recvType differ");
   if (sendCounts == nullptr || sdispls == nullptr || recvCounts == nullptr || rdispls == nullptr) {
     return fail(HCCL_E_PTR, "HcclAlltoAllV: null counts");
   }
   return guarded([&] {
-    const CpuComm& c = *commOf(comm);
+    const CpuComm& c = *live;
     atb_ops::AllToAllVLayout l{countsOf(sendCounts, c.size), countsOf(sdispls, c.size), countsOf(recvCounts, c.size),
                                countsOf(rdispls, c.size)};
     clearEmptyDispls(l.sendCounts, l.sdispls);
@@ -439,13 +478,13 @@ HcclResult HcclAlltoAllV(const void* sendBuf, const void* sendCounts, const void
 
 HcclResult HcclAlltoAll(const void* sendBuf, uint64_t sendCount, HcclDataType sendType, const void* recvBuf,
                         uint64_t recvCount, HcclDataType recvType, HcclComm comm, aclrtStream /*stream*/) {
-  HCCL_CPU_CHECK_COMM(comm);
+  HCCL_CPU_FIND_COMM(comm);
   HCCL_CPU_CHECK_TYPE(sendType);
   if (sendType != recvType || sendCount != recvCount) {
     return fail(HCCL_E_PARA, "HcclAlltoAll: send and receive counts or types differ");
   }
   return guarded([&] {
-    const CpuComm& c = *commOf(comm);
+    const CpuComm& c = *live;
     const int64_t chunk = static_cast<int64_t>(sendCount) * sizeOf(sendType);
     at::Tensor out = bytes(recvBuf, recvCount * c.size, recvType);
     c.comm->alltoallv(bytes(sendBuf, sendCount * c.size, sendType), atb_ops::equalSplitLayout(c.size, chunk), out);
@@ -454,11 +493,11 @@ HcclResult HcclAlltoAll(const void* sendBuf, uint64_t sendCount, HcclDataType se
 
 HcclResult HcclReduce(void* sendBuf, void* recvBuf, uint64_t count, HcclDataType dataType, HcclReduceOp op,
                       uint32_t root, HcclComm comm, aclrtStream /*stream*/) {
-  HCCL_CPU_CHECK_COMM(comm);
+  HCCL_CPU_FIND_COMM(comm);
   HCCL_CPU_CHECK_TYPE(dataType);
-  if (root >= commOf(comm)->size) return fail(HCCL_E_PARA, "HcclReduce: root " + std::to_string(root));
+  if (root >= live->size) return fail(HCCL_E_PARA, "HcclReduce: root " + std::to_string(root));
   return guarded([&] {
-    const CpuComm& c = *commOf(comm);
+    const CpuComm& c = *live;
     const at::Tensor send = typed(sendBuf, count, dataType);
     at::Tensor result = at::empty_like(send);
     c.comm->allreduce(send, result, reduceOpOf(op));
@@ -468,43 +507,43 @@ HcclResult HcclReduce(void* sendBuf, void* recvBuf, uint64_t count, HcclDataType
 
 HcclResult HcclSend(void* sendBuf, uint64_t count, HcclDataType dataType, uint32_t destRank, HcclComm comm,
                     aclrtStream /*stream*/) {
-  HCCL_CPU_CHECK_COMM(comm);
+  HCCL_CPU_FIND_COMM(comm);
   HCCL_CPU_CHECK_TYPE(dataType);
-  if (destRank >= commOf(comm)->size) return fail(HCCL_E_PARA, "HcclSend: destRank " + std::to_string(destRank));
-  return guarded([&] { commOf(comm)->comm->send(payload(sendBuf, count, dataType), static_cast<int32_t>(destRank)); });
+  if (destRank >= live->size) return fail(HCCL_E_PARA, "HcclSend: destRank " + std::to_string(destRank));
+  return guarded([&] { live->comm->send(payload(sendBuf, count, dataType), static_cast<int32_t>(destRank)); });
 }
 
 HcclResult HcclRecv(void* recvBuf, uint64_t count, HcclDataType dataType, uint32_t srcRank, HcclComm comm,
                     aclrtStream /*stream*/) {
-  HCCL_CPU_CHECK_COMM(comm);
+  HCCL_CPU_FIND_COMM(comm);
   HCCL_CPU_CHECK_TYPE(dataType);
-  if (srcRank >= commOf(comm)->size) return fail(HCCL_E_PARA, "HcclRecv: srcRank " + std::to_string(srcRank));
+  if (srcRank >= live->size) return fail(HCCL_E_PARA, "HcclRecv: srcRank " + std::to_string(srcRank));
   return guarded([&] {
     at::Tensor t = payload(recvBuf, count, dataType);
-    commOf(comm)->comm->recv(t, static_cast<int32_t>(srcRank));
+    live->comm->recv(t, static_cast<int32_t>(srcRank));
   });
 }
 
 HcclResult HcclBatchSendRecv(HcclSendRecvItem* sendRecvInfo, uint32_t itemNum, HcclComm comm, aclrtStream /*stream*/) {
-  HCCL_CPU_CHECK_COMM(comm);
+  HCCL_CPU_FIND_COMM(comm);
   if (sendRecvInfo == nullptr && itemNum > 0) return fail(HCCL_E_PTR, "HcclBatchSendRecv: null item list");
   std::vector<atb_ops::P2pOp> ops;
   for (uint32_t i = 0; i < itemNum; ++i) {
     const HcclSendRecvItem& it = sendRecvInfo[i];
     HCCL_CPU_CHECK_TYPE(it.dataType);
-    if (it.remoteRank >= commOf(comm)->size || it.remoteRank == commOf(comm)->rank) {
+    if (it.remoteRank >= live->size || it.remoteRank == live->rank) {
       return fail(HCCL_E_PARA,
                   "HcclBatchSendRecv: item " + std::to_string(i) + " names rank " + std::to_string(it.remoteRank));
     }
     ops.push_back(atb_ops::P2pOp{it.sendRecvType == HCCL_SEND, payload(it.buf, it.count, it.dataType),
                                  static_cast<int32_t>(it.remoteRank)});
   }
-  return guarded([&] { commOf(comm)->comm->sendRecv(ops); });
+  return guarded([&] { live->comm->sendRecv(ops); });
 }
 
 HcclResult HcclBarrier(HcclComm comm, aclrtStream /*stream*/) {
-  HCCL_CPU_CHECK_COMM(comm);
-  return guarded([&] { commOf(comm)->comm->barrier(); });
+  HCCL_CPU_FIND_COMM(comm);
+  return guarded([&] { live->comm->barrier(); });
 }
 
 }  // extern "C"
