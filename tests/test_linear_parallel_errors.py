@@ -69,7 +69,7 @@ BAD_PARAMS = [
     ("mc2 type 0", {"backend": "mc2", "commMode": 1}, ["'mc2' supports type LINEAR_REDUCE_SCATTER (1) only"]),
     ("rsv", {"rsv": [0, 1]}, ["'rsv' must be all zeros, got 1"]),
     ("rank", {"rank": 2}, ["'rank' is 2"]),
-    ("commDomain", {"commDomain": "d" * 129}, ["'commDomain' is 129 characters"]),
+    ("commDomain", {"commDomain": "d" * 129}, ["'commDomain' is 129 bytes"]),
 ]
 
 
