@@ -34,8 +34,12 @@ REPO = Path(__file__).resolve().parent.parent
 OPS_DIR = Path("tests/apitest/opstest/python/operations")
 TORCH_ATB_DIR = Path("tests/apitest")
 COMM_OPS = ["all_gather", "all_gatherv", "all_reduce", "all_to_all", "all_to_allv", "all_to_allvv2", "broadcast",
-            "reduce_scatter", "reduce_scatterv", "send", "recv"]
-TORCH_ATB_TESTS = ["all_gather_test.py", "all_to_all_test.py", "multirank_multistream_test.py"]
+            "reduce_scatter", "reduce_scatterv", "send", "recv", "linear_parallel"]
+# ATB names its LinearParallelOperation tests linear_parallel_*.py (linear_parallel_moe_common.py is a helper).
+FILE_PATTERNS = {"linear_parallel": "linear_parallel_*.py"}
+HELPERS = ("_common.py",)
+TORCH_ATB_TESTS = ["all_gather_test.py", "all_to_all_test.py", "multirank_multistream_test.py",
+                   "matmul_allreduce_pertoken_test.py"]
 GENERALIZED = "generalized"  # reduce_scatterv's 8-rank file with hundreds of cases (and a space in its name)
 RESULT_TAG = "ATB_OPS_CHILD_RESULT "
 # Files that start no rank on one CPU host for a reason of their own: (a substring of the name, why).
@@ -53,6 +57,10 @@ class TestFile:
     name: str
     cwd: Path
     unittest_args: list[str]
+    # Folders put on PYTHONPATH. ATB runs its operator tests in one unittest process (discover -s operations
+    # -t .) where earlier modules have already put operations/ on sys.path; a file run alone gets it from here
+    # (linear_parallel_matmul_allreduce.py imports precision_calcu before appending that folder itself).
+    python_path: tuple[Path, ...] = ()
 
 
 def discover(root: Path, only: list[str] | None, generalized: bool) -> list[TestFile]:
@@ -77,10 +85,10 @@ def discover(root: Path, only: list[str] | None, generalized: bool) -> list[Test
     for op in COMM_OPS:
         if only and op not in only:
             continue
-        for path in sorted((ops / op).glob("test_*.py")):
-            if GENERALIZED in path.name and not generalized:
+        for path in sorted((ops / op).glob(FILE_PATTERNS.get(op, "test_*.py"))):
+            if (GENERALIZED in path.name and not generalized) or path.name.endswith(HELPERS):
                 continue
-            files.append(TestFile(f"{op}/{path.name}", path.parent, [path.name]))
+            files.append(TestFile(f"{op}/{path.name}", path.parent, [path.name], (ops,)))
     if not only or "torch_atb" in only:
         # As ATB's own build script runs them: discovery from tests/apitest, one pattern at a time.
         for pattern in TORCH_ATB_TESTS:
@@ -99,9 +107,12 @@ def run_file(test: TestFile, device: str, timeout: float) -> dict:
     """
     command = [sys.executable, "-m", "atb_ops", "run", "--device", device, str(Path(__file__).resolve()),
                "--as-unittest", *test.unittest_args]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([*filter(None, [env.get("PYTHONPATH")]), *map(str, test.python_path)])
     start = time.monotonic()
     try:
-        proc = subprocess.run(command, cwd=test.cwd, capture_output=True, text=True, timeout=timeout, check=False)
+        proc = subprocess.run(command, cwd=test.cwd, capture_output=True, text=True, timeout=timeout, check=False,
+                              env=env)
     except subprocess.TimeoutExpired as e:
         out = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
         return {"name": test.name, "verdict": "TIMEOUT", "children": [], "tests_run": 0, "skipped": 0,

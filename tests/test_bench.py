@@ -210,3 +210,19 @@ def test_quant_bench_takes_the_same_size_syntax(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "atb_ops", "bench", "--op", "quant_allreduce", "--sizes", "1M,oops"],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "bad size 'oops'" in bad.stderr, bad.stderr
+
+
+def test_linear_parallel_bench(tmp_path):
+    """`--op linear_parallel`: fused vs unfused rows for every size, checked against the float64 golden."""
+    out_json = tmp_path / "lp.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "atb_ops", "bench", "--op", "linear_parallel", "--sizes", "16K,64K", "--k", "64",
+         "--n", "128", "--dtype", "float16", "--iters", "2", "--rounds", "1", "--warmup", "0", "--json",
+         str(out_json)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = json.loads(out_json.read_text())["rows"]
+    assert [(r["size"], r["m"], r["wrong"]) for r in rows] == [(16 << 10, 64, 0), (64 << 10, 256, 0)]
+    assert set(rows[0]["times_s"]) == {"fused", "unfused", "unfused_gloo"}
+    assert "speedup" in proc.stdout and "#wrong" in proc.stdout

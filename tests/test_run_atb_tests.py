@@ -109,3 +109,19 @@ def test_refuses_a_tree_inside_the_repository():
     proc = subprocess.run([sys.executable, str(REPO / "scripts/run_atb_tests.py"), "--atb-root", str(REPO)],
                           capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 2 and "inside this repository" in proc.stderr
+
+
+def test_discovers_linear_parallel_files_but_not_their_helper(tmp_path):
+    """ATB names its LinearParallelOperation tests linear_parallel_*.py; its *_common.py helper is no test."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("run_atb_tests", REPO / "scripts/run_atb_tests.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    folder = tmp_path / "tests/apitest/opstest/python/operations/linear_parallel"
+    folder.mkdir(parents=True)
+    for name in ("linear_parallel_w8a8_test.py", "linear_parallel_moe_common.py", "helper.py"):
+        (folder / name).write_text("")
+    names = [t.name for t in module.discover(tmp_path, ["linear_parallel"], generalized=False)]
+    assert names == ["linear_parallel/linear_parallel_w8a8_test.py"]

@@ -137,6 +137,14 @@ std::vector<int64_t> JsonFields::int64Array(const char* key, const std::vector<i
   return out;
 }
 
+JsonFields JsonFields::object(const char* key) {
+  static const json kEmpty = json::object();
+  const json* v = find(key);
+  if (v == nullptr) return JsonFields(kEmpty, what_ + " '" + key + "'");
+  ATB_CHECK(v->is_object(), ERROR_INVALID_PARAM, what_, " '", key, "' must be an object, got ", show(*v));
+  return JsonFields(*v, what_ + " '" + key + "'");
+}
+
 void JsonFields::rejectUnknownKeys() const {
   for (const auto& item : object_.items()) {
     if (known_.count(item.key()) == 0) {

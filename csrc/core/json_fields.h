@@ -34,6 +34,9 @@ class JsonFields {
   std::string string(const char* key, const std::string& fallback);
   // An array of integers that fit int64 (a value >= 2^63 is reported as written, not wrapped).
   std::vector<int64_t> int64Array(const char* key, const std::vector<int64_t>& fallback);
+  // The fields of a nested object (LinearParallelParam's twoDimTPInfo, moeInfo); an absent key reads as an
+  // empty object, so every field keeps its default. The result refers into this object's JSON.
+  JsonFields object(const char* key);
   // Raises if the object holds a key no reader asked for, listing the known ones.
   void rejectUnknownKeys() const;
 

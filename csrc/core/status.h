@@ -22,7 +22,8 @@ enum class Status : int32_t {
   ERROR_INVALID_TENSOR_DIM = 8,
   ERROR_INVALID_TENSOR_SIZE = 9,
   ERROR_OPERATION_NULL_RUNNER = 10,
-  ERROR_INVALID_TENSOR_DIM_NUM = 15,
+  ERROR_INVALID_TENSOR_INI_MATCH = 13,  // a dtype combination outside the operator's table
+  ERROR_INVALID_TENSOR_DIM_NUM = 16,    // ATB: 16 (15 is ERROR_INVALID_TENSOR_NUM)
   ERROR_HCCL_FAIL = 25,
   ERROR_COMM_EMPTY = 28,
   // Beyond ATB's table: a peer that never answered, or died.

@@ -30,6 +30,10 @@ def main(argv: list[str] | None = None) -> int:
         from atb_ops.bench import quant as bench_quant
 
         return bench_quant.main(argv[1:])
+    if argv and argv[0] == "bench" and _bench_op(argv[1:]) == "linear_parallel":
+        from atb_ops.bench import linear_parallel as bench_linear_parallel
+
+        return bench_linear_parallel.main(argv[1:])
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
         unknown = bool(argv) and argv[0] not in ("-h", "--help")
         out = sys.stderr if unknown else sys.stdout

@@ -125,11 +125,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         prog="python -m atb_ops bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="--op quant_allreduce (atb_ops.quant's int8 all-reduce) takes flags of its own: --world-size, --sizes, "
                "--dtype, --out-dtype, --block-size, --warmup, --iters, --rounds, --path auto|shm|group, --thp, --json "
-               "(python -m atb_ops bench --op quant_allreduce --help)")
-    p.add_argument("--op", default="alltoallv", choices=[*collectives.OPS, "quant_allreduce"],
+               "(python -m atb_ops bench --op quant_allreduce --help); --op linear_parallel (LinearParallelOperation "
+               "against matmul + all-reduce) likewise: --world-size, --backend, --sizes, --k, --n, --dtype, --iters, "
+               "--budget, --warmup, --rounds, --no-gloo, --json (python -m atb_ops bench --op linear_parallel --help)")
+    p.add_argument("--op", default="alltoallv", choices=[*collectives.OPS, "quant_allreduce", "linear_parallel"],
                    help="the collective: alltoallv (AllToAllVV2Operation, default), allreduce (AllReduceOperation), "
                         "reduce_scatter (ReduceScatterOperation), allgather (AllGatherOperation), broadcast "
-                        "(BroadcastOperation, root 0); quant_allreduce: atb_ops.quant's bench")
+                        "(BroadcastOperation, root 0); quant_allreduce: atb_ops.quant's bench; linear_parallel: "
+                        "LinearParallelOperation against matmul + all-reduce (atb_ops.bench.linear_parallel)")
     p.add_argument("--api", choices=["atb", "distributed"], default="atb",
                    help="distributed: also time the same collective through atb_ops.distributed (a column beside "
                         "execute_out)")

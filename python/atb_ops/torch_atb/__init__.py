@@ -8,7 +8,8 @@ op.name, op.input_num, op.output_num   # "AllGatherOperation", 1, 1
 ```
 
 The operators are the ones behind ``torch.classes.OperationTorch.OperationTorch`` (one implementation,
-two surfaces). ATB's other operators (ElewiseParam, LinearParam, graphs, ...) are not provided.
+two surfaces), LinearParallelParam's (a matmul fused with its communication) included. ATB's other
+operators (ElewiseParam, LinearParam, graphs, ...) are not provided.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from atb_ops.torch_atb.params import (
     AllReduceParam,
     AllToAllParam,
     BroadcastParam,
+    LinearParallelParam,
     ReduceScatterParam,
     ReduceScatterVParam,
 )
@@ -43,6 +45,7 @@ __all__ = [
     "AllToAllParam",
     "BroadcastParam",
     "CommMode",
+    "LinearParallelParam",
     "Operation",
     "Prof",
     "ReduceScatterParam",
@@ -59,5 +62,6 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(name)
     raise AttributeError(
         f"torch_atb.{name} is not provided by atb_ops, whose torch_atb has ATB's communication operators only "
-        "(AllGatherParam, AllReduceParam, BroadcastParam, ReduceScatterParam, ReduceScatterVParam, AllToAllParam)"
+        "(AllGatherParam, AllReduceParam, BroadcastParam, ReduceScatterParam, ReduceScatterVParam, AllToAllParam) "
+        "and LinearParallelParam"
     )

@@ -73,7 +73,33 @@ class AllReduceQuantType(AtbEnum):
     QUANT_TYPE_MAX = 3
 
 
-_DISPLAY_NAMES = {AllReduceQuantType: "QuantType"}
+class ParallelType(AtbEnum):
+    """atb::infer::LinearParallelParam::ParallelType, available as ``LinearParallelParam.ParallelType``."""
+
+    UNDEFINED = -1
+    LINEAR_ALL_REDUCE = 0
+    LINEAR_REDUCE_SCATTER = 1
+    ALL_GATHER_LINEAR = 2
+    PURE_LINEAR = 3
+    ALL_GATHER_LINEAR_REDUCE_SCATTER = 4
+    ALLTOALLVC_ALL_GATHER_GMM = 5
+    GMM_REDUCE_SCATTER_ALLTOALLVC = 6
+    MAX = 7
+
+
+class LinearParallelQuantType(AtbEnum):
+    """atb::infer::LinearParallelParam::QuantType, available as ``LinearParallelParam.QuantType``."""
+
+    QUANT_TYPE_UNDEFINED = -1
+    QUANT_TYPE_UNQUANT = -1  # ATB gives the default both names
+    QUANT_TYPE_PER_TENSOR = 0
+    QUANT_TYPE_PER_CHANNEL = 1
+    QUANT_TYPE_PER_GROUP = 2
+    QUANT_TYPE_PER_TOKEN = 3
+    QUANT_TYPE_MAX = 4
+
+
+_DISPLAY_NAMES = {AllReduceQuantType: "QuantType", LinearParallelQuantType: "QuantType"}
 
 
 def exported_values() -> dict[str, IntEnum]:

@@ -81,7 +81,7 @@ class Operation:
 
         Args:
             param: One of AllGatherParam, AllReduceParam, BroadcastParam, ReduceScatterParam,
-                ReduceScatterVParam, AllToAllParam.
+                ReduceScatterVParam, AllToAllParam, LinearParallelParam.
 
         Raises:
             TypeError: For any other object.

@@ -1,0 +1,82 @@
+#include "ops/linear_parallel_operation.h"
+
+#include <ATen/ops/empty.h>
+
+#include "comm/comm_cache.h"
+#include "comm/comm_config.h"
+#include "core/status.h"
+#include "ops/linear_parallel_plan.h"
+#include "ops/linear_parallel_run.h"
+#include "ops/operation_registry.h"
+
+namespace atb_ops {
+namespace {
+
+// Holds its param and nothing else: every call plans from (param, inputs) and runs that plan, and the
+// communicator comes from the cache per call, so threads sharing one operation never mix two calls.
+class LinearParallelOperation final : public Operation {
+ public:
+  LinearParallelOperation() = default;
+  explicit LinearParallelOperation(const LinearParallelParam& p) : param_(p), paramSet_(true) {}
+
+  const std::string& name() const override {
+    static const std::string kName = kLinearParallelName;
+    return kName;
+  }
+
+  void setParam(const std::string& json) override {
+    param_ = parseLinearParallelParam(json);
+    paramSet_ = true;
+  }
+
+  size_t inputNum() const override { return param().inputNum(); }
+  size_t outputNum() const override { return param().outputNum(); }
+
+  // Operation's Plan carries the outputs; LinearParallelPlan (roles, sizes, dequantisation, layouts) has no slot
+  // there, so run() derives it again from the same (param, inputs): the checks cost ~10 us, small next to the
+  // matmul, and run() stays a function of its arguments.
+  Plan plan(const std::vector<at::Tensor>& inputs) const override {
+    return Plan{planLinearParallel(param(), inputs).outputs};
+  }
+
+ protected:
+  void run(const Plan&, const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) override {
+    const LinearParallelPlan plan = planLinearParallel(param(), inputs);
+    const std::shared_ptr<Communicator> comm = communicator(inputs.at(0));
+    runLinearParallel(param(), plan, inputs, outputs, comm.get());
+  }
+
+  at::Tensor allocate(const TensorDesc& desc, const at::Tensor& firstInput) override {
+    const std::shared_ptr<Communicator> comm = communicator(firstInput);
+    const at::TensorOptions options = firstInput.options().dtype(desc.dtype);
+    return comm ? comm->emptyOutput(desc.shape, options) : at::empty(desc.shape, options);
+  }
+
+ private:
+  const LinearParallelParam& param() const {
+    ATB_CHECK(paramSet_, ERROR_INVALID_PARAM, kLinearParallelName,
+              ": set_param must be called before execute or infer_shape");
+    return param_;
+  }
+
+  // The cached communicator of the param for x's device; none for PURE_LINEAR.
+  std::shared_ptr<Communicator> communicator(const at::Tensor& x) const {
+    if (!linearParallelCommunicates(param())) return nullptr;
+    return acquireCommunicator(configFromParam(communicatorParam(param()), x.device()));
+  }
+
+  LinearParallelParam param_;
+  bool paramSet_ = false;
+};
+
+const bool registered =
+    registerOperation(kLinearParallelName, [] { return std::unique_ptr<Operation>(new LinearParallelOperation()); });
+
+}  // namespace
+
+std::unique_ptr<Operation> makeLinearParallelOperation(const LinearParallelParam& param) {
+  validateLinearParallelParam(param);
+  return std::unique_ptr<Operation>(new LinearParallelOperation(param));
+}
+
+}  // namespace atb_ops
