@@ -45,7 +45,8 @@ bool isArgumentError(Status s) {
     case Status::ERROR_INVALID_TENSOR_FORMAT:
     case Status::ERROR_INVALID_TENSOR_DIM:
     case Status::ERROR_INVALID_TENSOR_SIZE:
-    case Status::ERROR_INVALID_TENSOR_DIM_NUM: return true;
+    case Status::ERROR_INVALID_TENSOR_DIM_NUM:
+    case Status::ERROR_INVALID_TENSOR_INI_MATCH: return true;
     default: return false;
   }
 }
