@@ -331,6 +331,10 @@ class NativeBuild(BuildExtension):
     built against next to them (the package refuses to load under another one, with a clear message)."""
 
     def run(self) -> None:
+        if os.environ.get("ATB_OPS_TESTING", "0") != "1":
+            # An earlier build with the mocks left them in build/; a wheel built now would carry them.
+            for stale in (Path(self.build_lib) / "atb_ops").glob("_testing*.so"):
+                stale.unlink()
         super().run()
         import torch
 
