@@ -1,11 +1,16 @@
 #include "vendor_api/atb/api_operation.h"
 
 #include <ATen/ops/empty_like.h>
+#include <nlohmann/json.hpp>
+
 #include <acl/acl.h>
+#include <algorithm>
 
 #include "core/tensor_checks.h"
 #include "vendor_api/atb/api_error.h"
 #include "vendor_api/atb/context.h"
+#include "vendor_api/atb/dtypes.h"
+#include "vendor_api/atb/log.h"
 
 namespace atb_ops::atb_api {
 namespace {
@@ -29,6 +34,24 @@ bool bytesOverlap(const at::Tensor& a, const at::Tensor& b) {
   return a0 < b0 + b.nbytes() && b0 < a0 + a.nbytes();
 }
 
+// " (rank 1 of 2)" from a param's JSON; "" for params without ranks.
+std::string rankLabel(const std::string& paramJson) {
+  const nlohmann::json j = nlohmann::json::parse(paramJson, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("rank") || !j.contains("rankSize")) return "";
+  return " (rank " + j["rank"].dump() + " of " + j["rankSize"].dump() + ")";
+}
+
+// "[2, 3] ACL_FLOAT16 (1), ..." for the INFO line of a finished Execute.
+std::string describe(const atb::SVector<atb::Tensor>& tensors) {
+  std::string text;
+  for (const atb::Tensor& t : tensors) {
+    const atb::Dims& s = t.desc.shape;
+    std::vector<int64_t> dims(s.dims, s.dims + std::min<uint64_t>(s.dimNum, atb::MAX_DIM));
+    text += (text.empty() ? "" : ", ") + std::string("[") + c10::Join(", ", dims) + "] " + dtypeName(t.desc.dtype);
+  }
+  return "[" + text + "]";
+}
+
 // The context as a live one of this library; `call` names the method in messages.
 ContextState liveContext(const atb::Context* context, const std::string& call) {
   ATB_API_CHECK(context != nullptr, ERROR_INVALID_PARAM, call, ": context is null");
@@ -45,11 +68,17 @@ ApiOperation::ApiOperation(std::string name, std::string paramJson, std::shared_
     : name_(std::move(name)),
       io_(operatorIo(name_)),
       paramJson_(std::move(paramJson)),
+      rankLabel_(rankLabel(paramJson_)),
       impl_(std::move(impl)),
       param_(std::move(param)) {}
 
 std::string ApiOperation::GetName() const {
   return name_;
+}
+
+std::string ApiOperation::callName(const char* method) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return name_ + "::" + method + rankLabel_;
 }
 
 std::shared_ptr<atb_ops::Operation> ApiOperation::impl() const {
@@ -61,7 +90,7 @@ uint32_t ApiOperation::GetInputNum() const {
   try {
     return static_cast<uint32_t>(impl()->inputNum());
   } catch (...) {
-    statusOfCurrentException((name_ + "::GetInputNum").c_str());
+    statusOfCurrentException(callName("GetInputNum").c_str());
     return 0;
   }
 }
@@ -70,14 +99,14 @@ uint32_t ApiOperation::GetOutputNum() const {
   try {
     return static_cast<uint32_t>(impl()->outputNum());
   } catch (...) {
-    statusOfCurrentException((name_ + "::GetOutputNum").c_str());
+    statusOfCurrentException(callName("GetOutputNum").c_str());
     return 0;
   }
 }
 
 atb::Status ApiOperation::InferShape(const atb::SVector<atb::TensorDesc>& inTensorDescs,
                                      atb::SVector<atb::TensorDesc>& outTensorDescs) const {
-  const std::string call = name_ + "::InferShape";
+  const std::string call = callName("InferShape");
   return guard(call.c_str(), [&] {
     const std::shared_ptr<atb_ops::Operation> op = impl();
     ATB_API_CHECK(inTensorDescs.size() == op->inputNum(), ERROR_INVALID_IN_TENSOR_NUM, call, ": ", name_, " takes ",
@@ -110,7 +139,7 @@ ApiOperation::Views ApiOperation::viewsOf(const atb::VariantPack& pack) const {
 }
 
 atb::Status ApiOperation::Setup(const atb::VariantPack& variantPack, uint64_t& workspaceSize, atb::Context* context) {
-  const std::string call = name_ + "::Setup";
+  const std::string call = callName("Setup");
   return guard(call.c_str(), [&] {
     workspaceSize = 0;
     {
@@ -136,7 +165,7 @@ atb::Status ApiOperation::Execute(const atb::VariantPack& variantPack, uint8_t* 
                                   atb::Context* context) {
   (void)workspace;  // Setup asks for 0 bytes: any workspace (or none) will do
   (void)workspaceSize;
-  const std::string call = name_ + "::Execute";
+  const std::string call = callName("Execute");
   return guard(call.c_str(), [&] {
     const ContextState state = liveContext(context, call);
     std::shared_ptr<atb_ops::Operation> op;
@@ -178,14 +207,18 @@ atb::Status ApiOperation::Execute(const atb::VariantPack& variantPack, uint8_t* 
     }
     if (!aliased) {
       op->executeOut(v.inputs, v.outputs);
-      return atb::NO_ERROR;
+    } else {
+      // An output over an input (in place): the operator writes fresh tensors, copied over the output afterwards, so no
+      // rank reads bytes that were already overwritten.
+      std::vector<at::Tensor> staged;
+      for (const at::Tensor& out : v.outputs) staged.push_back(at::empty_like(out));
+      op->executeOut(v.inputs, staged);
+      for (size_t i = 0; i < staged.size(); ++i) v.outputs[i].copy_(staged[i]);
     }
-    // An output over an input (in place): the operator writes fresh tensors, copied over the output afterwards, so no
-    // rank reads bytes that were already overwritten.
-    std::vector<at::Tensor> staged;
-    for (const at::Tensor& out : v.outputs) staged.push_back(at::empty_like(out));
-    op->executeOut(v.inputs, staged);
-    for (size_t i = 0; i < staged.size(); ++i) v.outputs[i].copy_(staged[i]);
+    if (logEnabled(atb::LogLevel::INFO)) {
+      logLine(atb::LogLevel::INFO, call + " done: inTensors " + describe(variantPack.inTensors) + " -> outTensors " +
+                                       describe(variantPack.outTensors));
+    }
     return atb::NO_ERROR;
   });
 }
@@ -200,6 +233,7 @@ void ApiOperation::update(const std::string& paramJson, std::shared_ptr<atb_ops:
   param_ = std::move(param);
   if (paramJson == paramJson_) return;
   paramJson_ = paramJson;
+  rankLabel_ = rankLabel(paramJson_);
   impl_ = std::move(impl);
   setup_.reset();
 }

@@ -59,11 +59,14 @@ class ApiOperation final : public atb::Operation {
 
   Views viewsOf(const atb::VariantPack& pack) const;
   std::shared_ptr<atb_ops::Operation> impl() const;
+  // "AllGatherOperation::Setup (rank 1 of 2)": how messages name a call.
+  std::string callName(const char* method) const;
 
   const std::string name_;
   const OperatorIo& io_;
   mutable std::mutex mutex_;
   std::string paramJson_;
+  std::string rankLabel_;  // " (rank r of n)" for the communication operators, from the param
   std::shared_ptr<atb_ops::Operation> impl_;
   std::any param_;
   std::optional<SetupRecord> setup_;

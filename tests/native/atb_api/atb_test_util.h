@@ -110,11 +110,13 @@ inline float fromHalf(uint16_t h) {
   return sign ? -magnitude : magnitude;
 }
 
-// bfloat16: the top half of a float (the test values are exact in it).
+// bfloat16: the top half of a float, rounded to nearest even (NaN stays NaN).
 inline uint16_t toBf16(float value) {
   uint32_t f = 0;
   std::memcpy(&f, &value, 4);
-  return static_cast<uint16_t>(f >> 16);
+  if (std::isnan(value)) return static_cast<uint16_t>((f >> 16) | 0x40u);
+  const uint32_t rounding = 0x7fffu + ((f >> 16) & 1u);
+  return static_cast<uint16_t>((f + rounding) >> 16);
 }
 
 inline float fromBf16(uint16_t b) {
