@@ -192,3 +192,17 @@ def _user_paths() -> dict[str, str]:
     """What `python -m atb_ops env` exports, for processes started without a shell."""
     proc = subprocess.run([sys.executable, "-m", "atb_ops", "env"], capture_output=True, text=True, check=True)
     return dict(re.findall(r"^export (\w+)=(.*)$", proc.stdout, re.MULTILINE))
+
+
+def test_readme_example(tmp_path):
+    """README's "ATB C++ programs" example, built with the build line it shows and run."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## ATB C++ programs", 1)[1]
+    source = tmp_path / "allgather.cpp"
+    source.write_text(section.split("```cpp\n", 1)[1].split("```", 1)[0])
+    exe = tmp_path / "allgather"
+    proc = _shell(BUILD_LINE, {**_env(), "SOURCE": str(source), "TARGET": str(exe)}, 300)
+    assert proc.returncode == 0, proc.stderr
+    run = _shell(f'"{exe}"', _env(), 120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert sorted(run.stdout.splitlines()) == [f"rank {r}: 0 1 2 3 | 10 11 12 13" for r in range(2)], run.stdout
