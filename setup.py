@@ -16,7 +16,8 @@ What is built (all under the package folder, so a wheel and an in-place build lo
                                    backend over libhccl.so; csrc/vendor_api/atb: ATB's C++ API),
                                    lib/libatb_test_framework.so, include/atb/
   atb_ops/_testing.*.so            tests/native/: recording mocks of HcclApi / NcclApi for the tests; never
-                                   imported by atb_ops (ATB_OPS_TESTING=0 leaves it out, as wheels do).
+                                   imported by atb_ops; built only on request (ATB_OPS_TESTING=1, which
+                                   scripts/setup.sh sets for the test suite).
 
 Optional parts: the NCCL backend (csrc/comm/nccl/cuda) and the CUDA quantisation kernels when torch has CUDA and
 nccl.h / nvcc are found; the HCCL backend for NPUs (csrc/comm/hccl/npu) with the Ascend toolkit and torch_npu.
@@ -270,7 +271,7 @@ def extensions() -> list:
         "atb_ops.lib.libatb_ops",
         sources("csrc/core/*.cpp", "csrc/comm/*.cpp", "csrc/comm/bootstrap/*.cpp", "csrc/comm/shm/*.cpp",
                 "csrc/comm/c10d/*.cpp", "csrc/comm/nccl/*.cpp", "csrc/comm/hccl/*.cpp", "csrc/ops/*.cpp",
-                "csrc/quant/*.cpp") + nccl["sources"] + hccl["sources"] + kernels,
+                "csrc/framework/*.cpp", "csrc/quant/*.cpp") + nccl["sources"] + hccl["sources"] + kernels,
         python=False,
         cuda=bool(kernels) or nccl["cuda"],
         include_dirs=nccl["include_dirs"] + hccl["include_dirs"],
@@ -319,12 +320,12 @@ def extensions() -> list:
     note("vendor headers", True, "include/ (HCCL, ACL runtime, ATB C++ API)",
          ("ascend_home/include/hccl/hccl.h", "ascend_home/include/acl/acl.h", "atb_home/include/atb/atb_infer.h"))
     exts += [hccl_cpu, acl_cpu, runner, framework]
-    if os.environ.get("ATB_OPS_TESTING", "1") != "0":
+    if os.environ.get("ATB_OPS_TESTING", "0") == "1":
         exts.append(python_module("atb_ops._testing", sources("tests/native/*.cpp"), ["atb_ops.lib.libatb_ops"],
                                   "$ORIGIN/lib"))
         note("test mocks", True, "atb_ops._testing (tests/native), for the test suite")
     else:
-        note("test mocks", False, "left out (ATB_OPS_TESTING=0, as wheels do)")
+        note("test mocks", False, "not requested (ATB_OPS_TESTING=1 builds them, as scripts/setup.sh does)")
     return exts
 
 

@@ -25,7 +25,8 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
-echo "[setup] building atb_ops (native libraries and extensions)"
+echo "[setup] building atb_ops (native libraries and extensions, with the test mocks)"
+export ATB_OPS_TESTING=1  # atb_ops._testing: the vendor mocks the test suite drives (never in a wheel)
 start=$(date +%s)
 MAX_JOBS="${MAX_JOBS:-$(nproc)}" python setup.py -q build_ext --inplace > "$VENV/.atb_ops-build.log" 2>&1 || {
   tail -n 60 "$VENV/.atb_ops-build.log"; echo "[setup] build failed (full log: $VENV/.atb_ops-build.log)"; exit 1; }

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The package as a user gets it: build a wheel from a clean copy of the checkout (its tracked and untracked files,
-# none that git ignores: no build/, no third_party/ headers fetched for the compile checks, no .venv), against the
-# torch of the current environment, install it into a fresh virtual environment, and use it from a folder outside
-# the checkout: import, doctor (every CPU part built), `python -m atb_ops demo`, `python -m atb_ops run` on an
-# ATB-style script, a C program against the installed hccl.h linked with -lhccl on 2 rank processes, and a smoke
-# subset of the tests against the installed package. scripts/test.sh runs it after scripts/setup.sh.
+# The package as a user gets it: build a wheel from this checkout (pip's in-tree build: in CI, a clean clone whose
+# objects scripts/setup.sh just compiled, so the wheel costs a link, not a second build; the build reads only the
+# repository's own include/, never headers fetched for the compile checks), against the torch of the current
+# environment, install it into a fresh virtual environment, and use it from a folder outside the checkout: import,
+# doctor (every CPU part built), `python -m atb_ops demo`, `python -m atb_ops run` on an ATB-style script, a C
+# program against the installed hccl.h linked with -lhccl on 2 rank processes, and a smoke subset of the tests
+# against the installed package. scripts/test.sh runs it after scripts/setup.sh.
+# ATB_OPS_WHEEL_FROM_COPY=1 builds from a fresh copy of the tracked files instead (no build/ objects: a full build).
 #
 #   bash scripts/wheel_smoke.sh            # exit 0: every step worked
 set -euo pipefail
@@ -15,16 +17,19 @@ say() { echo "[wheel] $*"; }
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 start=$(date +%s)
-src="$work/src"
-mkdir -p "$src"
-git ls-files -z -co --exclude-standard | tar --null -T - --ignore-failed-read -cf - | tar -xf - -C "$src"
-[ ! -e "$src/third_party" ] && [ ! -e "$src/build" ] || { say "the clean copy has third_party/ or build/"; exit 1; }
+src="$ROOT"
+if [ "${ATB_OPS_WHEEL_FROM_COPY:-0}" = "1" ]; then
+  src="$work/src"
+  mkdir -p "$src"
+  git ls-files -z -co --exclude-standard | tar --null -T - --ignore-failed-read -cf - | tar -xf - -C "$src"
+  [ ! -e "$src/third_party" ] && [ ! -e "$src/build" ] || { say "the clean copy has third_party/ or build/"; exit 1; }
+fi
 # Nothing may point the build at fetched headers: every install builds from the repository's own include/.
 # The mocks of atb_ops._testing are for the tests in the tree; a wheel leaves them out.
 (cd "$src" && env -u ATB_OPS_HCCL_INCLUDE ATB_OPS_TESTING=0 python -m pip wheel -v --no-build-isolation --no-deps \
    -w "$work/dist" . > "$work/build.log" 2>&1) || { tail -n 40 "$work/build.log"; say "wheel build FAILED"; exit 1; }
 wheel="$(ls "$work"/dist/atb_ops-*.whl)"
-say "built $(basename "$wheel") ($(du -h "$wheel" | cut -f1)) from a clean copy in $(( $(date +%s) - start )) s"
+say "built $(basename "$wheel") ($(du -h "$wheel" | cut -f1)) from $src in $(( $(date +%s) - start )) s"
 sed -n 's/^ *\[setup\] /[wheel]   /p' "$work/build.log" | awk '!seen[$0]++'  # what the build made, and why not the optional parts
 for member in atb_ops/ascend_home/lib64/libhccl.so atb_ops/ascend_home/lib64/libascendcl.so \
               atb_ops/ascend_home/include/hccl/hccl.h atb_ops/ascend_home/include/acl/acl.h \
@@ -32,6 +37,8 @@ for member in atb_ops/ascend_home/lib64/libhccl.so atb_ops/ascend_home/lib64/lib
   python -c 'import sys, zipfile; sys.exit(sys.argv[2] not in zipfile.ZipFile(sys.argv[1]).namelist())' \
     "$wheel" "$member" || { say "the wheel lacks $member"; exit 1; }
 done
+python -c 'import sys, zipfile; sys.exit(any("_testing" in n for n in zipfile.ZipFile(sys.argv[1]).namelist()))' \
+  "$wheel" || { say "the wheel holds the test mocks (atb_ops._testing)"; exit 1; }
 
 start=$(date +%s)
 python -m venv "$work/venv"

@@ -25,6 +25,10 @@ CPU_BACKENDS = [
 needs_hccl_on_cpu = pytest.mark.skipif(not HCCL_ON_CPU, reason=_NO_HCCL)
 
 
+# Why a test that drives the vendor mocks skips (the test command always builds them).
+TESTING_MOCKS = "atb_ops._testing (the vendor mocks) is built on request: ATB_OPS_TESTING=1, as scripts/setup.sh does"
+
+
 def use_backend(backend: str) -> None:
     """In a rank process: make `backend` runnable there (loads the HCCL runner for "hccl", which then serves
     CPU tensors instead of the shm fallback) and check that it really is."""

@@ -313,3 +313,48 @@ def direct_and_dispatcher_paths_agree(rank: int, world_size: int) -> dict:
     result["alltoall_single"] = (out, slow, out.data_ptr() == ptr and out._version > version)
     return result
 
+
+
+def mixed_paths(rank: int, world_size: int, how: str) -> dict:
+    """Every framework collective with rank 0 on the direct path and the other ranks on the dispatcher path
+    (forced by `how`: an input requiring grad, an open profiler, or a TorchDispatchMode). Returns each
+    output; the paths must make the same calls (issue 29), so the values match tests/dist_golden.py."""
+    import contextlib
+
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from tests import dist_golden
+
+    class PassThrough(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    ins = dist_golden.inputs(rank, world_size)
+    n = world_size
+    slow = rank != 0
+    grad = slow and how == "requires_grad"
+
+    def arg(t: torch.Tensor) -> torch.Tensor:
+        return t.clone().requires_grad_() if grad else t
+
+    if not slow or how == "requires_grad":
+        context = contextlib.nullcontext()
+    elif how == "profiler":
+        context = torch.profiler.profile()
+    else:
+        context = PassThrough()
+    x, local, global_ = ins["x"], ins["local"], ins["global"]
+    results = {}
+    with context:
+        results["all_reduce"] = ad.all_reduce(arg(x), "sum")
+        results["reduce_scatter"] = ad.reduce_scatter(arg(x))
+        results["all_gather"] = ad.all_gather(arg(x))
+        results["broadcast"] = ad.broadcast(arg(x), src=n - 1)
+        results["all_to_all"] = ad.all_to_all(arg(x))
+        results["all_to_all_v"] = ad.all_to_all_v(arg(x), [2] * n, [0] * n, [2] * n, [2 * r for r in range(n)])
+        results["global_scatter"] = ad.global_scatter(arg(ins["rows"]), local, global_)
+        results["global_gather"] = ad.global_gather(arg(ins["expert_rows"]), local, global_)
+        out = torch.full((2 * n, 3), -1.0, dtype=torch.float64)
+        ad.alltoall_single(out, arg(x))
+        results["alltoall_single"] = out
+    return {k: v.detach() for k, v in results.items()}

@@ -49,7 +49,7 @@ def test_alltoall_equal_splits(rank_pools, world_size, backend, dtype_name):
 
 
 def test_dtype_table_covers_spec():
-    """SPEC's ten dtypes are exactly the ones the suite runs."""
+    """docs/contract.md's ten dtypes are exactly the ones the suite runs."""
     assert set(DTYPES) == {
         "int8",
         "int16",

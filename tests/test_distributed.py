@@ -187,3 +187,14 @@ def test_subgroup(rank_pools):
         assert a.tolist() == [0.0, 0.0, 2.0, 2.0]  # chunk 0 from rank 0, chunk 1 from rank 2
         assert b.tolist() == [[0.0, 0.0], [0.0, 0.0], [2.0, 2.0], [2.0, 2.0]]
         del other
+
+
+@pytest.mark.parametrize("how", ["requires_grad", "profiler", "dispatch_mode"])
+def test_ranks_on_different_paths_make_the_same_calls(rank_pools, how):
+    """Rank 0 direct, rank 1 through the dispatcher (each rank picks from its own state): the same calls in
+    the same order, so every value matches the plain-torch golden."""
+    results = rank_pools(2).run(dist_tasks.mixed_paths, how)
+    for rank, result in enumerate(results):
+        want = dist_golden.expected(rank, 2)
+        for name, got in result.items():
+            assert torch.equal(got, want[name]), (rank, name, got, want[name])

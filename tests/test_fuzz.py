@@ -41,8 +41,8 @@ def is_int(v) -> bool:
 
 
 def param_is_valid(p: dict, name: str = "AllToAllVV2Operation") -> bool:
-    """The contract of SPEC 2, written independently of the C++. ATB's params default `rank` to -1 in
-    AllToAllVV2Param and to 0 in the other communication params."""
+    """The contract (docs/contract.md, section 2), written independently of the C++. ATB's params default
+    `rank` to -1 in AllToAllVV2Param and to 0 in the other communication params."""
     if set(p) - set(KNOWN_KEYS):
         return False
     q = {

@@ -146,7 +146,12 @@ def test_crashed_rendezvous_leaves_nothing_that_breaks_the_next_run():
     proc, events = _lonely(fault_tasks.lonely_root, env)
     _events_until(events, "waiting", 1, 60)
     deadline = time.time() + 10
-    while len(_shm_files() - before) < 2 and time.time() < deadline:
+
+    def published() -> bool:  # its segment, and its record under its final name (not the temporary)
+        names = [p.name for p in _shm_files() - before]
+        return any(n.startswith("seg.") for n in names) and any(n.startswith("rdv.") for n in names)
+
+    while not published() and time.time() < deadline:
         time.sleep(0.05)
     proc.kill()  # dies inside the rendezvous: its names stay behind
     proc.join()

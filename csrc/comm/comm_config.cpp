@@ -2,7 +2,7 @@
 
 #include <c10/util/Exception.h>
 
-#include "comm/comm_cache.h"
+#include "comm/backend_registry.h"
 #include "core/status.h"
 
 namespace atb_ops {

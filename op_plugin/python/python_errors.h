@@ -1,9 +1,11 @@
-// How native errors reach Python from the pybind helpers of atb_ops._C.
+// How native errors reach Python from the pybind functions of atb_ops._C.
 #pragma once
 
-#include <c10/util/Exception.h>
+#include <pybind11/pybind11.h>
 
 #include <stdexcept>
+
+#include "core/status.h"
 
 namespace atb_ops {
 
@@ -12,6 +14,25 @@ template <typename F>
 auto withPythonErrors(F&& f) -> decltype(f()) {
   try {
     return f();
+  } catch (const c10::Error& e) {
+    throw std::runtime_error(e.what_without_backtrace());
+  }
+}
+
+// Whether a status means bad arguments (raised before any communication, or a disagreement the ranks found
+// together): atb_ops.distributed raises those as AtbError, a RuntimeError and a ValueError.
+bool isArgumentError(Status s);
+
+// Runs f (with the GIL held by the caller); an argument error becomes atb_ops.errors.AtbError, anything else
+// from the native side a RuntimeError, both carrying the ATB-style message.
+template <typename F>
+auto withAtbErrors(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const StatusError& e) {
+    if (!isArgumentError(e.status())) throw std::runtime_error(e.what_without_backtrace());
+    PyErr_SetString(pybind11::module_::import("atb_ops.errors").attr("AtbError").ptr(), e.what_without_backtrace());
+    throw pybind11::error_already_set();
   } catch (const c10::Error& e) {
     throw std::runtime_error(e.what_without_backtrace());
   }

@@ -5,7 +5,6 @@
 #include <torch/library.h>
 
 #include <chrono>
-#include <map>
 #include <sstream>
 
 #include "op_plugin/torch/gil_release.h"
@@ -103,7 +102,9 @@ class OperationTorch : public torch::CustomClassHolder {
     return out.str();
   }
 
-  void setTensorList(std::vector<at::Tensor> tensors, std::string name) { tensorLists_[name] = std::move(tensors); }
+  // ATB binds tensor lists to operators that take them; no communication operator does, so there is
+  // nothing to bind (ATB's scripts call it anyway).
+  void setTensorList(std::vector<at::Tensor> /*tensors*/, std::string /*name*/) {}
 
   std::vector<at::Tensor> executeSplitThread(std::vector<at::Tensor> inputs) { return execute(std::move(inputs)); }
 
@@ -111,7 +112,6 @@ class OperationTorch : public torch::CustomClassHolder {
 
  private:
   std::unique_ptr<Operation> op_;
-  std::map<std::string, std::vector<at::Tensor>> tensorLists_;
 };
 
 }  // namespace

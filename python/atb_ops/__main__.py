@@ -27,7 +27,7 @@ def _bench_op(argv: list[str]) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "bench" and _bench_op(argv[1:]) == "quant_allreduce":
-        from atb_ops import bench_quant
+        from atb_ops.bench import quant as bench_quant
 
         return bench_quant.main(argv[1:])
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:

@@ -23,6 +23,26 @@ def _all_to_all_v_fake(x, send_counts, sdispls, recv_counts, rdispls, comm):
     return x.new_empty(sum(recv_counts))
 
 
+@torch.library.register_fake("atb_ops::alltoall_single")
+def _alltoall_single_fake(out, inp, out_split_sizes, in_split_sizes, comm):
+    return None
+
+
+@torch.library.register_fake("atb_ops::all_to_all")
+def _all_to_all_fake(x, comm):
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+@torch.library.register_fake("atb_ops::global_scatter")
+def _global_scatter_fake(x, local_count, global_count, comm):
+    return x.new_empty((sum(global_count), *x.shape[1:]))
+
+
+@torch.library.register_fake("atb_ops::global_gather")
+def _global_gather_fake(x, local_count, global_count, comm):
+    return x.new_empty((sum(local_count), *x.shape[1:]))
+
+
 @torch.library.register_fake("atb_ops::all_gather")
 def _all_gather_fake(x, comm):
     return x.new_empty((_C.comm_size(comm) * x.shape[0], *x.shape[1:]))
@@ -99,6 +119,27 @@ def _reduce_scatter_backward(ctx, grad):
     return torch.ops.atb_ops.all_gather(grad.contiguous(), ctx.comm), None, None
 
 
+def _all_to_all_backward(ctx, grad):
+    """Equal splits are their own adjoint: chunk j of the gradient goes back to rank j."""
+    return torch.ops.atb_ops.all_to_all(grad.contiguous(), ctx.comm), None
+
+
+def _experts_setup(ctx, inputs, output):
+    _, ctx.local, ctx.global_, ctx.comm = inputs
+
+
+def _global_scatter_backward(ctx, grad):
+    """The gradients of the scattered rows go back where the rows came from: global_gather."""
+    return torch.ops.atb_ops.global_gather(grad.contiguous(), ctx.local, ctx.global_, ctx.comm), None, None, None
+
+
+def _global_gather_backward(ctx, grad):
+    return torch.ops.atb_ops.global_scatter(grad.contiguous(), ctx.local, ctx.global_, ctx.comm), None, None, None
+
+
+torch.library.register_autograd("atb_ops::all_to_all", _all_to_all_backward, setup_context=_comm_setup)
+torch.library.register_autograd("atb_ops::global_scatter", _global_scatter_backward, setup_context=_experts_setup)
+torch.library.register_autograd("atb_ops::global_gather", _global_gather_backward, setup_context=_experts_setup)
 torch.library.register_autograd("atb_ops::all_gather", _all_gather_backward, setup_context=_comm_setup)
 torch.library.register_autograd("atb_ops::all_reduce", _all_reduce_backward, setup_context=_comm_setup)
 torch.library.register_autograd("atb_ops::reduce_scatter", _reduce_scatter_backward, setup_context=_comm_setup)

@@ -1,14 +1,16 @@
 """Framework-style collectives over torch.distributed groups: Paddle, DeepSpeed and MindSpore shapes.
 
-Every function validates its arguments (through the same native layout check the ATB surface uses)
-before any communication and raises AtbError, a RuntimeError and ValueError, naming the argument and
-values. CPU tensors run on the node-local shared-memory path when the whole group is on this host,
-otherwise on the group's own backend (see atb_ops._groups, ATB_OPS_CPU_PATH).
+Each collective has one native body that checks its arguments and runs (csrc/framework/collectives.h);
+these functions only convert arguments and choose the way in: straight to the body (atb_ops._C.direct_*)
+when nothing needs the dispatcher, else the torch.ops.atb_ops op (autograd, torch.compile, profilers),
+which runs the same body, so ranks that took different ways still make the same calls. Bad arguments
+raise AtbError, a RuntimeError and ValueError naming the argument and values, before any communication.
+CPU tensors run on the node-local shared-memory path when the whole group is on this host, otherwise on
+the group's own backend (see atb_ops._groups, ATB_OPS_CPU_PATH).
 """
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -16,7 +18,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import torch
 import torch.distributed as dist
 
-from atb_ops import _C, _ops
+from atb_ops import _C, _ops  # noqa: F401  (_ops registers the ops' fake kernels and autograd)
 from atb_ops._groups import comm_for, group_size, known_comm, resolve_group
 from atb_ops.errors import AtbError
 
@@ -32,8 +34,6 @@ __all__ = [
     "global_scatter",
     "reduce_scatter",
 ]
-
-REDUCE_OPS = ("sum", "prod", "max", "min")
 
 Counts = Sequence[int] | torch.Tensor
 
@@ -54,26 +54,44 @@ def _direct(*tensors: torch.Tensor) -> bool:
     return True
 
 
-_SEQUENCES = (list, tuple)
-_NOT_DIRECT = object()
+# What the native bodies raise for bad arguments (the dispatcher hands them over as RuntimeError).
+_ARGUMENT_ERRORS = tuple(f"ERROR_INVALID_{k}" for k in ("PARAM", "IN_TENSOR_NUM", "TENSOR_DTYPE", "TENSOR_FORMAT",
+                                                         "TENSOR_DIM", "TENSOR_SIZE"))
 
 
-def _try_direct(fn, group: dist.ProcessGroup | None, x: torch.Tensor, *args):
-    """fn(*args, comm) through atb_ops._C.direct_*, or _NOT_DIRECT when the group has no communicator yet
-    (its first call is a collective, made after the checks) or a precondition failed before any
-    communication (the caller's checks then name it)."""
+def _native(fn, *args):
+    """fn(*args), a torch.ops.atb_ops op or an atb_ops._C function, with argument errors raised as AtbError."""
+    try:
+        return fn(*args)
+    except AtbError:
+        raise
+    except RuntimeError as e:
+        if str(e).startswith(_ARGUMENT_ERRORS):
+            raise AtbError(str(e).splitlines()[0]) from None
+        raise
+
+
+def _comm(group: dist.ProcessGroup | None, x: torch.Tensor, check) -> int:
+    """The group's communicator handle for tensors like x. Making the first one is itself a collective, so
+    `check(group size)` (the call's native checks) runs before it: bad arguments never communicate."""
     comm = known_comm(group, x)
     if comm is None:
-        return _NOT_DIRECT
-    try:
-        return fn(*args, comm)
-    except (TypeError, ValueError):
-        return _NOT_DIRECT
+        _native(check, group_size(group))
+        comm = comm_for(group, x)
+    return comm
 
 
-def _as_counts(name: str, value: Counts, length: int | None = None) -> list[int]:
-    """A list of ints from a list or an integer tensor (host or device), checked for length and sign."""
-    if isinstance(value, torch.Tensor):
+def _tensor(name: str, x) -> torch.Tensor:
+    if not isinstance(x, torch.Tensor):
+        raise AtbError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    return x
+
+
+def _as_counts(name: str, value: Counts) -> list[int]:
+    """A list of ints from a list, tuple or integer tensor (host or device); the values are checked natively."""
+    if type(value) in (list, tuple) and all(type(v) is int for v in value):
+        values = list(value)
+    elif isinstance(value, torch.Tensor):
         if value.dtype not in _INTEGER_DTYPES:
             raise AtbError(f"{name} must be an integer tensor (int64), got dtype {value.dtype}")
         if value.dim() != 1:
@@ -86,33 +104,16 @@ def _as_counts(name: str, value: Counts, length: int | None = None) -> list[int]
             raise AtbError(f"{name} must be a list of ints or an int64 tensor, got {type(value).__name__}") from None
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
             raise AtbError(f"{name} must hold ints only, got {values}")
-    if length is not None and len(values) != length:
-        raise AtbError(f"{name} has {len(values)} entries, expected {length}: {values}")
-    if any(v < 0 for v in values):
-        raise AtbError(f"{name} must be >= 0, got {values}")
-    too_big = [(i, v) for i, v in enumerate(values) if v > _INT64_MAX]
-    if too_big:
-        i, v = too_big[0]
+    if values and (max(values) > _INT64_MAX or min(values) < -_INT64_MAX - 1):
+        i, v = next((i, v) for i, v in enumerate(values) if not -_INT64_MAX - 1 <= v <= _INT64_MAX)
         raise AtbError(f"{name}[{i}] = {v} does not fit int64 (max {_INT64_MAX})")
     return values
 
 
-def _validate(send_counts, sdispls, recv_counts, rdispls, world_size: int, send_numel: int, capacity: int) -> int:
-    try:
-        return _C.validate_layout(send_counts, sdispls, recv_counts, rdispls, world_size, send_numel, capacity)
-    except RuntimeError as e:
-        raise AtbError(str(e)) from None
-
-
-def _check_tensor(name: str, x: torch.Tensor) -> None:
-    if not isinstance(x, torch.Tensor):
-        raise AtbError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-    if not x.is_contiguous():
-        raise AtbError(f"{name} must be contiguous, got shape {list(x.shape)} strides {list(x.stride())}")
-
-
-def _row_numel(x: torch.Tensor) -> int:
-    return math.prod(x.shape[1:])
+def _op_name(op) -> str:
+    if not isinstance(op, str):
+        raise AtbError(f"op must be one of ('sum', 'prod', 'max', 'min'), got {op!r}")
+    return op
 
 
 def all_to_all_v(
@@ -140,24 +141,13 @@ def all_to_all_v(
     Raises:
         AtbError: On bad arguments, before any communication.
     """
-    if _direct(x) and type(send_counts) in _SEQUENCES and type(sdispls) in _SEQUENCES \
-            and type(recv_counts) in _SEQUENCES and type(rdispls) in _SEQUENCES:
-        y = _try_direct(_C.direct_all_to_all_v, group, x, x, send_counts, sdispls, recv_counts, rdispls)
-        if y is not _NOT_DIRECT:
-            return y
-    _check_tensor("x", x)
-    n = group_size(group)
-    layout = [
-        _as_counts(name, v, n)
-        for name, v in (
-            ("send_counts", send_counts),
-            ("sdispls", sdispls),
-            ("recv_counts", recv_counts),
-            ("rdispls", rdispls),
-        )
-    ]
-    _validate(*layout, n, x.numel(), -1)
-    return torch.ops.atb_ops.all_to_all_v(x, *layout, comm_for(group, x))
+    _tensor("x", x)
+    layout = [_as_counts(name, v) for name, v in (("send_counts", send_counts), ("sdispls", sdispls),
+                                                   ("recv_counts", recv_counts), ("rdispls", rdispls))]
+    comm = _comm(group, x, lambda n: _C.check_all_to_all_v(n, x, *layout))
+    if _direct(x):
+        return _C.direct_all_to_all_v(x, *layout, comm)
+    return _native(torch.ops.atb_ops.all_to_all_v, x, *layout, comm)
 
 
 class Task:
@@ -225,95 +215,20 @@ def alltoall_single(
     Raises:
         AtbError: On bad arguments, before any communication.
     """
-    if sync_op and not _last and _direct(in_tensor, out_tensor) and not out_tensor.requires_grad \
-            and (out_split_sizes is None or type(out_split_sizes) in _SEQUENCES) \
-            and (in_split_sizes is None or type(in_split_sizes) in _SEQUENCES):
-        done = _try_direct(_C.direct_alltoall_single, group, in_tensor, out_tensor, in_tensor, out_split_sizes,
-                           in_split_sizes)
-        if done is not _NOT_DIRECT:
-            return _DONE
-    _check_tensor("in_tensor", in_tensor)
-    if not isinstance(out_tensor, torch.Tensor):
-        raise AtbError(f"out_tensor must be a torch.Tensor, got {type(out_tensor).__name__}")
-    if out_tensor.dtype != in_tensor.dtype:
-        raise AtbError(f"out_tensor dtype {out_tensor.dtype} differs from in_tensor dtype {in_tensor.dtype}")
-    if out_tensor.device != in_tensor.device:
-        raise AtbError(f"out_tensor is on {out_tensor.device} but in_tensor on {in_tensor.device}")
-    if in_tensor.dim() == 0 or out_tensor.dim() == 0:
-        raise AtbError("alltoall_single splits dim 0: in_tensor and out_tensor need at least 1 dimension")
-    if in_tensor.shape[1:] != out_tensor.shape[1:]:
-        raise AtbError(
-            f"in_tensor rows {list(in_tensor.shape[1:])} and out_tensor rows "
-            f"{list(out_tensor.shape[1:])} differ in shape"
-        )
-    n = group_size(group)
-    sizes = []
-    for name, splits, t in (
-        ("in_split_sizes", in_split_sizes, in_tensor),
-        ("out_split_sizes", out_split_sizes, out_tensor),
-    ):
-        if splits is None:
-            if t.shape[0] % n:
-                raise AtbError(f"{name} is None, so dim 0 of size {t.shape[0]} must divide by the group size {n}")
-            splits = [t.shape[0] // n] * n
-        rows = _as_counts(name, splits, n)
-        if sum(rows) != t.shape[0]:
-            raise AtbError(f"sum({name})={sum(rows)} but dim 0 has {t.shape[0]} rows: {rows}")
-        sizes.append(rows)
-    row = _row_numel(in_tensor)
-    send = [r * row for r in sizes[0]]
-    recv = [r * row for r in sizes[1]]
-    sd, rd = _ops.packed(send), _ops.packed(recv)
-    _validate(send, sd, recv, rd, n, in_tensor.numel(), out_tensor.numel())
-    comm = comm_for(group, in_tensor)
-
-    def run() -> None:
-        result = torch.ops.atb_ops.all_to_all_v(in_tensor, send, sd, recv, rd, comm)
-        with torch.no_grad():
-            out_tensor.copy_(result.view(out_tensor.shape))
-
-    return _ordered(resolve_group(group).group_name, run, sync_op)
-
-
-def _expert_counts(x_rows: int, local_count: Counts, global_count: Counts, group, scatter: bool):
-    n = group_size(group)
-    local = _as_counts("local_count", local_count)
-    global_ = _as_counts("global_count", global_count)
-    if len(local) != len(global_) or len(local) == 0 or len(local) % n:
-        raise AtbError(
-            f"local_count ({len(local)} entries) and global_count ({len(global_)} entries) must both "
-            f"have n_expert * world_size entries, world_size={n}"
-        )
-    n_expert = len(local) // n
-    expected_rows = sum(local) if scatter else sum(global_)
-    if x_rows != expected_rows:
-        which = "local_count" if scatter else "global_count"
-        raise AtbError(f"x has {x_rows} rows but sum({which})={expected_rows}")
-    return n, n_expert, local, global_
-
-
-def _regroup(y: torch.Tensor, counts: list[int], n: int, n_expert: int, from_expert_major: bool) -> torch.Tensor:
-    """Regroups the row blocks (rank r, expert e), block sizes counts[r * n_expert + e], between rank-major
-    packing (what an alltoallv moves) and expert-major packing (what experts consume).
-
-    One copy of the rows, block by block (n * n_expert slices, not one index per row); y itself when the
-    two packings coincide (one expert per rank, or one rank).
-    """
-    if n_expert == 1 or n == 1:
-        return y
-    rank_major = [(r, e) for r in range(n) for e in range(n_expert)]
-    expert_major = [(r, e) for e in range(n_expert) for r in range(n)]
-    source, target = (expert_major, rank_major) if from_expert_major else (rank_major, expert_major)
-    starts, pos = {}, 0
-    for r, e in source:
-        starts[(r, e)] = pos
-        pos += counts[r * n_expert + e]
-    return torch.cat([y.narrow(0, starts[(r, e)], counts[r * n_expert + e]) for r, e in target])
-
-
-def _rank_totals(counts: list[int], n: int, n_expert: int, row: int) -> list[int]:
-    """Elements per rank: the rows of its n_expert blocks times the row size."""
-    return [sum(counts[r * n_expert : (r + 1) * n_expert]) * row for r in range(n)]
+    _tensor("in_tensor", in_tensor)
+    _tensor("out_tensor", out_tensor)
+    outs = None if out_split_sizes is None else _as_counts("out_split_sizes", out_split_sizes)
+    ins = None if in_split_sizes is None else _as_counts("in_split_sizes", in_split_sizes)
+    comm = _comm(group, in_tensor, lambda n: _C.check_alltoall_single(n, out_tensor, in_tensor, outs, ins))
+    direct = _direct(in_tensor, out_tensor) and not out_tensor.requires_grad
+    fn = _C.direct_alltoall_single if direct else torch.ops.atb_ops.alltoall_single
+    if sync_op and not _last:
+        _native(fn, out_tensor, in_tensor, outs, ins, comm)
+        return _DONE
+    if not sync_op:  # checked now, in the caller: a bad call raises here, not from Task.wait()
+        _native(_C.check_alltoall_single, group_size(group), out_tensor, in_tensor, outs, ins)
+    return _ordered(resolve_group(group).group_name, lambda: _native(fn, out_tensor, in_tensor, outs, ins, comm),
+                    sync_op)
 
 
 def global_scatter(
@@ -337,18 +252,7 @@ def global_scatter(
     Raises:
         AtbError: On bad arguments, before any communication.
     """
-    if _direct(x) and type(local_count) in _SEQUENCES and type(global_count) in _SEQUENCES:
-        y = _try_direct(_C.direct_global_scatter, group, x, x, local_count, global_count)
-        if y is not _NOT_DIRECT:
-            return y
-    _check_tensor("x", x)
-    n, n_expert, local, global_ = _expert_counts(
-        x.shape[0] if x.dim() else -1, local_count, global_count, group, scatter=True
-    )
-    send, recv = _rank_totals(local, n, n_expert, _row_numel(x)), _rank_totals(global_, n, n_expert, _row_numel(x))
-    y = all_to_all_v(x, send, _ops.packed(send), recv, _ops.packed(recv), group)
-    y = y.view(sum(global_), *x.shape[1:])
-    return _regroup(y, global_, n, n_expert, from_expert_major=False)
+    return _experts(x, local_count, global_count, group, scatter=True)
 
 
 def global_gather(
@@ -369,19 +273,18 @@ def global_gather(
     Raises:
         AtbError: On bad arguments, before any communication.
     """
-    if _direct(x) and type(local_count) in _SEQUENCES and type(global_count) in _SEQUENCES:
-        y = _try_direct(_C.direct_global_gather, group, x, x, local_count, global_count)
-        if y is not _NOT_DIRECT:
-            return y
-    _check_tensor("x", x)
-    n, n_expert, local, global_ = _expert_counts(
-        x.shape[0] if x.dim() else -1, local_count, global_count, group, scatter=False
-    )
-    # x's blocks are expert-major; put them rank-major so each source rank's rows are contiguous.
-    x_rank_major = _regroup(x, global_, n, n_expert, from_expert_major=True).contiguous()
-    send, recv = _rank_totals(global_, n, n_expert, _row_numel(x)), _rank_totals(local, n, n_expert, _row_numel(x))
-    y = all_to_all_v(x_rank_major, send, _ops.packed(send), recv, _ops.packed(recv), group)
-    return y.view(sum(local), *x.shape[1:])
+    return _experts(x, local_count, global_count, group, scatter=False)
+
+
+def _experts(x, local_count, global_count, group, scatter: bool) -> torch.Tensor:
+    _tensor("x", x)
+    local, global_ = _as_counts("local_count", local_count), _as_counts("global_count", global_count)
+    comm = _comm(group, x, lambda n: _C.check_experts(n, x, local, global_, scatter))
+    if _direct(x):
+        fn = _C.direct_global_scatter if scatter else _C.direct_global_gather
+    else:
+        fn = torch.ops.atb_ops.global_scatter if scatter else torch.ops.atb_ops.global_gather
+    return _native(fn, x, local, global_, comm)
 
 
 def all_to_all(x: torch.Tensor, group: dist.ProcessGroup | None = None) -> torch.Tensor:
@@ -397,20 +300,10 @@ def all_to_all(x: torch.Tensor, group: dist.ProcessGroup | None = None) -> torch
     Raises:
         AtbError: When dim 0 does not divide by the group size.
     """
-    if _direct(x):
-        y = _try_direct(_C.direct_all_to_all, group, x, x.contiguous())
-        if y is not _NOT_DIRECT:
-            return y
-    if not isinstance(x, torch.Tensor) or x.dim() == 0:
-        raise AtbError("all_to_all needs a tensor with at least 1 dimension")
-    x = x.contiguous()
-    n = group_size(group)
-    if x.shape[0] % n:
-        raise AtbError(f"all_to_all splits dim 0 equally: size {x.shape[0]} does not divide by group size {n}")
-    chunk = x.numel() // n
-    counts = [chunk] * n
-    displs = _ops.packed(counts)
-    return all_to_all_v(x, counts, displs, counts, displs, group).view(x.shape)
+    _tensor("x", x)
+    comm = _comm(group, x, lambda n: _C.check_all_to_all(n, x))
+    fn = _C.direct_all_to_all if _direct(x) else torch.ops.atb_ops.all_to_all
+    return _native(fn, x, comm)
 
 
 def all_gather(x: torch.Tensor, group: dist.ProcessGroup | None = None) -> torch.Tensor:
@@ -426,21 +319,10 @@ def all_gather(x: torch.Tensor, group: dist.ProcessGroup | None = None) -> torch
     Raises:
         AtbError: On bad arguments, before any communication.
     """
-    if _direct(x):
-        y = _try_direct(_C.direct_all_gather, group, x, x)
-        if y is not _NOT_DIRECT:
-            return y
-    _check_tensor("x", x)
-    if x.dim() == 0:
-        raise AtbError("all_gather concatenates on dim 0: x needs at least 1 dimension")
-    resolve_group(group)
-    return torch.ops.atb_ops.all_gather(x, comm_for(group, x))
-
-
-def _check_op(op: str) -> str:
-    if op not in REDUCE_OPS:
-        raise AtbError(f"op must be one of {REDUCE_OPS}, got {op!r}")
-    return op
+    _tensor("x", x)
+    comm = _comm(group, x, lambda n: _C.check_all_gather(x))
+    fn = _C.direct_all_gather if _direct(x) else torch.ops.atb_ops.all_gather
+    return _native(fn, x, comm)
 
 
 def all_reduce(x: torch.Tensor, op: str = "sum", group: dist.ProcessGroup | None = None) -> torch.Tensor:
@@ -459,13 +341,11 @@ def all_reduce(x: torch.Tensor, op: str = "sum", group: dist.ProcessGroup | None
     Raises:
         AtbError: On bad arguments, before any communication.
     """
-    if _direct(x) and type(op) is str:
-        y = _try_direct(_C.direct_all_reduce, group, x, x, op)
-        if y is not _NOT_DIRECT:
-            return y
-    _check_tensor("x", x)
-    _check_op(op)
-    return torch.ops.atb_ops.all_reduce(x, op, comm_for(group, x))
+    _tensor("x", x)
+    op = _op_name(op)
+    comm = _comm(group, x, lambda n: _C.check_reduction(x, op))
+    fn = _C.direct_all_reduce if _direct(x) else torch.ops.atb_ops.all_reduce
+    return _native(fn, x, op, comm)
 
 
 def reduce_scatter(x: torch.Tensor, op: str = "sum", group: dist.ProcessGroup | None = None) -> torch.Tensor:
@@ -482,16 +362,11 @@ def reduce_scatter(x: torch.Tensor, op: str = "sum", group: dist.ProcessGroup | 
     Raises:
         AtbError: When dim 0 does not divide by the group size, and on other bad arguments.
     """
-    if _direct(x) and type(op) is str:
-        y = _try_direct(_C.direct_reduce_scatter, group, x, x, op)
-        if y is not _NOT_DIRECT:
-            return y
-    _check_tensor("x", x)
-    _check_op(op)
-    n = group_size(group)
-    if x.dim() == 0 or x.shape[0] % n:
-        raise AtbError(f"reduce_scatter splits dim 0 equally: shape {list(x.shape)} does not divide by group size {n}")
-    return torch.ops.atb_ops.reduce_scatter(x, op, comm_for(group, x))
+    _tensor("x", x)
+    op = _op_name(op)
+    comm = _comm(group, x, lambda n: _C.check_reduce_scatter(n, x, op))
+    fn = _C.direct_reduce_scatter if _direct(x) else torch.ops.atb_ops.reduce_scatter
+    return _native(fn, x, op, comm)
 
 
 def broadcast(x: torch.Tensor, src: int = 0, group: dist.ProcessGroup | None = None) -> torch.Tensor:
@@ -508,12 +383,9 @@ def broadcast(x: torch.Tensor, src: int = 0, group: dist.ProcessGroup | None = N
     Raises:
         AtbError: When src is not a rank of the group, and on other bad arguments.
     """
-    if _direct(x) and type(src) is int:
-        y = _try_direct(_C.direct_broadcast, group, x, x, src)
-        if y is not _NOT_DIRECT:
-            return y
-    _check_tensor("x", x)
-    n = group_size(group)
-    if isinstance(src, bool) or not isinstance(src, int) or not 0 <= src < n:
-        raise AtbError(f"src must be a rank in [0, {n}), got {src!r}")
-    return torch.ops.atb_ops.broadcast(x, src, comm_for(group, x))
+    _tensor("x", x)
+    if type(src) is not int:
+        raise AtbError(f"src must be a rank in [0, {group_size(group)}), got {src!r}")
+    comm = _comm(group, x, lambda n: _C.check_broadcast(n, x, src))
+    fn = _C.direct_broadcast if _direct(x) else torch.ops.atb_ops.broadcast
+    return _native(fn, x, src, comm)

@@ -1,4 +1,4 @@
-"""The int8 pipeline: block quantisation and an all-reduce that moves int8 (SPEC section 4).
+"""The int8 pipeline: block quantisation and an all-reduce that moves int8 (docs/contract.md, section 4).
 
 Quantisation (kernels in csrc/quant/, CPU and CUDA; the same definition on both):
 

@@ -11,9 +11,9 @@
 #include <optional>
 #include <thread>
 
+#include "comm/backend_registry.h"
 #include "comm/bootstrap/bootstrap.h"
 #include "comm/c10d/existing_group.h"
-#include "comm/comm_cache.h"
 #include "core/memory.h"
 #include "core/process.h"
 #include "core/status.h"

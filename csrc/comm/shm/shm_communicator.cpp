@@ -7,7 +7,7 @@
 #include <cstring>
 #include <exception>
 
-#include "comm/comm_cache.h"
+#include "comm/backend_registry.h"
 #include "comm/shm/peer_wait.h"
 #include "core/process.h"
 #include "core/reduce.h"

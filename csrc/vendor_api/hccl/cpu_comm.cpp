@@ -8,9 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "comm/backend_registry.h"
 #include "comm/bootstrap/job_scope.h"
 #include "comm/bootstrap/private_dir.h"
-#include "comm/comm_cache.h"
 #include "core/json_fields.h"
 #include "core/status.h"
 

@@ -9,7 +9,7 @@
 
 #include <hccl/hccl.h>
 
-#include "comm/comm_cache.h"
+#include "comm/backend_registry.h"
 #include "comm/hccl/hccl_communicator.h"
 #include "core/reduce.h"
 

@@ -1,6 +1,7 @@
 // Registers backend "hccl": HcclCommunicator (the mock-tested logic) over the real HcclApi. Built only with
-// the Ascend toolkit and torch_npu; without it "hccl" is absent and NPU-less machines fall back (see SPEC).
-#include "comm/comm_cache.h"
+// the Ascend toolkit and torch_npu; without it "hccl" is absent and NPU-less machines fall back (see docs/contract.md,
+// "Backends").
+#include "comm/backend_registry.h"
 #include "comm/hccl/hccl_communicator.h"
 #include "comm/hccl/npu/real_hccl_api.h"
 

@@ -11,8 +11,8 @@
 #include <memory>
 #include <string>
 
+#include "comm/backend_registry.h"
 #include "comm/bootstrap/bootstrap.h"
-#include "comm/comm_cache.h"
 #include "comm/communicator.h"
 #include "comm/nccl/nccl_comm.h"
 #include "core/status.h"
