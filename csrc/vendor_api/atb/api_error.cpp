@@ -42,31 +42,22 @@ std::string atbStatusName(atb::Status status) {
   return "unknown status " + std::to_string(status);
 }
 
-// By name, not by number: both enums follow ATB's numbering, and a renumbering on either side cannot move a code.
+// By name, not by number: atb_ops' statuses carry ATB's names (and mostly its numbers), so a code that is
+// renumbered or added on either side still maps to the ATB code of the same name.
 atb::Status toAtbStatus(atb_ops::Status status) {
-  using S = atb_ops::Status;
   switch (status) {
-    case S::NO_ERROR: return atb::NO_ERROR;
-    case S::ERROR_INVALID_PARAM: return atb::ERROR_INVALID_PARAM;
-    case S::ERROR_INVALID_GRAPH: return atb::ERROR_INVALID_GRAPH;
-    case S::ERROR_INTERNAL_ERROR: return atb::ERROR_INTERNAL_ERROR;
-    case S::ERROR_RT_FAIL: return atb::ERROR_RT_FAIL;
-    case S::ERROR_INVALID_IN_TENSOR_NUM: return atb::ERROR_INVALID_IN_TENSOR_NUM;
-    case S::ERROR_INVALID_TENSOR_DTYPE: return atb::ERROR_INVALID_TENSOR_DTYPE;
-    case S::ERROR_INVALID_TENSOR_FORMAT: return atb::ERROR_INVALID_TENSOR_FORMAT;
-    case S::ERROR_INVALID_TENSOR_DIM: return atb::ERROR_INVALID_TENSOR_DIM;
-    case S::ERROR_INVALID_TENSOR_SIZE: return atb::ERROR_INVALID_TENSOR_SIZE;
-    case S::ERROR_OPERATION_NULL_RUNNER: return atb::ERROR_OPERATION_NULL_RUNNER;
-    case S::ERROR_INVALID_TENSOR_DIM_NUM: return atb::ERROR_INVALID_TENSOR_DIM_NUM;
-    case S::ERROR_HCCL_FAIL: return atb::ERROR_HCCL_FAIL;
-    case S::ERROR_COMM_EMPTY: return atb::ERROR_COMM_EMPTY;
     // A peer that never came or died, and an NCCL failure, are failures of the collective: what ATB reports when
     // HCCL fails.
-    case S::ERROR_COMM_TIMEOUT:
-    case S::ERROR_COMM_PEER_DIED:
-    case S::ERROR_NCCL_FAIL: return atb::ERROR_HCCL_FAIL;
+    case atb_ops::Status::ERROR_COMM_TIMEOUT:
+    case atb_ops::Status::ERROR_COMM_PEER_DIED:
+    case atb_ops::Status::ERROR_NCCL_FAIL: return atb::ERROR_HCCL_FAIL;
     // A wait abandoned by a signal: the runtime's failure, not the caller's argument.
-    case S::ERROR_INTERRUPTED: return atb::ERROR_RT_FAIL;
+    case atb_ops::Status::ERROR_INTERRUPTED: return atb::ERROR_RT_FAIL;
+    default: break;
+  }
+  const std::string name = atb_ops::statusName(status);
+  for (atb::Status code = atb::NO_ERROR; code <= atb::ERROR_COPY_HOST_MEMORY_FAIL; ++code) {
+    if (atbStatusName(code) == name) return code;
   }
   return atb::ERROR_INTERNAL_ERROR;
 }

@@ -155,6 +155,11 @@ void tensorsAndSetup(atb::Context* context, aclrtStream stream) {
   bad = x.tensor;
   bad.desc.shape.dimNum = 9;
   EXPECT_STATUS(op->Setup(pack({bad}, {out.tensor}), ws, context), atb::ERROR_INVALID_TENSOR_DIM_NUM);
+  // Eight dims pass this layer (MAX_DIM) and AllGather's own check refuses them: its code reaches the caller by
+  // ATB's name (ATB numbers ERROR_INVALID_TENSOR_DIM_NUM 16).
+  DeviceTensor eightDims(ACL_FLOAT, {1, 1, 1, 1, 1, 1, 3, 4}, values);
+  EXPECT_STATUS(op->Setup(pack({eightDims.tensor}, {out.tensor}), ws, context), atb::ERROR_INVALID_TENSOR_DIM_NUM);
+  EXPECT_TRUE(atb::ERROR_INVALID_TENSOR_DIM_NUM == 16, "ATB's numbering");
   bad = x.tensor;
   bad.desc.shape.dims[0] = -3;
   EXPECT_STATUS(op->Setup(pack({bad}, {out.tensor}), ws, context), atb::ERROR_INVALID_TENSOR_DIM);
