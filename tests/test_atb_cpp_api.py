@@ -209,3 +209,13 @@ def test_readme_example(tmp_path):
     run = _shell(f'"{exe}"', _env(), 120)
     assert run.returncode == 0, run.stdout + run.stderr
     assert sorted(run.stdout.splitlines()) == [f"rank {r}: 0 1 2 3 | 10 11 12 13" for r in range(2)], run.stdout
+
+
+def test_old_cxx_abi_is_stopped_at_compile_time(tmp_path):
+    """libatb.so takes params holding std::string in torch's ABI: a program built with the old ABI would hand over
+    strings of another layout, so atb/types.h stops the build (ATB's build.sh passes torch's ABI, 1)."""
+    source = tmp_path / "old_abi.cpp"
+    source.write_text("#include <atb/atb_infer.h>\nint main() { return 0; }\n")
+    proc = _shell(f'g++ -D_GLIBCXX_USE_CXX11_ABI=0 -I"$ATB_HOME_PATH/include" -I"$ASCEND_HOME_PATH/include" '
+                  f'-c "{source}" -o "{tmp_path}/old_abi.o"', _env(), 120)
+    assert proc.returncode != 0 and "_GLIBCXX_USE_CXX11_ABI=1" in proc.stderr, proc.stderr

@@ -120,7 +120,6 @@ std::optional<ContextState> liveContextState(const atb::Context* context) {
 
 namespace atb {
 
-using atb_ops::atb_api::ApiError;
 using atb_ops::atb_api::guard;
 
 Status CreateContext(Context** context) {
