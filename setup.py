@@ -13,7 +13,8 @@ What is built (all under the package folder, so a wheel and an in-place build lo
       lib64/libascendcl.so         csrc/vendor_api/acl/: the ACL runtime subset on CPU (no torch in it)
       include/{acl,hccl}/          include/{acl,hccl} (links in the source tree, files in a wheel)
   atb_ops/atb_home/                ATB's layout ($ATB_HOME_PATH): lib/libatb.so (csrc/comm/hccl/cpu: the HCCL
-                                   backend over libhccl.so), lib/libatb_test_framework.so, include/atb/
+                                   backend over libhccl.so; csrc/vendor_api/atb: ATB's C++ API),
+                                   lib/libatb_test_framework.so, include/atb/
   atb_ops/_testing.*.so            tests/native/: recording mocks of HcclApi / NcclApi for the tests; never
                                    imported by atb_ops; built only on request (ATB_OPS_TESTING=1, which
                                    scripts/setup.sh sets for the test suite).
@@ -299,16 +300,22 @@ def extensions() -> list:
                              python=False, include_dirs=[include])
     acl_cpu.libraries = []  # plain C++: nothing of torch in it
     note("ACL runtime on CPU", True, "csrc/vendor_api/acl against include/acl", ("ascend_home/lib64/libascendcl.so",))
-    runner = native_library("atb_ops.atb_home.lib.libatb", sources("csrc/comm/hccl/cpu/*.cpp"), python=False,
-                            include_dirs=[include],
+    # libatb.so: the HCCL backend over libhccl.so (csrc/comm/hccl/cpu, what the launcher loads) and ATB's C++ API
+    # (csrc/vendor_api/atb: CreateContext, CreateOperation<P>, ... over the csrc/ops operators), linked like ATB's
+    # own libatb.so against libhccl.so and libascendcl.so, which it finds beside it in ascend_home/lib64.
+    runner = native_library("atb_ops.atb_home.lib.libatb",
+                            sources("csrc/comm/hccl/cpu/*.cpp", "csrc/vendor_api/atb/*.cpp"), python=False,
+                            include_dirs=[include], define_macros=[("ATB_OPS_VERSION", f'"{VERSION}"')],
                             extra_link_args=["-Wl,-rpath,$ORIGIN/../../lib",
                                              "-Wl,-rpath,$ORIGIN/../../ascend_home/lib64"])
-    runner.atb_needs = ["atb_ops.lib.libatb_ops", "atb_ops.ascend_home.lib64.libhccl"]
+    runner.atb_needs = ["atb_ops.lib.libatb_ops", "atb_ops.ascend_home.lib64.libhccl",
+                        "atb_ops.ascend_home.lib64.libascendcl"]
     # No code of its own: it exists to pull in the binding and the runner (kept by --no-as-needed).
     framework = native_library("atb_ops.atb_home.lib.libatb_test_framework", sources("op_plugin/atb_home/*.cpp"),
                                python=False, extra_link_args=["-Wl,-rpath,$ORIGIN/../../lib", "-Wl,--no-as-needed"])
     framework.atb_needs = ["atb_ops.lib.libatb_ops_torch", "atb_ops.atb_home.lib.libatb"]
-    note("emulation libraries", True, "ATB's layout: the HCCL backend over libhccl.so, the test framework",
+    note("emulation libraries", True,
+         "ATB's layout: ATB's C++ API and the HCCL backend over libhccl.so (libatb.so), the test framework",
          ("atb_home/lib/libatb.so", "atb_home/lib/libatb_test_framework.so"))
     note("vendor headers", True, "include/ (HCCL, ACL runtime, ATB C++ API)",
          ("ascend_home/include/hccl/hccl.h", "ascend_home/include/acl/acl.h", "atb_home/include/atb/atb_infer.h"))

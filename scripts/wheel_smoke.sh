@@ -89,7 +89,9 @@ say "python -m atb_ops run alltoallvv2_ranks.py spawn: ok ($(grep -c ' ok' run.l
   "$ROOT/tests/test_collectives.py::test_allreduce_sum" -k "seed or (small and not gloo) or not allreduce" \
   "$ROOT/tests/test_torch_atb.py" "$ROOT/tests/test_emulation_scripts.py::test_seed004_script_unchanged" \
   "$ROOT/tests/test_emulation_scripts.py::test_torch_atb_script" \
-  "$ROOT/tests/test_vendor_api_programs.py"  # the others ran in the suite, in-tree
+  "$ROOT/tests/test_vendor_api_programs.py" \
+  "$ROOT/tests/test_atb_cpp_api.py::test_build_line_needs_nothing_else" \
+  "$ROOT/tests/test_atb_cpp_api.py::test_readme_example"  # the others ran in the suite, in-tree
 "$py" - "$ROOT" <<'EOF'
 import sys, atb_ops
 assert "site-packages" in atb_ops.__file__ and not atb_ops.__file__.startswith(sys.argv[1]), atb_ops.__file__

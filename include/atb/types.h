@@ -13,6 +13,12 @@
 
 #include "svector.h"
 
+// atb_ops' libatb.so is built with torch's C++ ABI (the new std::string): a program built with the old one would pass
+// params whose strings have another layout, so it is stopped here. ATB's build.sh passes torch's choice (1).
+#if defined(__GLIBCXX__) && defined(_GLIBCXX_USE_CXX11_ABI) && !_GLIBCXX_USE_CXX11_ABI
+#error "atb_ops' libatb.so is built with -D_GLIBCXX_USE_CXX11_ABI=1 (torch's ABI); build this program with it too"
+#endif
+
 namespace atb {
 
 // Every ATB function returns one: NO_ERROR (0) or an ErrorType.

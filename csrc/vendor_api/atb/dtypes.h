@@ -1,0 +1,32 @@
+// ACL's data types and formats as libatb.so meets them in atb::TensorDesc: which torch dtype holds each one's
+// elements, how many bytes an element takes (atb::Utils::GetTensorSize), and which formats are plain row-major
+// layouts (the only ones CPU memory can hold as ATB means them).
+#pragma once
+
+#include <acl/acl_base.h>
+#include <c10/core/ScalarType.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace atb_ops::atb_api {
+
+// ACL_FLOAT 0 float32, ACL_FLOAT16 1 float16, ACL_INT8 2, ACL_INT32 3, ACL_UINT8 4, ACL_INT16 6, ACL_INT64 9,
+// ACL_DOUBLE 11 float64, ACL_BOOL 12, ACL_BF16 27 bfloat16; nullopt for the others.
+std::optional<c10::ScalarType> scalarTypeOf(aclDataType dtype);
+// The inverse, for InferShape; ACL_DT_UNDEFINED for a dtype outside the list above.
+aclDataType aclDataTypeOf(c10::ScalarType dtype);
+
+// Bytes of one element as ATB counts them; 0 for a dtype ATB has no size for.
+uint64_t elementBytes(aclDataType dtype);
+
+// "ACL_FLOAT16 (1)"
+std::string dtypeName(aclDataType dtype);
+std::string formatName(aclFormat format);
+
+// ND, NCHW, NHWC, NDHWC, NCDHW, HWCN, NC, NCL and ACL_FORMAT_UNDEFINED: names for one row-major layout. The
+// blocked formats (NC1HWC0, FRACTAL_Z, FRACTAL_NZ, ...) are not emulated.
+bool isPlainFormat(aclFormat format);
+
+}  // namespace atb_ops::atb_api
