@@ -6,7 +6,8 @@ its ranks (all_gather and linear_parallel fork 2 processes, all_reduce runs 8 th
 -lascendcl` and runs it. This script copies each demo folder (with op_demo/demo_util.h beside it) to a private
 folder, runs its build.sh there with bash after `python -m atb_ops env`'s variables, and asks libatb.so for one
 INFO line per finished Execute (ASCEND_GLOBAL_LOG_LEVEL=1), so every rank's result is seen: the demos print little
-(the threads' failures only as "[ErrorCode]" lines) and never check a value.
+(the threads' failures only as "[ErrorCode]" lines) and never check a value. linear_parallel's build.sh builds
+linear_parallel_demo only; "linear_parallel_quant" runs that build.sh with linear_parallel_quant_demo named instead.
 
 Usage::
 
@@ -34,7 +35,14 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO_DIR = Path("example/op_demo")
-DEMOS = ["all_gather", "all_reduce", "linear_parallel"]
+# demo -> (its folder, (program build.sh builds, program built instead)): build.sh of linear_parallel builds
+# linear_parallel_demo only; its quantised sibling is built by the same line with the program's name changed.
+DEMOS: dict[str, tuple[str, tuple[str, str] | None]] = {
+    "all_gather": ("all_gather", None),
+    "all_reduce": ("all_reduce", None),
+    "linear_parallel": ("linear_parallel", None),
+    "linear_parallel_quant": ("linear_parallel", ("linear_parallel_demo", "linear_parallel_quant_demo")),
+}
 DONE = re.compile(r"\[INFO\] .*?(\w+Operation)::Execute \(rank (\d+) of (\d+)\) done")
 LIBATB_ERROR = "[atb_ops libatb] [ERROR]"
 
@@ -84,14 +92,18 @@ def judge(name: str, returncode: int | None, output: str, seconds: float) -> Dem
 
 
 def run_demo(root: Path, name: str, timeout: float) -> DemoResult:
-    source = root / DEMO_DIR / name
+    folder_name, swap = DEMOS[name]
+    source = root / DEMO_DIR / folder_name
     if not (source / "build.sh").is_file():
         return DemoResult(name, "FAIL", f"{source}/build.sh does not exist", 0.0)
     with tempfile.TemporaryDirectory(prefix="atb_demo_") as work:
         # build.sh compiles ../demo_util.h and writes its binary beside it: a copy keeps ATB's tree untouched.
         shutil.copy2(root / DEMO_DIR / "demo_util.h", Path(work) / "demo_util.h")
-        folder = Path(work) / name
+        folder = Path(work) / folder_name
         shutil.copytree(source, folder)
+        if swap is not None:
+            script = folder / "build.sh"
+            script.write_text(script.read_text().replace(swap[0], swap[1]))
         env = {**emulation_env(), "ASCEND_GLOBAL_LOG_LEVEL": "1", "ATB_OPS_TIMEOUT": str(int(timeout / 2))}
         start = time.monotonic()
         try:
@@ -117,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--atb-root {root} is inside this repository; ATB's demos are built from a copy outside it")
     results = [run_demo(root, name, args.timeout) for name in (args.only or DEMOS)]
     for r in results:
-        print(f"{r.verdict:7} {r.name:16} {r.seconds:6.1f} s  {r.reason}")
+        print(f"{r.verdict:7} {r.name:22} {r.seconds:6.1f} s  {r.reason}")
         for op, lines in r.ranks.items():
             for line in lines:
                 print(f"          {op} {line}")

@@ -162,7 +162,7 @@ def test_bad_inputs_return_atb_codes(bad_inputs):
     assert "ERROR_INVALID_TENSOR_ADDR: AllGatherOperation inTensors[0].deviceData" in err
     assert "TransdataOperation is not emulated" in err and "ELEWISE_MULS) is not emulated" in err
     linear = err.split("--- LinearParallelParam follows")[1].split("--- LinearParallelParam done")[0]
-    assert "ERROR_INVALID_PARAM" in linear and "LinearParallelOperation" in linear, linear
+    assert "ERROR_INVALID_PARAM" in linear and "LinearParallelOperation" in linear and "9" in linear, linear
     # Utils::SetLogLevel(NONE) silenced the library.
     assert "[atb_ops libatb]" not in err.split("--- silenced")[1], err
 

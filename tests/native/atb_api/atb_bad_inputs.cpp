@@ -70,9 +70,11 @@ void creation() {
   muls.elewiseType = atb::infer::ElewiseParam::ELEWISE_MULS;
   EXPECT_STATUS(atb::CreateOperation(muls, &op), atb::ERROR_INVALID_PARAM);
   std::fprintf(stderr, "--- LinearParallelParam follows\n");
+  // LinearParallelOperation's own param checks reach the caller (its type past ATB's ParallelType::MAX).
   atb::infer::LinearParallelParam linear;
   linear.rank = 0;
   linear.rankSize = 1;
+  linear.type = static_cast<atb::infer::LinearParallelParam::ParallelType>(9);
   EXPECT_STATUS(atb::CreateOperation(linear, &op), atb::ERROR_INVALID_PARAM);
   std::fprintf(stderr, "--- LinearParallelParam done\n");
 }

@@ -1,6 +1,7 @@
 // Every communication operator of ATB's C++ API on CPU ranks, values checked against goldens computed here on
 // the host: AllGather, AllGatherV, AllReduce (sum/max/min/prod, several dtypes, in place, "lccl" in threads),
-// Broadcast, ReduceScatter, ReduceScatterV, AllToAll, AllToAllV, AllToAllVV2 (counts from hostData), Send/Recv, and
+// Broadcast, ReduceScatter, ReduceScatterV, AllToAll, AllToAllV, AllToAllVV2 (counts from hostData), Send/Recv,
+// LinearParallel (all-reduce, reduce-scatter, all-gather with its intermediate), and
 // a layout that disagrees across ranks (an error on every rank, then the communicator still works).
 //
 //   atb_collectives proc <rank> <n>                      one rank per launch, commMode 0 (processes)
@@ -335,6 +336,79 @@ void sendRecv(const Rank& r) {
   atbtest::expectValues(got.download(), valuesOf(partner, 6), "Send/Recv from rank " + std::to_string(partner));
 }
 
+// LinearParallelOperation: x [m, k] @ weight [n, k] transposed (transWeight, ATB's default) fused with its
+// communication. Entries are small integers, so fp16 holds every product and sum exactly.
+std::vector<double> smallValues(int seed, size_t count) {
+  std::vector<double> v(count);
+  for (size_t i = 0; i < count; ++i) v[i] = static_cast<double>((seed * 3 + static_cast<int>(i)) % 5 - 2);
+  return v;
+}
+
+std::vector<double> matmulTransposed(const std::vector<double>& x, const std::vector<double>& w, size_t m, size_t k,
+                                     size_t n) {
+  std::vector<double> y(m * n, 0.0);
+  for (size_t i = 0; i < m; ++i) {
+    for (size_t j = 0; j < n; ++j) {
+      for (size_t t = 0; t < k; ++t) y[i * n + j] += x[i * k + t] * w[j * k + t];
+    }
+  }
+  return y;
+}
+
+void linearParallel(const Rank& r) {
+  using LP = atb::infer::LinearParallelParam;
+  const int64_t m = 2 * r.n, k = 4, n = 3;
+  const auto xOf = [&](int j) { return smallValues(j, m * k); };
+  const auto wOf = [&](int j) { return smallValues(j + 11, n * k); };
+  DeviceTensor x(ACL_FLOAT16, {m, k}, xOf(r.rank));
+  DeviceTensor w(ACL_FLOAT16, {n, k}, wOf(r.rank));
+  std::vector<double> sum(m * n, 0.0);
+  for (int j = 0; j < r.n; ++j) {
+    const std::vector<double> part = matmulTransposed(xOf(j), wOf(j), m, k, n);
+    for (size_t i = 0; i < sum.size(); ++i) sum[i] += part[i];
+  }
+  {  // LINEAR_ALL_REDUCE over HCCL: the sum of every rank's x @ w
+    DeviceTensor out(ACL_FLOAT16, {m, n});
+    auto p = commParam<LP>(r, "hccl");
+    p.type = LP::LINEAR_ALL_REDUCE;
+    Op op(p);
+    atbtest::runOperation(op.op, pack({x.tensor, w.tensor}, {out.tensor}), r.context, r.stream);
+    atbtest::expectValues(out.download(), sum, "LinearParallel LINEAR_ALL_REDUCE");
+  }
+  // ATB's lcoc backend needs a power-of-2 rankSize (CreateOperation refuses 3 ranks, as ATB does).
+  if ((r.n & (r.n - 1)) != 0) return;
+  {  // LINEAR_REDUCE_SCATTER (lcoc): rank r's m / rankSize rows of that sum
+    const int64_t rows = m / r.n;
+    DeviceTensor out(ACL_FLOAT16, {rows, n});
+    auto p = commParam<LP>(r, "lcoc");
+    p.type = LP::LINEAR_REDUCE_SCATTER;
+    Op op(p);
+    atbtest::runOperation(op.op, pack({x.tensor, w.tensor}, {out.tensor}), r.context, r.stream);
+    const auto first = sum.begin() + r.rank * rows * n;
+    atbtest::expectValues(out.download(), std::vector<double>(first, first + rows * n),
+                          "LinearParallel LINEAR_REDUCE_SCATTER");
+  }
+  {  // ALL_GATHER_LINEAR with keepIntermediate (lcoc): every rank's x stacked, @ this rank's w; and the stack
+    std::vector<double> stacked;
+    for (int j = 0; j < r.n; ++j) {
+      const std::vector<double> part = xOf(j);
+      stacked.insert(stacked.end(), part.begin(), part.end());
+    }
+    DeviceTensor out(ACL_FLOAT16, {m * r.n, n});
+    DeviceTensor gathered(ACL_FLOAT16, {m * r.n, k});
+    auto p = commParam<LP>(r, "lcoc");
+    p.type = LP::ALL_GATHER_LINEAR;
+    p.keepIntermediate = true;
+    Op op(p);
+    EXPECT_TRUE(op.op->GetInputNum() == 2 && op.op->GetOutputNum() == 2,
+                "ALL_GATHER_LINEAR with keepIntermediate takes 2 inputs and gives 2 outputs");
+    atbtest::runOperation(op.op, pack({x.tensor, w.tensor}, {out.tensor, gathered.tensor}), r.context, r.stream);
+    atbtest::expectValues(out.download(), matmulTransposed(stacked, wOf(r.rank), m * r.n, k, n),
+                          "LinearParallel ALL_GATHER_LINEAR");
+    atbtest::expectValues(gathered.download(), stacked, "LinearParallel ALL_GATHER_LINEAR intermediate");
+  }
+}
+
 // Rank 1 expects one element less from rank 0 than rank 0 sends: every rank's Execute fails with ATB's parameter
 // error (atb_ops compares every call across ranks before data moves), and the next call works.
 void disagreement(const Rank& r) {
@@ -391,6 +465,7 @@ void runAll(Rank& r) {
   allToAllV(r);
   allToAllVV2(r);
   sendRecv(r);
+  linearParallel(r);
   disagreement(r);
   EXPECT_OK(atb::DestroyOperation(keeper.op));
   keeper.op = nullptr;
