@@ -210,7 +210,9 @@ def hccl_npu_build() -> dict:
     return build
 
 
-COMMON_FLAGS = ["-O2", "-std=c++17", "-ffp-contract=off"]  # no FMA: the quant kernels round as documented
+# No FMA: the quant kernels round as documented. -g0 overrides the -g of Python's CFLAGS: debug info of torch's
+# headers made each object ~25x larger and the build ~1.6x slower (direct_collectives.cpp: 40 -> 24 s).
+COMMON_FLAGS = ["-O2", "-g0", "-std=c++17", "-ffp-contract=off"]
 
 
 def torch_rpaths(name: str) -> list[str]:

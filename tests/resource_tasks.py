@@ -80,8 +80,16 @@ import json, os, subprocess, sys, textwrap, time
 code = textwrap.dedent(@ALLTOALL@)
 env = dict(os.environ, ATB_OPS_SHM_DIR=sys.argv[1], DOMAIN="full-tmpfs")
 start = time.time()
-procs = [subprocess.Popen([sys.executable, "-c", code, str(r), "2", "1"], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True, env=env) for r in range(2)]
+late = sys.argv[2] == "late"
+go = os.path.join(os.path.dirname(os.path.abspath(__file__)), "go")
+# "late": rank 1 starts with rank 0 but reaches the rendezvous only once rank 0 has failed and exited (a slow
+# import under load).
+hold = "import os, time\\nwhile not os.path.exists(%r): time.sleep(0.05)\\n" % go
+procs = [subprocess.Popen([sys.executable, "-c", (hold if late and r == 1 else "") + code, str(r), "2", "1"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for r in range(2)]
+if late:
+    procs[0].wait(timeout=100)
+    open(go, "w").close()
 result = []
 for p in procs:
     out, err = p.communicate(timeout=100)

@@ -120,9 +120,11 @@ def _tiny_tmpfs_runner() -> list[str] | None:
     return None
 
 
-def test_full_tmpfs_is_a_clear_error_not_sigbus(tmp_path):
+@pytest.mark.parametrize("peer", ["together", "late"])
+def test_full_tmpfs_is_a_clear_error_not_sigbus(tmp_path, peer):
     """Case 5: ATB_OPS_SHM_DIR on a 1 MiB tmpfs (a 2-rank segment needs ~2.1 MiB): the root fails naming the
-    folder, the bytes needed and the bytes free; the other rank fails at once with the root's reason; no SIGBUS."""
+    folder, the bytes needed and the bytes free; the other rank fails at once with the root's reason, also when
+    it starts only after the root has failed and exited ("late"); no SIGBUS."""
     runner = _tiny_tmpfs_runner()
     if runner is None:
         pytest.skip("no mount namespace here (unshare -m / -rm refused): cannot mount a 1 MiB tmpfs")
@@ -130,7 +132,7 @@ def test_full_tmpfs_is_a_clear_error_not_sigbus(tmp_path):
     shm_dir.mkdir()
     script = tmp_path / "full_tmpfs.py"
     script.write_text(resource_tasks.FULL_TMPFS_PARENT.replace("@ALLTOALL@", repr(_ALLTOALL)))
-    cmd = f"mount -t tmpfs -o size=1m tmpfs {shm_dir} && exec {sys.executable} {script} {shm_dir}"
+    cmd = f"mount -t tmpfs -o size=1m tmpfs {shm_dir} && exec {sys.executable} {script} {shm_dir} {peer}"
     parent = subprocess.run([*runner, "sh", "-c", cmd], capture_output=True, text=True,
                             env=clean_env(ATB_OPS_TIMEOUT="60", ATB_OPS_JOB_ID=uuid.uuid4().hex), timeout=120)
     assert parent.returncode == 0, parent.stderr[-3000:]

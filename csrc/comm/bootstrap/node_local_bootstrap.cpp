@@ -1,5 +1,6 @@
 #include "comm/bootstrap/node_local_bootstrap.h"
 
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -38,6 +39,9 @@ struct RecordHeader {
   // with its reason, so the others fail at once too.
   std::atomic<int32_t> conflict;  // kNoConflict, kConflictWriting, kConflictReported, kRootFailed
   char reason[464];
+  // When a root's failure record was written, in clock ticks since boot (the clock of processStartTime): a
+  // rank that started before then is of the same run, and takes the reason even after the root has exited.
+  uint64_t failedAtTicks;
 };
 constexpr size_t kStablePrefix = 48;
 static_assert(offsetof(RecordHeader, rootPid) == 24 && offsetof(RecordHeader, rootStartTime) == 32 &&
@@ -69,6 +73,13 @@ void pause(int& attempt, const std::string& what) {
 }
 
 enum class Found { kNothing, kStale, kLive };
+
+uint64_t ticksSinceBoot() {
+  timespec now{};
+  ::clock_gettime(CLOCK_BOOTTIME, &now);
+  const uint64_t hz = static_cast<uint64_t>(::sysconf(_SC_CLK_TCK));
+  return static_cast<uint64_t>(now.tv_sec) * hz + static_cast<uint64_t>(now.tv_nsec) * hz / 1000000000ull;
+}
 
 // What is at the record's name. A record of a dead root (a crashed run) is stale; anything that is not a
 // record of this key raises at once, on every rank, naming the path.
@@ -179,6 +190,7 @@ class NodeLocalBootstrap final : public Bootstrap {
     h.rootStartTime = processStartTime(self);
     std::strncpy(h.reason, reason.c_str(), sizeof(h.reason) - 1);
     h.conflict.store(conflict, std::memory_order_relaxed);
+    h.failedAtTicks = conflict == kRootFailed ? ticksSinceBoot() : 0;
     std::memcpy(payloadOf(file, size_), payload.data(), payload.size());
     flagsOf(file)[rank_] = 1;
     h.magic.store(kRendezvousMagic, std::memory_order_release);
@@ -214,7 +226,9 @@ class NodeLocalBootstrap final : public Bootstrap {
     int attempt = 0;
     while (true) {
       MappedFile live;
-      if (inspect(path_, keyHash_, &live) == Found::kLive) {
+      const Found found = inspect(path_, keyHash_, &live);
+      if (found == Found::kStale) failIfRootFailedDuringThisRun();
+      if (found == Found::kLive) {
         const RecordHeader& h = headerOf(live);
         if (h.conflict.load(std::memory_order_acquire) == kRootFailed) {
           ATB_FAIL(ERROR_RT_FAIL, what_, ": root rank ", h.rootRank, " (pid ", h.rootPid,
@@ -236,6 +250,21 @@ class NodeLocalBootstrap final : public Bootstrap {
                 " to publish; ranks on other hosts need torch.distributed initialised");
       pause(attempt, what_);
     }
+  }
+
+  // A root that failed and exited before this rank arrived (a slow start) left a record that is stale by its
+  // pid; written after this process started, it is this run's root's, and its reason is the answer. An older
+  // run's failure (written before this process existed) is ignored: a new root is still to come.
+  void failIfRootFailedDuringThisRun() const {
+    const MappedFile f = MappedFile::open(path_);
+    if (!f.valid() || f.size() < sizeof(RecordHeader)) return;
+    const RecordHeader& h = headerOf(f);
+    if (h.keyHash != keyHash_ || h.conflict.load(std::memory_order_acquire) != kRootFailed) return;
+    const uint64_t started = processStartTime(::getpid());
+    if (started == 0 || h.failedAtTicks < started) return;
+    ATB_FAIL(ERROR_RT_FAIL, what_, ": root rank ", h.rootRank, " (pid ", h.rootPid,
+             ", since exited) could not create the communicator: ",
+             std::string(h.reason, strnlen(h.reason, sizeof(h.reason))));
   }
 
   // Scoped by the parent process alone, a rendezvous cannot tell two jobs that one parent started at once
