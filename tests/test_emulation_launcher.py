@@ -241,3 +241,43 @@ def test_interpreter_flags_are_passed_on(tmp_path):
     )  # fmt: skip
     assert proc.returncode == 0, output_of(proc)
     assert "['ignore::ResourceWarning'] 1" in proc.stdout
+
+
+SUBGROUPS = textwrap.dedent("""
+    import json, os, sys
+    import torch
+    import torch.multiprocessing as mp
+
+
+    def worker(rank):
+        import atb_ops  # noqa: F401
+        # ATB's multi-communicator pattern: 4 processes, two AllReduce groups of 2 told apart by commDomain.
+        op = torch.classes.OperationTorch.OperationTorch("AllReduceOperation")
+        op.set_param(json.dumps({"rank": rank % 2, "rankSize": 2, "backend": "shm", "allReduceType": "sum",
+                                 "commDomain": "first" if rank < 2 else "second"}))
+        got = op.execute([torch.full((8,), float(rank + 1))])[0]
+        group = (1, 2) if rank < 2 else (3, 4)
+        assert torch.equal(got, torch.full((8,), float(sum(group)))), (rank, got)
+
+
+    if __name__ == "__main__":
+        print(os.environ["ATB_OPS_JOB_ID"])
+        mp.spawn(worker, nprocs=4)  # raises if a child failed
+""")
+
+
+def test_one_run_is_one_job_with_several_communicators(tmp_path):
+    """`atb_ops run` gives its processes one job id, so a job of 4 processes with two 2-rank communicators (by
+    commDomain) pairs within its groups, instead of the parent scope's refusal of more processes than ranks."""
+    script = tmp_path / "subgroups.py"
+    script.write_text(SUBGROUPS)
+    env = clean_env()
+    env.pop("ATB_OPS_JOB_ID", None)
+    proc = atb_ops_cmd(["run", str(script)], env=env)
+    assert proc.returncode == 0, output_of(proc)
+    assert proc.stdout.startswith("atb_ops-run-"), output_of(proc)
+    again = atb_ops_cmd(["run", "-c", "import os; print(os.environ['ATB_OPS_JOB_ID'])"], env=env)
+    assert again.stdout.strip() != proc.stdout.splitlines()[0], "every run is a job of its own"
+    kept = atb_ops_cmd(["run", "-c", "import os; print(os.environ['ATB_OPS_JOB_ID'])"],
+                       env={**env, "ATB_OPS_JOB_ID": "mine"})
+    assert kept.stdout.strip() == "mine", output_of(kept)

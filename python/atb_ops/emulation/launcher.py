@@ -25,6 +25,7 @@ import os
 import shlex
 import subprocess
 import sys
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -320,6 +321,10 @@ def run_main(argv: list[str]) -> int:
         env = prepare(opts)
     except (UsageError, LaunchError) as err:
         return _fail(err, RUN_USAGE)
+    # One run is one job: its processes share this id, so a job whose processes form several communicators
+    # (ATB's multi-communicator tests: 8 processes, groups of 4 by commDomain) is scoped by it, not by the
+    # parent process (whose scope refuses more processes than a communicator has ranks: two jobs at once).
+    env.setdefault("ATB_OPS_JOB_ID", f"atb_ops-run-{uuid.uuid4().hex}")
     if not sys.executable:
         return _fail(LaunchError("sys.executable is unknown: cannot start Python"), RUN_USAGE)
     sys.stdout.flush()
