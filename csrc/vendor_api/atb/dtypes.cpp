@@ -1,7 +1,5 @@
 #include "vendor_api/atb/dtypes.h"
 
-#include <complex>
-
 namespace atb_ops::atb_api {
 
 std::optional<c10::ScalarType> scalarTypeOf(aclDataType dtype) {
@@ -37,30 +35,13 @@ aclDataType aclDataTypeOf(c10::ScalarType dtype) {
 }
 
 uint64_t elementBytes(aclDataType dtype) {
+  // ACL's sizes (libascendcl.so), but for ATB's own: an undefined dtype is one byte, a string the host's
+  // std::string, and ACL_COMPLEX32 has no size in ATB.
   switch (dtype) {
-    // ATB sizes an undefined dtype as one byte, and a string as the host's std::string.
-    case ACL_DT_UNDEFINED:
-    case ACL_BOOL:
-    case ACL_INT8:
-    case ACL_UINT8:
-    case ACL_HIFLOAT8:
-    case ACL_FLOAT8_E5M2:
-    case ACL_FLOAT8_E4M3FN:
-    case ACL_FLOAT8_E8M0: return 1;
-    case ACL_FLOAT16:
-    case ACL_BF16:
-    case ACL_INT16:
-    case ACL_UINT16: return 2;
-    case ACL_FLOAT:
-    case ACL_INT32:
-    case ACL_UINT32: return 4;
-    case ACL_INT64:
-    case ACL_UINT64:
-    case ACL_DOUBLE: return 8;
-    case ACL_COMPLEX64: return sizeof(std::complex<float>);
-    case ACL_COMPLEX128: return sizeof(std::complex<double>);
+    case ACL_DT_UNDEFINED: return 1;
     case ACL_STRING: return sizeof(std::string);
-    default: return 0;
+    case ACL_COMPLEX32: return 0;
+    default: return aclDataTypeSize(dtype);
   }
 }
 
