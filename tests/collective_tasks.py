@@ -37,6 +37,16 @@ def sentinel_like(dtype_name: str, shape: tuple[int, ...]) -> torch.Tensor:
     return torch.full((numel * size,), SENTINEL_BYTE, dtype=torch.uint8).view(DTYPES[dtype_name]).reshape(shape)
 
 
+def make_operation(op_name: str, binding: str):
+    """The operator through one of its two Python doors (the same C++ object behind both)."""
+    import atb_ops
+
+    if binding == "pybind":
+        return atb_ops.Operation(op_name)
+    assert binding == "torchscript", binding
+    return torch.classes.OperationTorch.OperationTorch(op_name)
+
+
 def run_op(
     rank: int,
     world_size: int,
@@ -46,13 +56,15 @@ def run_op(
     pack: dict | None,
     inputs: list[Spec],
     out_specs: list[tuple[str, tuple[int, ...]]] | None,
+    binding: str = "torchscript",
 ) -> dict:
     """Runs op_name once. out_specs None: execute(); else execute_out() into sentinel-filled buffers.
+    binding: "torchscript" (torch.classes.OperationTorch.OperationTorch) or "pybind" (atb_ops.Operation).
 
     Returns {"outputs": [Spec], "inputs": [Spec] after the call (Broadcast writes its input)}.
     """
     use_backend(backend)
-    op = torch.classes.OperationTorch.OperationTorch(op_name)
+    op = make_operation(op_name, binding)
     result = op.set_param(json.dumps({"rank": rank, "rankSize": world_size, "backend": backend, **param}))
     assert json.loads(result) == {"result": 0}, result
     if pack is not None:

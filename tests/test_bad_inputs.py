@@ -10,13 +10,22 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 
 import pytest
 import torch
 
-import atb_ops  # noqa: F401  (registers torch.classes.OperationTorch)
+import atb_ops
 
 GOOD = {"rank": 0, "rankSize": 2, "rankRoot": 0, "backend": "shm"}
+
+
+# Both Python doors to the one operator: every check below must read the same through either.
+OP_CLASSES = {
+    "torchscript": lambda name: torch.classes.OperationTorch.OperationTorch(name),
+    "pybind": atb_ops.Operation,
+}
+make = OP_CLASSES["torchscript"]
 
 
 @pytest.fixture(autouse=True)
@@ -24,8 +33,15 @@ def short_timeout(monkeypatch):
     monkeypatch.setenv("ATB_OPS_TIMEOUT", "3")
 
 
+@pytest.fixture(autouse=True, params=list(OP_CLASSES))
+def op_class(request, monkeypatch):
+    """Runs every test of this file once per class (torch.classes.OperationTorch, atb_ops.Operation)."""
+    monkeypatch.setattr(sys.modules[__name__], "make", OP_CLASSES[request.param])
+    return request.param
+
+
 def op(name: str = "AllToAllVV2Operation", **param):
-    o = torch.classes.OperationTorch.OperationTorch(name)
+    o = make(name)
     o.set_param(json.dumps({**GOOD, **param}))
     return o
 
@@ -67,24 +83,24 @@ BAD_PARAMS = [
 @pytest.mark.parametrize("what,param,fragments", BAD_PARAMS, ids=[b[0] for b in BAD_PARAMS])
 @pytest.mark.parametrize("name", ["AllToAllVV2Operation", "AllGatherOperation", "AllToAllOperation"])
 def test_bad_param(name, what, param, fragments):
-    o = torch.classes.OperationTorch.OperationTorch(name)
+    o = make(name)
     with expect("ERROR_INVALID_PARAM", *fragments):
         o.set_param(param)
 
 
 def test_good_param_returns_atb_status():
-    o = torch.classes.OperationTorch.OperationTorch("AllToAllVV2Operation")
+    o = make("AllToAllVV2Operation")
     assert json.loads(o.set_param(json.dumps(GOOD))) == {"result": 0}
     assert json.loads(o.update_param(json.dumps({**GOOD, "commDomain": "x"}))) == {"result": 0}
 
 
 def test_unknown_operation():
     with expect("ERROR_INVALID_PARAM", "unknown operation 'AllToAllVV3Operation'", "AllToAllVV2Operation"):
-        torch.classes.OperationTorch.OperationTorch("AllToAllVV3Operation")
+        make("AllToAllVV3Operation")
 
 
 def test_execute_before_set_param():
-    o = torch.classes.OperationTorch.OperationTorch("AllToAllVV2Operation")
+    o = make("AllToAllVV2Operation")
     with expect("ERROR_INVALID_PARAM", "set_param must be called before execute"):
         o.execute([torch.zeros(4), i64([2, 2]), i64([0, 2]), i64([2, 2]), i64([0, 2]), torch.zeros(4)])
 
@@ -240,7 +256,7 @@ def test_gloo_without_process_group(monkeypatch):
 
 def test_strict_backend_refuses_hccl_fallback(monkeypatch):
     monkeypatch.setenv("ATB_OPS_STRICT_BACKEND", "1")
-    o = torch.classes.OperationTorch.OperationTorch("AllToAllVV2Operation")
+    o = make("AllToAllVV2Operation")
     with expect("ERROR_INVALID_PARAM", "'backend' is 'hccl'", "ATB_OPS_STRICT_BACKEND=1"):
         o.set_param(json.dumps({**GOOD, "backend": "hccl"}))
 

@@ -109,9 +109,9 @@ def test_bench_table_json_and_comparisons(tmp_path):
     assert [r[0] for r in rows] == ["1024", "200000"] and all(r[2] == "float32" for r in rows)
     assert [r["bytes"] for r in doc["rows"]] == [1024, 200000]
     for row in doc["rows"]:
-        assert set(row["figures"]) == {"atb", "shared", "gloo"}, row["figures"]
+        assert set(row["figures"]) == {"atb", "torchscript", "shared", "gloo"}, row["figures"]
         assert row["figures"]["atb"]["wrong"] == 0 and row["figures"]["gloo"]["wrong"] == 0
-        assert row["figures"]["shared"]["wrong"] == 0
+        assert row["figures"]["shared"]["wrong"] == 0 and row["figures"]["torchscript"]["wrong"] == 0
         assert row["figures"]["atb"]["busbw"] == pytest.approx(row["figures"]["atb"]["algbw"] / 2)
 
 
@@ -140,7 +140,8 @@ def test_bench_skewed_three_ranks_rounds(tmp_path):
     assert "pattern skewed (spread 8)" in stdout and "best of 2 rounds" in stdout
     assert [r["figures"]["atb"]["wrong"] for r in doc["rows"]] == [0, 0]
     assert [r["figures"]["shared"]["wrong"] for r in doc["rows"]] == [0, 0]
-    assert set(doc["rows"][0]["figures"]) == {"atb", "shared"}
+    assert [r["figures"]["torchscript"]["wrong"] for r in doc["rows"]] == [0, 0]
+    assert set(doc["rows"][0]["figures"]) == {"atb", "torchscript", "shared"}
 
 
 OPERATIONS = {"allreduce": "AllReduceOperation", "reduce_scatter": "ReduceScatterOperation",
@@ -154,7 +155,7 @@ def test_bench_collectives_with_the_framework_api_column(tmp_path, op):
     independent expected values."""
     args = ["--op", op, "--api", "distributed", "-n", "2", "-s", "1K,300K", "-i", "3", "-w", "1", "--no-mpi"]
     stdout, doc = _run_bench(args, tmp_path)
-    expected_columns = {"atb", "shared", "dist", "gloo"}
+    expected_columns = {"atb", "torchscript", "shared", "dist", "gloo"}
     assert "x exec" in stdout and OPERATIONS[op] in stdout
     for row in doc["rows"]:
         assert set(row["figures"]) == expected_columns, row["figures"]
@@ -171,7 +172,7 @@ def test_bench_alltoallv_framework_api_columns(tmp_path):
     stdout, doc = _run_bench(args, tmp_path)
     assert "atb_ops.distributed.global_scatter, 2 experts/rank" in stdout
     for row in doc["rows"]:
-        assert set(row["figures"]) == {"atb", "shared", "dist", "dist_single", "dist_scatter", "gloo"}
+        assert set(row["figures"]) == {"atb", "torchscript", "shared", "dist", "dist_single", "dist_scatter", "gloo"}
         assert all(f["wrong"] == 0 for f in row["figures"].values()), row["figures"]
 
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "core/process.h"
 #include "core/status.h"
 
 namespace atb_ops {
@@ -27,7 +28,7 @@ at::Tensor flat(const at::Tensor& t) {
 }  // namespace
 
 Communicator::Communicator(std::string backend, int32_t rank, int32_t size, Options options)
-    : backend_(std::move(backend)), rank_(rank), size_(size), options_(std::move(options)), creator_(::getpid()) {}
+    : backend_(std::move(backend)), rank_(rank), size_(size), options_(std::move(options)), creator_(thisProcessId()) {}
 
 std::string Communicator::failure() const {
   std::lock_guard<std::mutex> lock(failureMutex_);
@@ -46,7 +47,7 @@ template <typename F>
 void Communicator::call(const char* what, const CallSignature* sig, const AllToAllVLayout* counts, F&& body) {
   // A child of fork() shares the parent's segments, sockets and peer mappings: touching them would corrupt
   // the parent's and its peers' data. NCCL and torch.distributed refuse this too.
-  const pid_t self = ::getpid();
+  const pid_t self = thisProcessId();
   ATB_CHECK(self == creator_, ERROR_COMM_EMPTY, backend_, " ", what, ": this communicator was created in pid ",
             creator_, " and cannot be used after fork() (this is pid ", self, "); create a new operation in the child");
   // One call at a time per communicator: ranks must issue their calls on one communicator in the same

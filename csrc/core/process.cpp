@@ -1,9 +1,11 @@
 #include "core/process.h"
 
 #include <dirent.h>
+#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
@@ -16,6 +18,26 @@
 #include <utility>
 
 namespace atb_ops {
+namespace {
+
+std::atomic<pid_t> cachedPid{0};
+
+void forgetCachedPid() {
+  cachedPid.store(0, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+pid_t thisProcessId() {
+  const pid_t known = cachedPid.load(std::memory_order_relaxed);
+  if (known != 0) return known;
+  // Registered before the first value is cached, so no fork() can copy a cached value into a child unseen.
+  static const int registered = ::pthread_atfork(nullptr, nullptr, forgetCachedPid);
+  (void)registered;
+  const pid_t self = ::getpid();
+  cachedPid.store(self, std::memory_order_relaxed);
+  return self;
+}
 
 bool processAlive(pid_t pid) {
   if (pid <= 0) return false;

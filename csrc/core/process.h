@@ -8,6 +8,10 @@
 
 namespace atb_ops {
 
+// getpid() without a system call per use: cached, and forgotten in the child of every fork() (pthread_atfork),
+// so the hot paths that refuse a forked child's calls stay cheap.
+pid_t thisProcessId();
+
 // False once the process has exited (zombies count as exited: a killed child stays a zombie until
 // its parent reaps it, answering kill(0) while it will never take part again).
 bool processAlive(pid_t pid);

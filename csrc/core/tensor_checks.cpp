@@ -48,12 +48,13 @@ bool mayOverlap(const at::Tensor& a, const at::Tensor& b) {
   return a0 < b1 && b0 < a1;
 }
 
-std::vector<int64_t> hostInt64(const at::Tensor& t, const std::string& what, int64_t length,
-                               const std::string& lengthName) {
-  ATB_CHECK(t.defined(), ERROR_INVALID_PARAM, what, " is an undefined tensor");
-  ATB_CHECK(t.scalar_type() == at::kLong, ERROR_INVALID_TENSOR_DTYPE, what, " must be int64, got ", t.scalar_type());
-  ATB_CHECK(t.dim() == 1 && t.size(0) == length, ERROR_INVALID_TENSOR_DIM, what, " must have shape [",
-            lengthName.empty() ? "" : lengthName + "=", length, "], got ", t.sizes());
+std::vector<int64_t> hostInt64(const at::Tensor& t, const std::string& op, const char* input, int64_t length,
+                               const char* lengthName) {
+  ATB_CHECK(t.defined(), ERROR_INVALID_PARAM, op, " input '", input, "' is an undefined tensor");
+  ATB_CHECK(t.scalar_type() == at::kLong, ERROR_INVALID_TENSOR_DTYPE, op, " input '", input, "' must be int64, got ",
+            t.scalar_type());
+  ATB_CHECK(t.dim() == 1 && t.size(0) == length, ERROR_INVALID_TENSOR_DIM, op, " input '", input,
+            "' must have shape [", lengthName, *lengthName == '\0' ? "" : "=", length, "], got ", t.sizes());
   const at::Tensor host = t.device().is_cpu() ? t.contiguous() : t.to(at::kCPU).contiguous();
   const int64_t* p = host.data_ptr<int64_t>();
   return std::vector<int64_t>(p, p + length);

@@ -28,9 +28,9 @@ void checkOutput(const at::Tensor& out, const TensorDesc& want, const c10::Devic
 bool mayOverlap(const at::Tensor& a, const at::Tensor& b);
 
 // A host copy of a 1-D int64 tensor of `length` entries (ATB's count tensors: host tensors; device copies are
-// brought back). Raises ERROR_INVALID_TENSOR_DTYPE / _DIM naming `what`.
-// `lengthName` names the length in the message (e.g. "rankSize").
-std::vector<int64_t> hostInt64(const at::Tensor& t, const std::string& what, int64_t length,
-                               const std::string& lengthName = "");
+// brought back). Raises ERROR_INVALID_TENSOR_DTYPE / _DIM naming operator `op`'s input `input`.
+// `lengthName` names the length in the message (e.g. "rankSize"). Messages are made only on failure.
+std::vector<int64_t> hostInt64(const at::Tensor& t, const std::string& op, const char* input, int64_t length,
+                               const char* lengthName = "");
 
 }  // namespace atb_ops

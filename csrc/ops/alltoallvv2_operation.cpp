@@ -55,7 +55,7 @@ class AllToAllVV2Operation final : public CommOperation {
     if (inputs.size() == 6) {
       std::vector<int64_t>* fields[] = {&layout.sendCounts, &layout.sdispls, &layout.recvCounts, &layout.rdispls};
       for (int i = 0; i < 4; ++i) {
-        *fields[i] = hostInt64(inputs[1 + i], name() + " input '" + kCountNames[i] + "'", prm.rankSize, "rankSize");
+        *fields[i] = hostInt64(inputs[1 + i], name(), kCountNames[i], prm.rankSize, "rankSize");
       }
       if (pack_) checkAgreesWithPack(layout);
     } else {

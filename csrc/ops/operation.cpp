@@ -127,7 +127,7 @@ std::vector<int64_t> CommOperation::countInput(const at::Tensor& t, const std::s
                                                const std::vector<int64_t>* pack) const {
   ATB_CHECK(t.defined() && t.dim() == 1, ERROR_INVALID_TENSOR_DIM_NUM, name_, " input '", what,
             "' must be 1-D, got shape ", t.defined() ? t.sizes() : c10::IntArrayRef{});
-  std::vector<int64_t> values = hostInt64(t, name_ + " input '" + what + "'", length, length == 1 ? "" : "rankSize");
+  std::vector<int64_t> values = hostInt64(t, name_, what.c_str(), length, length == 1 ? "" : "rankSize");
   if (pack != nullptr) {
     ATB_CHECK(values == *pack, ERROR_INVALID_PARAM, name_, " input '", what, "' ", c10::IntArrayRef(values),
               " disagrees with set_varaintpack_param's ", c10::IntArrayRef(*pack));

@@ -2,7 +2,8 @@
 
 Importing the package loads the native core ``atb_ops._C``, which registers the TorchScript class
 ``torch.classes.OperationTorch.OperationTorch`` (ATB's torch binding), the ``torch.ops.atb_ops``
-collectives and the communication backends.
+collectives and the communication backends. ``atb_ops.Operation`` is the same class through pybind11
+(same methods, same operator objects, no TorchScript dispatch per call: the one to time small messages with).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from atb_ops.errors import AtbError  # noqa: E402
 
 __all__ = [
     "AtbError",
+    "Operation",
     "OperationTorch",
     "backends",
     "clear_communicators",
@@ -58,6 +60,7 @@ def _at_exit() -> None:
 atexit.register(_at_exit)
 
 OperationTorch = torch.classes.OperationTorch.OperationTorch
+Operation = _C.Operation
 backends = _C.backends
 validate_layout = _C.validate_layout
 shm_arena_info = _C.shm_arena_info

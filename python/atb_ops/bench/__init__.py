@@ -13,13 +13,16 @@ pinned one per CPU when they fit, as ``mpirun`` does: ``--bind``). Per size ever
 count layout (see traffic patterns), fills its send buffer from ``--seed``, and then
 
 1. **atb_ops**: ``AllToAllVV2Operation`` with ``backend`` = ``--backend``, counts given once through
-   ``set_varaintpack_param``, called as ``execute_out([x, tensorForInferShape], [out])`` with the same
-   tensors on every call (no allocation per call; the small-message rows are its latency, Python call
-   included);
-2. **atb_ops, shm_empty buffers** (CPU backends; ``--no-shared`` skips): the same call with ``x`` and
+   ``set_varaintpack_param``, called as ``execute_out([x, tensorForInferShape], [out])`` on an
+   ``atb_ops.Operation`` (OperationTorch's methods through pybind11) with the same tensors on every call (no
+   allocation per call; the small-message rows are its latency, Python call included);
+2. **OperationTorch** (``--no-torchscript`` skips): the same call on
+   ``torch.classes.OperationTorch.OperationTorch``, the TorchScript class ATB's scripts construct (the same
+   operator object; TorchScript's dispatch adds about 2 us per call);
+3. **atb_ops, shm_empty buffers** (CPU backends; ``--no-shared`` skips): the same call with ``x`` and
    ``out`` allocated by ``atb_ops.shm_empty``, the shared-memory arena peers copy from with memcpy;
-3. **gloo**: ``torch.distributed.all_to_all_single`` on a gloo group, same counts (``--no-gloo`` skips);
-4. **Open MPI**: ``MPI_Alltoallv`` on the same counts, displacements and bytes, in a separate
+4. **gloo**: ``torch.distributed.all_to_all_single`` on a gloo group, same counts (``--no-gloo`` skips);
+5. **Open MPI**: ``MPI_Alltoallv`` on the same counts, displacements and bytes, in a separate
    ``mpirun`` job of ``atb_ops.bench.mpi`` (mpi4py) that stays up and runs one size per request, so
    the libraries take turns size by size; only where ``mpirun`` and mpi4py exist
    (``scripts/install_bench_deps.sh``; ``--no-mpi`` skips).
@@ -79,6 +82,7 @@ SIZE_MEANING = {
 BUS_FORMULA = {"alltoallv": "(n-1)/n", "allreduce": "2(n-1)/n", "reduce_scatter": "(n-1)/n", "allgather": "(n-1)/n",
                "broadcast": "1"}
 LABELS_OTHER = {
+    "torchscript": "atb_ops {backend}, OperationTorch (TorchScript)",
     "shared": "atb_ops {backend}, shm_empty buffers",
     "dist": "atb_ops.distributed.{dist}",
     "dist_single": "atb_ops.distributed.alltoall_single",
@@ -158,6 +162,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--plot", metavar="FILE.png", help="plot algbw vs size per library (needs matplotlib)")
     p.add_argument("--no-mpi", action="store_true", help="skip Open MPI's MPI_Alltoallv")
     p.add_argument("--no-gloo", action="store_true", help="skip torch.distributed.all_to_all_single on gloo")
+    p.add_argument("--no-torchscript", action="store_true",
+                   help="skip the OperationTorch column (the same execute_out through TorchScript's dispatch)")
     p.add_argument("--no-shared", action="store_true",
                    help="skip the second atb_ops column (send and output tensors from atb_ops.shm_empty)")
     p.add_argument("--no-check", action="store_true", help="skip the #wrong check (it costs time at 256 MiB)")
@@ -281,7 +287,7 @@ def _make_row(raw: list[dict[str, Any]], mpi_raw: list[dict[str, Any] | None], a
     nbytes = first["bytes"]
     factor = collectives.bus_factor(args.op, args.world_size)
     figs = {key: report.figures(_best([r.get(key) for r in raw]), nbytes, factor)
-            for key in ("atb", "shared", "dist", "dist_single", "dist_scatter", "gloo")}
+            for key in ("atb", "torchscript", "shared", "dist", "dist_single", "dist_scatter", "gloo")}
     figs["mpi"] = report.figures(_best(mpi_raw), nbytes, factor)
     memcpy = [r["memcpy_s"] for r in raw if r.get("memcpy_s") and r["memcpy_s"] == r["memcpy_s"]]
     return {
@@ -300,6 +306,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         sizes=args.size_list, dtype=args.dtype,
         pattern=args.pattern, spread=args.spread, seed=args.seed, iters=args.iters, warmup=args.warmup,
         budget_s=args.budget, gloo=not args.no_gloo, check=not args.no_check, shared=not args.no_shared,
+        torchscript=not args.no_torchscript,
         bind=args.bind if args.bind != "auto" else ("core" if args.world_size <= len(os.sched_getaffinity(0))
                                                      else "none"),
     )
@@ -321,16 +328,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     ranks = Ranks(cfg, args.timeout, progress)
     mpi_job = _start_mpi(cfg, args.timeout, notes) if want_mpi else None
     expert_api = cfg.api and args.op == "alltoallv"
-    present = {"shared": cfg.shared, "dist": cfg.api, "dist_single": expert_api, "dist_scatter": expert_api,
+    present = {"torchscript": cfg.torchscript, "shared": cfg.shared, "dist": cfg.api, "dist_single": expert_api,
+               "dist_scatter": expert_api,
                "gloo": cfg.gloo, "mpi": mpi_job is not None}
-    others = [k for k in ("shared", "dist", "dist_single", "dist_scatter", "gloo", "mpi") if present[k]]
+    others = [k for k in ("torchscript", "shared", "dist", "dist_single", "dist_scatter", "gloo", "mpi") if present[k]]
     labels = {"atb": f"atb_ops {args.backend}",
               **{k: LABELS_OTHER[k].format(backend=args.backend, dist=dist_fn) for k in LABELS_OTHER},
               "gloo": f"gloo {gloo_fn}", "mpi": f"Open MPI {mpi_fn}"}
     labels = {k: v for k, v in labels.items() if k == "atb" or k in others}
     columns = []
     for k in others:
-        if k == "shared":
+        if k in ("shared", "torchscript"):
             ratio = ("vs MPI", "self", "mpi") if present["mpi"] else ("vs torch", "self", "atb")
         elif k in ("dist", "dist_single", "dist_scatter"):
             ratio = ("x exec", "atb", "self")  # its time over execute_out's: the framework API's cost
@@ -343,7 +351,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     pattern = args.pattern + (f" (spread {args.spread:g})" if args.pattern == "skewed" else "")
     rounds = (f"best of {args.rounds} rounds (libraries alternate size by size); " if args.rounds > 1 else "")
     title = [
-        f"atb_ops bench: {op_name} execute_out (reused buffers), {args.world_size} rank(s), "
+        f"atb_ops bench: {op_name} execute_out (atb_ops.Operation, reused buffers), {args.world_size} rank(s), "
         f"backend {args.backend}, {args.dtype}, "
         + (f"pattern {pattern}, seed {args.seed}, " if args.op == "alltoallv" else "")
         + f"binding {cfg.bind}",

@@ -1,10 +1,12 @@
 """The benchmark's rank processes: one ATB operation (AllToAllVV2, AllReduce or ReduceScatter, by ``--op``)
 and one gloo group per rank.
 
-Each rank runs every size: the checked call, warm-up, then the timed loop through ``execute_out``
-with the same input/output tensors reused on every call (the path a training loop takes, and the one
-that shows small-message latency). Then, as asked, the same call on ``atb_ops.shm_empty`` buffers, the same
-collective through ``atb_ops.distributed`` (``--api distributed``), and torch.distributed's on the gloo group.
+Each rank runs every size: the checked call, warm-up, then the timed loop through ``execute_out`` of
+``atb_ops.Operation`` (pybind11) with the same input/output tensors reused on every call (the path a training
+loop takes, and the one that shows small-message latency). Then, as asked, the same call through the TorchScript
+class ``torch.classes.OperationTorch.OperationTorch`` (what ATB's scripts construct), on ``atb_ops.shm_empty``
+buffers, the same collective through ``atb_ops.distributed`` (``--api distributed``), and torch.distributed's on
+the gloo group.
 Rank 0 reduces the per-rank figures (time: max over ranks; #wrong: sum) and hands each size's row to the
 parent process.
 """
@@ -43,6 +45,7 @@ class BenchConfig:
     gloo: bool = True
     api: bool = False  # also time the collective through atb_ops.distributed
     shared: bool = True  # also time atb_ops with send/output tensors from atb_ops.shm_empty (CPU backends)
+    torchscript: bool = True  # also time execute_out through torch.classes.OperationTorch.OperationTorch
     check: bool = True
     bind: str = "none"  # "core": rank r runs on allowed CPU r % count (as mpirun --bind-to core)
 
@@ -163,7 +166,7 @@ def rank_main(rank: int, cfg_json: str, env: dict[str, str], results: Any, comma
 def _run_rank(rank: int, cfg: BenchConfig, results: Any, commands: Any) -> None:
     import torch.distributed as dist
 
-    import atb_ops  # noqa: F401  (registers OperationTorch)
+    import atb_ops
 
     torch.set_num_threads(1)  # ranks share the cores; intra-op threads would only fight them
     if cfg.bind == "core":
@@ -185,13 +188,18 @@ def _run_rank(rank: int, cfg: BenchConfig, results: Any, commands: Any) -> None:
         return reduce([v], dist.ReduceOp.MAX)[0]
 
     name, extra = OPERATIONS[cfg.op]
-    op = torch.classes.OperationTorch.OperationTorch(name)
-    op.set_param(json.dumps({"rank": rank, "rankSize": n, "rankRoot": 0, "backend": cfg.backend, **extra}))
+    param = json.dumps({"rank": rank, "rankSize": n, "rankRoot": 0, "backend": cfg.backend, **extra})
+    op = atb_ops.Operation(name)
+    op.set_param(param)
+    # The TorchScript class ATB's scripts construct: the same operator object behind TorchScript's dispatch.
+    ts_op = torch.classes.OperationTorch.OperationTorch(name) if cfg.torchscript else None
+    if ts_op is not None:
+        ts_op.set_param(param)
     run_size = _run_size if cfg.op == "alltoallv" else _run_collective_size
     results.put(("ready", rank))
     while (command := commands.get()) is not None:
         index, round_no = command
-        run_size(rank, cfg, index, round_no, results, op, dist, device, dtype, sync, reduce, reduce_max)
+        run_size(rank, cfg, index, round_no, results, (op, ts_op), dist, device, dtype, sync, reduce, reduce_max)
         results.put(("ran", rank))
     dist.barrier()
     dist.destroy_process_group()
@@ -233,11 +241,12 @@ def _time_global_scatter(rank: int, cfg: BenchConfig, size: int, lay: Any, send:
     return time_loop(call, cfg, reduce_max, dist.barrier, sync), wrong
 
 
-def _run_size(rank: int, cfg: BenchConfig, index: int, round_no: int, results: Any, op: Any, dist: Any,
-              device: torch.device, dtype: torch.dtype, sync: Callable[[], None], reduce: Callable[..., list[float]],
-              reduce_max: Callable[[float], float]) -> None:
+def _run_size(rank: int, cfg: BenchConfig, index: int, round_no: int, results: Any, ops: tuple[Any, Any],
+              dist: Any, device: torch.device, dtype: torch.dtype, sync: Callable[[], None],
+              reduce: Callable[..., list[float]], reduce_max: Callable[[float], float]) -> None:
     """One size: checked call, then timed loops of atb_ops and gloo; rank 0 reports the row."""
-    execute_out = op.execute_out  # bound once: looking up a TorchScript method costs microseconds
+    op, ts_op = ops
+    execute_out = op.execute_out  # bound once: a method lookup per call would be timed too
     gloo_dtype_ok = dtype not in (torch.int16, torch.bool)  # gloo has no int16/bool: move those as bytes
     size = cfg.sizes[index]
     plan = plan_for(cfg, size, rank)
@@ -262,6 +271,19 @@ def _run_size(rank: int, cfg: BenchConfig, index: int, round_no: int, results: A
         wrong = workload.count_wrong(out.reshape(-1).cpu(), lay, rank, cfg.seed, seq)
     atb_s = time_loop(functools.partial(execute_out, inputs, outputs), cfg, reduce_max, dist.barrier, sync)
 
+    ts_s, ts_wrong = float("nan"), 0.0
+    if ts_op is not None:
+        if rank == 0:
+            results.put(("progress", f"{workload.format_bytes(size)}: atb_ops {cfg.backend}, OperationTorch"))
+        ts_op.set_varaintpack_param(json.dumps(lay.pack()))
+        ts_execute_out = ts_op.execute_out
+        if cfg.check:
+            workload.poison(out)
+            ts_execute_out(inputs, outputs)
+            sync()
+            ts_wrong = workload.count_wrong(out.reshape(-1).cpu(), lay, rank, cfg.seed, seq)
+        ts_s = time_loop(functools.partial(ts_execute_out, inputs, outputs), cfg, reduce_max, dist.barrier, sync)
+
     shared_s, shared_wrong = float("nan"), 0.0
     if cfg.shared and device.type == "cpu" and cfg.backend in ("shm", "auto", "hccl"):
         import atb_ops
@@ -279,7 +301,8 @@ def _run_size(rank: int, cfg: BenchConfig, index: int, round_no: int, results: A
         shared_s = time_loop(functools.partial(execute_out, s_inputs, s_outputs), cfg, reduce_max, dist.barrier, sync)
         del s_send, s_out, s_inputs, s_outputs
 
-    timed: dict[str, tuple[float, float]] = {"atb": (atb_s, wrong), "shared": (shared_s, shared_wrong)}
+    timed: dict[str, tuple[float, float]] = {"atb": (atb_s, wrong), "torchscript": (ts_s, ts_wrong),
+                                             "shared": (shared_s, shared_wrong)}
     if cfg.api:
         from atb_ops import distributed as ad
 
@@ -341,14 +364,16 @@ def _report(rank: int, index: int, round_no: int, size: int, nbytes: int, count:
         results.put(("row", row))
 
 
-def _run_collective_size(rank: int, cfg: BenchConfig, index: int, round_no: int, results: Any, op: Any, dist: Any,
-                         device: torch.device, dtype: torch.dtype, sync: Callable[[], None],
-                         reduce: Callable[..., list[float]], reduce_max: Callable[[float], float]) -> None:
+def _run_collective_size(rank: int, cfg: BenchConfig, index: int, round_no: int, results: Any,
+                         ops: tuple[Any, Any], dist: Any, device: torch.device, dtype: torch.dtype,
+                         sync: Callable[[], None], reduce: Callable[..., list[float]],
+                         reduce_max: Callable[[float], float]) -> None:
     """One size of --op allreduce / reduce_scatter / allgather / broadcast: the ATB operation, then
     shm_empty buffers, atb_ops.distributed and gloo, each checked against collectives.expected first."""
     import atb_ops
     from atb_ops import distributed as ad
 
+    op, ts_op = ops
     execute_out = op.execute_out
     size = cfg.sizes[index]
     n = cfg.world_size
@@ -385,6 +410,9 @@ def _run_collective_size(rank: int, cfg: BenchConfig, index: int, round_no: int,
     result = x if out is None else out
     timed["atb"] = checked(functools.partial(execute_out, [x], [] if out is None else [out]), lambda: result,
                            f"atb_ops {cfg.backend}")
+    if ts_op is not None:
+        ts_call = functools.partial(ts_op.execute_out, [x], [] if out is None else [out])
+        timed["torchscript"] = checked(ts_call, lambda: result, f"atb_ops {cfg.backend}, OperationTorch")
     if cfg.shared and device.type == "cpu" and cfg.backend in ("shm", "auto", "hccl"):
         s_x, s_out = buffers(atb_ops.shm_empty)
         s_result = s_x if s_out is None else s_out

@@ -1,7 +1,7 @@
-"""torch_atb.Operation over ``torch.classes.OperationTorch.OperationTorch``: one implementation of each
-operator serves both of ATB's Python surfaces.
+"""torch_atb.Operation over ``atb_ops.Operation`` (OperationTorch's methods through pybind11, as ATB's own
+torch_atb is a pybind11 module): one implementation of each operator serves both of ATB's Python surfaces.
 
-``Operation(param)`` creates the OperationTorch of the param's operator and hands it the param's JSON
+``Operation(param)`` creates the operator of the param and hands it the param's JSON
 (its checks raise here, at creation, as ATB's CreateOperation does); ``forward`` is its ``execute``.
 ``Prof`` keeps each operator's forward times per thread, as ATB's torch_atb does.
 """
@@ -67,10 +67,10 @@ def set_buffer_size(bytes: int) -> None:  # noqa: A002  (ATB's keyword name)
     _buffer_size = bytes
 
 
-def _operation_torch_class() -> Any:
-    import atb_ops  # noqa: F401  (registers torch.classes.OperationTorch)
+def _operation_class() -> Any:
+    import atb_ops
 
-    return torch.classes.OperationTorch.OperationTorch
+    return atb_ops.Operation
 
 
 class Operation:
@@ -93,7 +93,7 @@ class Operation:
             raise TypeError(f"torch_atb.Operation: expected one of {names}; got {type(param).__name__}")
         self._param_json = json.dumps(param.to_json())  # a snapshot: later changes to param do not apply
         self._input_num, self._output_num = param.io_numbers()
-        self._op = _operation_torch_class()(param.OP_NAME)
+        self._op = _operation_class()(param.OP_NAME)
         self._op.set_param(self._param_json)
         self._name = str(self._op.name())
 

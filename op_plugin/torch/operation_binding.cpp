@@ -1,0 +1,100 @@
+#include "op_plugin/torch/operation_binding.h"
+
+#include <chrono>
+#include <sstream>
+
+#include "op_plugin/torch/gil_release.h"
+
+namespace atb_ops {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double microseconds(Clock::duration d) {
+  return std::chrono::duration<double, std::micro>(d).count();
+}
+
+// aclDataType numbers, as ATB's infer_shape reports dtypes.
+int aclDataType(c10::ScalarType t) {
+  switch (t) {
+    case at::kFloat: return 0;
+    case at::kHalf: return 1;
+    case at::kChar: return 2;
+    case at::kInt: return 3;
+    case at::kByte: return 4;
+    case at::kShort: return 6;
+    case at::kLong: return 9;
+    case at::kDouble: return 11;
+    case at::kBool: return 12;
+    case at::kBFloat16: return 27;
+    default: return -1;
+  }
+}
+
+constexpr int kAclFormatNd = 2;
+
+}  // namespace
+
+OperationBinding::OperationBinding(const std::string& name) : op_(createOperation(name)) {}
+
+OperationBinding::~OperationBinding() {
+  GilRelease unlocked;
+  op_.reset();
+}
+
+std::string OperationBinding::setParam(const std::string& json) {
+  op_->setParam(json);
+  return R"({"result": 0})";
+}
+
+void OperationBinding::setVariantPackParam(const std::string& json) {
+  op_->setVariantPack(json);
+}
+
+std::string OperationBinding::inferShape(const std::vector<at::Tensor>& inputs) const {
+  const std::vector<TensorDesc> descs = op_->inferShape(inputs);
+  std::ostringstream dtypes, formats, shapes;
+  for (size_t i = 0; i < descs.size(); ++i) {
+    const char* sep = i == 0 ? "" : ", ";
+    dtypes << sep << aclDataType(descs[i].dtype);
+    formats << sep << kAclFormatNd;
+    shapes << sep << '[';
+    for (size_t d = 0; d < descs[i].shape.size(); ++d) shapes << (d ? ", " : "") << descs[i].shape[d];
+    shapes << ']';
+  }
+  std::ostringstream out;
+  out << R"({"result": 0, "num": )" << descs.size() << R"(, "dtype": [)" << dtypes.str() << R"(], "format": [)"
+      << formats.str() << R"(], "shape": [)" << shapes.str() << "]}";
+  return out.str();
+}
+
+std::string OperationBinding::setup(const std::vector<at::Tensor>& inputs,
+                                    const std::vector<at::Tensor>& /*outputs*/) const {
+  const auto start = Clock::now();
+  (void)op_->inferShape(inputs);
+  std::ostringstream out;
+  out << R"({"result": 0, "workspace_size": 0, "setup_time": )" << microseconds(Clock::now() - start) << "}";
+  return out.str();
+}
+
+std::vector<at::Tensor> OperationBinding::execute(const std::vector<at::Tensor>& inputs) {
+  return blockingCall([&] { return op_->execute(inputs); });
+}
+
+void OperationBinding::executeOut(const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs) {
+  blockingCall([&] { op_->executeOut(inputs, outputs); });
+}
+
+// CPU collectives complete inside the call; device backends are synchronized on the host here.
+std::string OperationBinding::executeSync(const std::vector<at::Tensor>& inputs,
+                                          const std::vector<at::Tensor>& outputs, int64_t /*workspaceSize*/) {
+  const auto start = Clock::now();
+  blockingCall([&] { op_->executeOut(inputs, outputs); });
+  const auto executed = Clock::now();
+  std::ostringstream out;
+  out << R"({"result": 0, "execute_time": )" << microseconds(executed - start) << R"(, "sync_time": )"
+      << microseconds(Clock::now() - executed) << "}";
+  return out.str();
+}
+
+}  // namespace atb_ops
