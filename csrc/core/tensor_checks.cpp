@@ -53,8 +53,8 @@ std::vector<int64_t> hostInt64(const at::Tensor& t, const std::string& op, const
   ATB_CHECK(t.defined(), ERROR_INVALID_PARAM, op, " input '", input, "' is an undefined tensor");
   ATB_CHECK(t.scalar_type() == at::kLong, ERROR_INVALID_TENSOR_DTYPE, op, " input '", input, "' must be int64, got ",
             t.scalar_type());
-  ATB_CHECK(t.dim() == 1 && t.size(0) == length, ERROR_INVALID_TENSOR_DIM, op, " input '", input,
-            "' must have shape [", lengthName, *lengthName == '\0' ? "" : "=", length, "], got ", t.sizes());
+  ATB_CHECK(t.dim() == 1 && t.size(0) == length, ERROR_INVALID_TENSOR_DIM, op, " input '", input, "' must have shape [",
+            lengthName, *lengthName == '\0' ? "" : "=", length, "], got ", t.sizes());
   const at::Tensor host = t.device().is_cpu() ? t.contiguous() : t.to(at::kCPU).contiguous();
   const int64_t* p = host.data_ptr<int64_t>();
   return std::vector<int64_t>(p, p + length);

@@ -86,8 +86,8 @@ void OperationBinding::executeOut(const std::vector<at::Tensor>& inputs, const s
 }
 
 // CPU collectives complete inside the call; device backends are synchronized on the host here.
-std::string OperationBinding::executeSync(const std::vector<at::Tensor>& inputs,
-                                          const std::vector<at::Tensor>& outputs, int64_t /*workspaceSize*/) {
+std::string OperationBinding::executeSync(const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs,
+                                          int64_t /*workspaceSize*/) {
   const auto start = Clock::now();
   blockingCall([&] { op_->executeOut(inputs, outputs); });
   const auto executed = Clock::now();
