@@ -266,16 +266,17 @@ def _batch(rank: int, step: int) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.randn(6, 8, generator=gen), torch.randn(6, 4, generator=gen)
 
 
-def ddp_train(rank: int, world_size: int, backend: str, steps: int = 4) -> tuple[list[float], list[torch.Tensor]]:
+def ddp_train(rank: int, world_size: int, backend: str, steps: int = 4) -> tuple[list[float], list, int]:
     """A tiny MLP trained with DDP over `backend` ("atb_ops": this pool's group; "gloo": the default group).
 
     Returns:
-        The loss of each step and the final parameters.
+        The loss of each step, the final parameters, and the collectives atb_ops ran during training.
     """
     g = group(world_size) if backend == "atb_ops" else dist.group.WORLD
     model = torch.nn.parallel.DistributedDataParallel(_model(0), process_group=g)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     losses = []
+    before = _collectives(g)
     for step in range(steps):
         x, y = _batch(rank, step)
         opt.zero_grad()
@@ -283,14 +284,22 @@ def ddp_train(rank: int, world_size: int, backend: str, steps: int = 4) -> tuple
         loss.backward()
         opt.step()
         losses.append(loss.item())
-    return losses, [p.detach().clone() for p in model.parameters()]
+    return losses, [p.detach().clone() for p in model.parameters()], _collectives(g) - before
 
 
-def fsdp_train(rank: int, world_size: int, backend: str, steps: int = 4) -> tuple[list[float], list[torch.Tensor]]:
+def _collectives(g: dist.ProcessGroup) -> int:
+    """Collectives atb_ops' communicator of the group ran so far (0 for a gloo group)."""
+    backend = backend_of(g)
+    if not hasattr(backend, "comm_domain"):
+        return 0
+    return sum(s["collectives"] for s in _C.communicator_stats(backend.comm_domain))
+
+
+def fsdp_train(rank: int, world_size: int, backend: str, steps: int = 4) -> tuple[list[float], list, int]:
     """The same MLP with FSDP2 (torch.distributed.fsdp.fully_shard) on a CPU DeviceMesh over `backend`'s group.
 
     Returns:
-        The loss of each step and the final full (unsharded) parameters.
+        The loss of each step, the final full (unsharded) parameters, and the collectives atb_ops ran.
     """
     from torch.distributed.device_mesh import DeviceMesh
     from torch.distributed.fsdp import fully_shard
@@ -304,6 +313,7 @@ def fsdp_train(rank: int, world_size: int, backend: str, steps: int = 4) -> tupl
     fully_shard(model, mesh=mesh)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     losses = []
+    before = _collectives(g)
     for step in range(steps):
         x, y = _batch(rank, step)
         opt.zero_grad()
@@ -311,4 +321,5 @@ def fsdp_train(rank: int, world_size: int, backend: str, steps: int = 4) -> tupl
         loss.backward()
         opt.step()
         losses.append(loss.item())
-    return losses, [p.full_tensor().detach().clone() for p in model.parameters()]
+    ran = _collectives(g) - before
+    return losses, [p.full_tensor().detach().clone() for p in model.parameters()], ran

@@ -35,9 +35,7 @@ def test_collectives_match_torch_goldens(rank_pools, n, task, cases):
 @pytest.mark.parametrize("n", SIZES)
 def test_runs_on_atb_ops_shm(rank_pools, n):
     for got in rank_pools(n).run(c10d_tasks.shm_route):
-        assert got == {"type": "C10dBackend", "comm_backend": "shm", "counted": 1, "name": "custom"} or (
-            got["type"] == "C10dBackend" and got["comm_backend"] == "shm" and got["counted"] == 1
-        ), got
+        assert (got["type"], got["comm_backend"], got["counted"]) == ("C10dBackend", "shm", 1), got
 
 
 def test_async_op_work_and_future(rank_pools):
@@ -62,7 +60,9 @@ def test_object_collectives(rank_pools):
 
 
 def _assert_same_training(ours, theirs, exact: bool):
-    for (losses, params), (ref_losses, ref_params) in zip(ours, theirs, strict=True):
+    for (losses, params, ran), (ref_losses, ref_params, _) in zip(ours, theirs, strict=True):
+        assert ran > 0, "no collective ran on atb_ops"
+        assert losses[-1] < losses[0], losses  # it trained
         if exact:
             assert losses == ref_losses
             for p, q in zip(params, ref_params, strict=True):
@@ -78,7 +78,6 @@ def test_ddp_matches_gloo_bitwise(rank_pools):
     pool = rank_pools(2)
     ours, gloo = pool.run(c10d_tasks.ddp_train, "atb_ops"), pool.run(c10d_tasks.ddp_train, "gloo")
     _assert_same_training(ours, gloo, exact=True)
-    assert ours[0][0][-1] < ours[0][0][0]  # it trained
 
 
 def test_fsdp2_matches_gloo(rank_pools):
@@ -136,4 +135,5 @@ def test_peer_exit_is_dist_backend_error():
     assert exits[1].returncode == 0, exits[1].stderr
     assert exits[0].returncode == 0, (exits[0].stdout, exits[0].stderr)
     line = exits[0].last_line()
+    print(line)
     assert line.startswith("DistBackendError:") and "rank 1" in line, line
