@@ -90,8 +90,9 @@ DEFAULT_GROUP = """
 import sys, datetime, torch, torch.distributed as dist
 import atb_ops
 rank, n, port = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+mode = sys.argv[4] if len(sys.argv) > 4 else ""
 dist.init_process_group("atb_ops", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=n,
-                        timeout=datetime.timedelta(seconds=20))
+                        timeout=datetime.timedelta(seconds=2 if mode == "stall" else 20))
 assert dist.get_backend() == "atb_ops", dist.get_backend()
 x = torch.full((4,), float(rank + 1))
 dist.all_reduce(x)
@@ -106,9 +107,12 @@ if rank == 0:
 dist.broadcast_object_list(objs, src=0)
 assert objs == [{"hello": n}], objs
 dist.barrier()
-if len(sys.argv) > 4 and rank == 1:
+if mode and rank == 1:
+    if mode == "stall":
+        import time
+        time.sleep(8)  # alive but absent: rank 0 must give up after the group's 2 s timeout
     sys.exit(0)  # leaves: rank 0's next collective must fail naming it, not hang
-if len(sys.argv) > 4:
+if mode:
     try:
         dist.all_reduce(torch.ones(8))
     except dist.DistBackendError as e:
@@ -135,5 +139,21 @@ def test_peer_exit_is_dist_backend_error():
     assert exits[1].returncode == 0, exits[1].stderr
     assert exits[0].returncode == 0, (exits[0].stdout, exits[0].stderr)
     line = exits[0].last_line()
-    print(line)
-    assert line.startswith("DistBackendError:") and "rank 1" in line, line
+    assert line.startswith("DistBackendError:") and "ERROR_COMM_PEER_DIED" in line and "rank 1" in line, line
+
+
+def test_group_timeout_is_dist_backend_error():
+    # init_process_group(timeout=2 s) bounds the wait for a peer that is alive but never calls.
+    port = str(free_port())
+    procs = [start(DEFAULT_GROUP, [str(r), "2", port, "stall"], clean_env(ATB_OPS_TIMEOUT="60")) for r in range(2)]
+    exits = finish(procs, 120)
+    assert exits[0].returncode == 0, (exits[0].stdout, exits[0].stderr)
+    line = exits[0].last_line()
+    assert line.startswith("DistBackendError:") and "ERROR_COMM_TIMEOUT" in line and "rank 1" in line, line
+    assert exits[0].seconds < 8, exits[0].seconds  # the group's 2 s, not ATB_OPS_TIMEOUT's 60
+
+
+def test_ranks_on_other_hosts_get_gloo(rank_pools):
+    # A group whose ranks report different hosts runs on gloo (made from the same store), with right values.
+    for got in rank_pools(2).run(c10d_tasks.multi_host):
+        assert got == ["ProcessGroupGloo", 3.0], got
