@@ -107,6 +107,13 @@ if rank == 0:
 dist.broadcast_object_list(objs, src=0)
 assert objs == [{"hello": n}], objs
 dist.barrier()
+if not mode:
+    # Every collective of the pool tests, now on the default group (backend "atb_ops" itself).
+    from tests import c10d_tasks
+    c10d_tasks._groups[n] = dist.group.WORLD
+    for task in (c10d_tasks.all_reduce, c10d_tasks.gathers, c10d_tasks.reduce_scatters, c10d_tasks.broadcasts,
+                 c10d_tasks.alltoalls, c10d_tasks.point_to_point, c10d_tasks.async_ops, c10d_tasks.objects):
+        task(rank, n)
 if mode and rank == 1:
     if mode == "stall":
         import time
@@ -126,6 +133,7 @@ print("ok")
 
 @pytest.mark.parametrize("n", [2, 3])
 def test_default_group_atb_ops(n):
+    # init_process_group("atb_ops"): the default group runs every collective (checked against goldens inside).
     port = str(free_port())
     procs = [start(DEFAULT_GROUP, [str(r), str(n), port], clean_env()) for r in range(n)]
     for r, e in enumerate(finish(procs, 120)):
