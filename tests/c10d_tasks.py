@@ -228,6 +228,12 @@ def mismatch(rank: int, world_size: int) -> list[str]:
         dist.all_to_all_single(torch.empty(3), torch.empty(3), input_split_sizes=[1] * (world_size + 1), group=g)
     except (RuntimeError, ValueError) as e:
         errors.append(str(e))
+    # Reductions this backend refuses, locally on every rank (nothing was sent, so nothing is left pending).
+    for op, t in ((dist.ReduceOp.AVG, torch.ones(2, dtype=torch.int64)), (dist.ReduceOp.BAND, torch.ones(2))):
+        try:
+            dist.all_reduce(t, op=op, group=g)
+        except (RuntimeError, ValueError) as e:
+            errors.append(str(e))
     z = torch.ones(3)
     dist.all_reduce(z, group=g)  # still usable
     _check(z, torch.full((3,), float(world_size)), "after mismatch")
