@@ -227,3 +227,17 @@ def test_linear_parallel_bench(tmp_path):
     assert [(r["size"], r["m"], r["wrong"]) for r in rows] == [(16 << 10, 64, 0), (64 << 10, 256, 0)]
     assert set(rows[0]["times_s"]) == {"fused", "unfused", "unfused_gloo"}
     assert "speedup" in proc.stdout and "#wrong" in proc.stdout
+
+
+@pytest.mark.parametrize("op", ["alltoallv", "allreduce", "allgather", "broadcast"])
+def test_bench_c10d_api(tmp_path, op):
+    """--api c10d: torch.distributed's own call on the backend "atb_ops" beside gloo, both checked element by
+    element (alltoallv: a skewed 3-rank layout through all_to_all_single's split sizes; reduce_scatter takes
+    allgather's path with another call, and its values are tested in test_c10d_backend)."""
+    extra = ["-n", "3", "--pattern", "skewed"] if op == "alltoallv" else ["-n", "2"]
+    stdout, doc = _run_bench(["--op", op, "--api", "c10d", *extra, "-s", "1K,64K", "-i", "2", "-w", "0", "--no-mpi"],
+                             tmp_path)
+    assert "on backend 'atb_ops'" in stdout and "atb_ops c10d backend" in stdout
+    for row in doc["rows"]:
+        assert set(row["figures"]) == {"atb", "gloo"}, row["figures"]
+        assert all(f["wrong"] == 0 for f in row["figures"].values()), row["figures"]

@@ -138,16 +138,19 @@ def test_npu_device_names_are_cpu_tensors():
     assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), output_of(proc)
 
 
-def test_hccl_process_group_runs_on_gloo(tmp_path):
+def test_hccl_process_group_runs_on_atb_ops(tmp_path):
+    # backend "hccl" on CPU is atb_ops' own torch.distributed backend (shm on one host, gloo across hosts).
     code = textwrap.dedent(
         f"""
         import torch, torch_npu, torch.distributed as dist
         dist.init_process_group("hccl", init_method="file://{tmp_path}/store", rank=0, world_size=1)
-        assert dist.get_backend() == "gloo"
+        assert dist.get_backend() == "atb_ops", dist.get_backend()
         x = torch.ones(3).npu()
         dist.all_reduce(x)
+        assert torch.equal(x, torch.ones(3))
         g = dist.new_group([0], backend="hccl")
-        assert dist.get_backend(g) == "gloo"
+        assert dist.get_backend(g) == "atb_ops"
+        assert type(g._get_backend(torch.device("cpu"))).__name__ == "C10dBackend"
         dist.destroy_process_group()
         print("ok")
         """

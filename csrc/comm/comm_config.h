@@ -21,6 +21,8 @@ namespace atb_ops {
 
 // A torch.distributed group the caller already has (defined in comm/c10d/, the only user).
 struct ExistingGroup;
+// A store handed to the caller for this communicator alone (defined in comm/bootstrap/store_bootstrap.h).
+struct GivenStore;
 
 // How the ranks of a new communicator exchange their setup bytes (comm/bootstrap/).
 enum class BootstrapKind {
@@ -46,6 +48,9 @@ struct CommConfig {
   // its identity for the communicator cache.
   std::shared_ptr<ExistingGroup> group;
   const void* groupId = nullptr;
+  // When set, the bootstrap meets through this store instead of the job's (a c10d backend's creator gets one
+  // per process group, already prefixed by the group's name, so groups never meet each other's keys).
+  std::shared_ptr<GivenStore> store;
   Options options;  // the environment when this config was made
 };
 

@@ -28,6 +28,7 @@
 #include "core/layout.h"
 #include "core/options.h"
 #include "core/status.h"
+#include "op_plugin/python/c10d_binding.h"
 #include "op_plugin/python/direct_collectives.h"
 #include "op_plugin/python/operation_class.h"
 #include "op_plugin/python/python_errors.h"
@@ -170,7 +171,11 @@ PYBIND11_MODULE(_C, m) {
         py::arg("job_key"), py::arg("device"), py::arg("group") = py::none(),
         "The handle of the (cached) communicator of a torch.distributed group's collectives.");
   atb_ops::bindDirectCollectives(m);
+<<<<<<< HEAD
   atb_ops::bindOperationClass(m);
+=======
+  atb_ops::bindC10dBackend(m);
+>>>>>>> c10d-backend
   m.def(
       "comm_size",
       [](int64_t h) { return atb_ops::withPythonErrors([&] { return atb_ops::communicatorOf(h)->size(); }); },

@@ -79,7 +79,11 @@ std::string creationMismatch(const std::string& commDomain, int32_t rootRank, in
 
 std::unique_ptr<Bootstrap> makeBootstrap(const CommConfig& c, const std::string& purpose) {
   c10::intrusive_ptr<c10d::Store> store;
-  if (c.bootstrap == BootstrapKind::kAuto) store = jobStore(/*required=*/false);
+  if (c.store) {
+    store = c.store->store;  // the caller's own: its keys are the caller's to scope
+  } else if (c.bootstrap == BootstrapKind::kAuto) {
+    store = jobStore(/*required=*/false);
+  }
   // rankSize and rankRoot are not part of the name: ranks that disagree on them meet, and are told so.
   if (store) {
     // The store belongs to one job already: no job key in its names.

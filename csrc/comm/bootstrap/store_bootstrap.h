@@ -4,12 +4,19 @@
 // all have read, or once it failed.
 #pragma once
 
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
 #include <memory>
 #include <string>
 
 #include "comm/bootstrap/bootstrap.h"
 
 namespace atb_ops {
+
+// CommConfig::store: the store a caller was handed for one communicator (torch's, for one process group).
+struct GivenStore {
+  c10::intrusive_ptr<c10d::Store> store;
+};
 
 std::unique_ptr<Bootstrap> makeStoreBootstrap(const CommConfig& config, c10::intrusive_ptr<c10d::Store> store,
                                               const std::string& key, Generation generation);

@@ -7,6 +7,7 @@ Usage::
     python -m atb_ops bench --sizes 1M:64M:2 --dtype bfloat16 --pattern skewed --spread 8
     python -m atb_ops bench --json out.json --plot out.png  # machine-readable rows, bandwidth plot
     python -m atb_ops bench --no-mpi --no-gloo --iters 1000 # atb_ops alone, fixed iteration count
+    python -m atb_ops bench --api c10d --op allreduce       # torch.distributed on backend "atb_ops" vs gloo
 
 What is measured. ``--world-size`` ranks are spawned on this host (each with one intra-op thread,
 pinned one per CPU when they fit, as ``mpirun`` does: ``--bind``). Per size every rank builds the same
@@ -26,6 +27,9 @@ count layout (see traffic patterns), fills its send buffer from ``--seed``, and 
    ``mpirun`` job of ``atb_ops.bench.mpi`` (mpi4py) that stays up and runs one size per request, so
    the libraries take turns size by size; only where ``mpirun`` and mpi4py exist
    (``scripts/install_bench_deps.sh``; ``--no-mpi`` skips).
+
+``--api c10d`` times torch.distributed's own call instead (``all_to_all_single``, ``all_reduce``, ...) on a
+group with backend "atb_ops" (atb_ops.bench.c10d), beside the same call on gloo and Open MPI's.
 
 Each is checked once per size (output pre-filled with a sentinel, every element compared with what its
 sender wrote: ``#wrong``), warmed up (``--warmup``), then timed over ``--iters`` back-to-back calls
@@ -137,9 +141,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "reduce_scatter (ReduceScatterOperation), allgather (AllGatherOperation), broadcast "
                         "(BroadcastOperation, root 0); quant_allreduce: atb_ops.quant's bench; linear_parallel: "
                         "LinearParallelOperation against matmul + all-reduce (atb_ops.bench.linear_parallel)")
-    p.add_argument("--api", choices=["atb", "distributed"], default="atb",
+    p.add_argument("--api", choices=["atb", "distributed", "c10d"], default="atb",
                    help="distributed: also time the same collective through atb_ops.distributed (a column beside "
-                        "execute_out)")
+                        "execute_out); c10d: time torch.distributed's call on the backend 'atb_ops' instead of "
+                        "execute_out")
     p.add_argument("--world-size", "-n", type=int, default=2, help="ranks on this host (default 2)")
     p.add_argument("--backend", "-b", default="shm", choices=["shm", "gloo", "nccl", "hccl", "auto"],
                    help="atb_ops backend under test (default shm)")
@@ -211,9 +216,10 @@ def _start_mpi(cfg: BenchConfig, timeout_s: float, notes: list[str]) -> Any:
 class Ranks:
     """The spawned benchmark ranks: started once, told to run one size at a time."""
 
-    def __init__(self, cfg: BenchConfig, timeout_s: float, progress: Progress) -> None:
+    def __init__(self, cfg: BenchConfig, timeout_s: float, progress: Progress, target: Any = None) -> None:
         from atb_ops.bench import ranks
 
+        target = target or ranks.rank_main
         self.cfg, self.timeout_s, self.progress = cfg, timeout_s, progress
         ctx = mp.get_context("spawn")
         self.results: Any = ctx.Queue()
@@ -225,7 +231,7 @@ class Ranks:
             "ATB_OPS_TIMEOUT": str(int(min(timeout_s, 600))),
             "OMP_NUM_THREADS": "1",
         }
-        self.procs = [ctx.Process(target=ranks.rank_main, args=(r, cfg.to_json(), env, self.results, self.commands[r]))
+        self.procs = [ctx.Process(target=target, args=(r, cfg.to_json(), env, self.results, self.commands[r]))
                       for r in range(cfg.world_size)]
         for p in self.procs:
             p.start()
@@ -301,12 +307,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     """Runs the benchmark described by parsed arguments, prints the table, returns the JSON document."""
     import torch
 
+    c10d_api = args.api == "c10d"
     cfg = BenchConfig(
         world_size=args.world_size, op=args.op, api=args.api == "distributed", backend=args.backend,
         sizes=args.size_list, dtype=args.dtype,
         pattern=args.pattern, spread=args.spread, seed=args.seed, iters=args.iters, warmup=args.warmup,
         budget_s=args.budget, gloo=not args.no_gloo, check=not args.no_check, shared=not args.no_shared,
-        torchscript=not args.no_torchscript,
+        torchscript=not args.no_torchscript and not c10d_api,
         bind=args.bind if args.bind != "auto" else ("core" if args.world_size <= len(os.sched_getaffinity(0))
                                                      else "none"),
     )
@@ -315,7 +322,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     )
     progress = Progress()
     notes: list[str] = []
-    if not cpu_backend or args.backend == "gloo":
+    if not cpu_backend or args.backend == "gloo" or c10d_api:
         cfg.shared = False
     if not cpu_backend:
         cfg.gloo = False
@@ -325,14 +332,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if want_mpi and args.op in collectives.REDUCTIONS and args.dtype not in MPI_REDUCIBLE:
         notes.append(f"Open MPI skipped: it has no {args.dtype} arithmetic for {mpi_fn}")
         want_mpi = False
-    ranks = Ranks(cfg, args.timeout, progress)
+    target = None
+    if c10d_api:
+        from atb_ops.bench import c10d
+
+        target = c10d.rank_main
+    ranks = Ranks(cfg, args.timeout, progress, target)
     mpi_job = _start_mpi(cfg, args.timeout, notes) if want_mpi else None
     expert_api = cfg.api and args.op == "alltoallv"
     present = {"torchscript": cfg.torchscript, "shared": cfg.shared, "dist": cfg.api, "dist_single": expert_api,
                "dist_scatter": expert_api,
                "gloo": cfg.gloo, "mpi": mpi_job is not None}
     others = [k for k in ("torchscript", "shared", "dist", "dist_single", "dist_scatter", "gloo", "mpi") if present[k]]
-    labels = {"atb": f"atb_ops {args.backend}",
+    labels = {"atb": f"atb_ops c10d backend, {gloo_fn}" if c10d_api else f"atb_ops {args.backend}",
               **{k: LABELS_OTHER[k].format(backend=args.backend, dist=dist_fn) for k in LABELS_OTHER},
               "gloo": f"gloo {gloo_fn}", "mpi": f"Open MPI {mpi_fn}"}
     labels = {k: v for k, v in labels.items() if k == "atb" or k in others}
@@ -351,8 +363,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     pattern = args.pattern + (f" (spread {args.spread:g})" if args.pattern == "skewed" else "")
     rounds = (f"best of {args.rounds} rounds (libraries alternate size by size); " if args.rounds > 1 else "")
     title = [
-        f"atb_ops bench: {op_name} execute_out (atb_ops.Operation, reused buffers), {args.world_size} rank(s), "
-        f"backend {args.backend}, {args.dtype}, "
+        (f"atb_ops bench: torch.distributed.{gloo_fn} on backend 'atb_ops' (reused buffers), "
+         f"{args.world_size} rank(s), {args.dtype}, " if c10d_api else
+         f"atb_ops bench: {op_name} execute_out (atb_ops.Operation, reused buffers), {args.world_size} rank(s), "
+         f"backend {args.backend}, {args.dtype}, ")
         + (f"pattern {pattern}, seed {args.seed}, " if args.op == "alltoallv" else "")
         + f"binding {cfg.bind}",
         f"host: {cores} core(s) {_cpu_model()}, {platform.system()} {platform.release()}, "

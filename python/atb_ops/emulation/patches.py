@@ -104,23 +104,43 @@ def _is_npu(self: torch.Tensor) -> bool:
     return self.device.type == devices.real_device_type()
 
 
+def _cpu_collectives_backend() -> str:
+    """The torch.distributed backend NPU-emulating CPU tensors use: atb_ops' own where it is registered."""
+    from atb_ops import c10d_backend  # noqa: PLC0415  (the package may still be loading)
+
+    return c10d_backend.NAME if c10d_backend.register() else "gloo"
+
+
 def _hccl_to_real(backend: Any) -> Any:
-    """Backend "hccl" of torch.distributed becomes gloo (CPU) or nccl (CUDA); others pass through."""
+    """Backend "hccl" of torch.distributed becomes atb_ops (CPU; it runs on gloo itself where a group spans
+    hosts) or nccl (CUDA); others pass through.
+
+    Args:
+        backend: what the script passed as ``backend`` ("hccl", "cpu:gloo,npu:hccl", a Backend, ...).
+
+    Returns:
+        The backend string torch gets; for a per-device string, the emulated device's entry wins over another
+        entry for the same real device.
+    """
     if not isinstance(backend, str) or "hccl" not in backend:
         return backend
-    real = "nccl" if config.emulated_device() == "cuda" else "gloo"
+    real = "nccl" if config.emulated_device() == "cuda" else _cpu_collectives_backend()
     if backend == "hccl":
         return real
     # "cpu:gloo,npu:hccl" style: the npu entry names the emulated device type.
-    parts = []
+    by_device: dict[str, str] = {}
+    plain: list[str] = []
     for part in backend.split(","):
         dev, sep, name = part.partition(":")
         if sep and name == "hccl":
-            parts.append(f"{devices.real_device_type()}:{real}")
+            by_device[devices.real_device_type()] = real
         elif part == "hccl":
-            parts.append(real)
+            plain.append(real)
+        elif sep:
+            by_device.setdefault(dev, name)
         else:
-            parts.append(part)
+            plain.append(part)
+    parts = [f"{dev}:{name}" for dev, name in by_device.items()] + plain
     return ",".join(dict.fromkeys(parts))
 
 
