@@ -171,11 +171,8 @@ PYBIND11_MODULE(_C, m) {
         py::arg("job_key"), py::arg("device"), py::arg("group") = py::none(),
         "The handle of the (cached) communicator of a torch.distributed group's collectives.");
   atb_ops::bindDirectCollectives(m);
-<<<<<<< HEAD
   atb_ops::bindOperationClass(m);
-=======
   atb_ops::bindC10dBackend(m);
->>>>>>> c10d-backend
   m.def(
       "comm_size",
       [](int64_t h) { return atb_ops::withPythonErrors([&] { return atb_ops::communicatorOf(h)->size(); }); },
