@@ -17,6 +17,7 @@ namespace atb_ops::shm {
 namespace {
 
 constexpr int64_t kArenaOutputMin = int64_t{64} << 10;
+constexpr int32_t kPrefetchMaxRanks = 16;
 // Reductions this large write their results with non-temporal stores: they cannot stay in the caches anyway
 // (2 ranks: 64 MiB allreduce 12.1 -> 8.9 ms in a C model of the pipeline; 1 MiB got slower).
 constexpr int64_t kStreamingMinBytes = int64_t{8} << 20;
@@ -103,6 +104,21 @@ void ShmCommunicator::awaitPeers(const Call& c, Word word, Word waiters, Wanted 
   } catch (const c10::Error& e) {
     abortPeers(e.what_without_backtrace());
     throw;
+  }
+}
+
+void ShmCommunicator::awaitPosts(const Call& c) {
+  awaitAll(c, &SlotHead::postSeq, &SlotHead::postWaiters);
+  // The posts were written on other cores: reading them field by field costs one cross-core miss after
+  // another (the signature, then the entries); asking for every line at once overlaps those misses. Up to 16
+  // ranks, where a post's entries are a few lines.
+  if (size() > kPrefetchMaxRanks) return;
+  const size_t entryBytes = sizeof(PeerEntry) * static_cast<size_t>(size());
+  for (int32_t p = 0; p < size(); ++p) {
+    if (p == rank()) continue;
+    const char* line = reinterpret_cast<const char*>(&att_.view.post(p, c.parity));
+    const char* end = reinterpret_cast<const char*>(att_.view.entries(p, c.parity)) + entryBytes;
+    for (; line < end; line += 64) __builtin_prefetch(line);
   }
 }
 
@@ -260,7 +276,7 @@ void ShmCommunicator::doAlltoallv(const at::Tensor& send, const AllToAllVLayout&
   // region; otherwise the matrix check below raises on every rank.
   const bool selfDone = out[rank()].sendBytes == out[rank()].recvBytes;
   if (selfDone) copyToSelf(c);
-  awaitAll(c, &SlotHead::postSeq, &SlotHead::postWaiters);
+  awaitPosts(c);
   // Every rank checks the same posts, so on a mismatch all raise together and stay in step.
   checkSameCall(c);
   checkCountMatrix(c);
@@ -289,7 +305,7 @@ void ShmCommunicator::doAllreduce(const at::Tensor& send, at::Tensor& recv, Redu
     myPost(c).eager = 1;
   }
   announce(c, &SlotHead::postSeq, &SlotHead::postWaiters);
-  awaitAll(c, &SlotHead::postSeq, &SlotHead::postWaiters);
+  awaitPosts(c);
   checkSameCall(c);
   if (numel == 0) return;
 
@@ -340,7 +356,7 @@ void ShmCommunicator::doReduceScatterV(const at::Tensor& send, const VLayout& s,
   }
   myPost(c).eager = eager ? 1 : 0;
   announce(c, &SlotHead::postSeq, &SlotHead::postWaiters);
-  awaitAll(c, &SlotHead::postSeq, &SlotHead::postWaiters);
+  awaitPosts(c);
   checkSameCall(c);
   const int64_t m = s.counts[rank()];
   if (allEager(c)) {
@@ -392,7 +408,7 @@ void ShmCommunicator::doBroadcast(at::Tensor& tensor, int32_t root) {
     myPost(c).eager = 1;
   }
   announce(c, &SlotHead::postSeq, &SlotHead::postWaiters);
-  awaitAll(c, &SlotHead::postSeq, &SlotHead::postWaiters);
+  awaitPosts(c);
   checkSameCall(c);
   const bool eager = att_.view.post(root, c.parity).eager != 0;
   if (rank() != root && bytes > 0) {

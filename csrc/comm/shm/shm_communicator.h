@@ -63,6 +63,8 @@ class ShmCommunicator final : public Communicator {
   void awaitAll(const Call& c, Word word, Word waiters) {
     awaitPeers(c, word, waiters, [](int32_t) { return true; });
   }
+  // Every peer's post of this call is complete, and its lines are on their way to this core.
+  void awaitPosts(const Call& c);
   // Every rank posted the same signature (call_signature.h).
   void checkSameCall(const Call& c) const;
   // alltoallv: what each rank sends to j is what j expects.
