@@ -6,7 +6,7 @@
 // Counts and displacements are in elements of x flattened. Difference from ATB: sum(recvCounts) == 0 is
 // allowed (a MoE rank that receives nothing is normal).
 
-#include <optional>
+#include <memory>
 
 #include "core/layout.h"
 #include "core/status.h"
@@ -22,14 +22,16 @@ class AllToAllVV2Operation final : public CommOperation {
  public:
   AllToAllVV2Operation() : CommOperation("AllToAllVV2Operation") {}
 
-  void setVariantPack(const std::string& json) override { pack_ = parseLayoutJson(json); }
+  void setVariantPack(const std::string& json) override {
+    pack_ = std::make_shared<const AllToAllVLayout>(parseLayoutJson(json));
+  }
   size_t inputNum() const override { return 6; }
   size_t outputNum() const override { return 1; }
 
   Plan plan(const std::vector<at::Tensor>& inputs) const override {
     Plan p;
     p.alltoallv = layoutOf(inputs);
-    p.outputs = {TensorDesc{inputs[0].scalar_type(), Shape{1, p.alltoallv.totalRecv()}}};
+    p.outputs = {TensorDesc{inputs[0].scalar_type(), Shape{1, p.alltoallv->totalRecv()}}};
     return p;
   }
 
@@ -39,29 +41,29 @@ class AllToAllVV2Operation final : public CommOperation {
 
   void run(const Plan& planned, const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) override {
     const at::Tensor x = inputs[0].contiguous();  // as ATB's torch binding does
-    communicatorFor(x)->alltoallv(x, planned.alltoallv, outputs[0]);
+    communicatorFor(x)->alltoallv(x, *planned.alltoallv, outputs[0]);
   }
 
  private:
   // Every check happens here, before any communication.
-  AllToAllVLayout layoutOf(const std::vector<at::Tensor>& inputs) const {
+  std::shared_ptr<const AllToAllVLayout> layoutOf(const std::vector<at::Tensor>& inputs) const {
     const CommParam& prm = param();
-    ATB_CHECK(inputs.size() == 6 || (inputs.size() == 2 && pack_.has_value()), ERROR_INVALID_IN_TENSOR_NUM, name(),
+    ATB_CHECK(inputs.size() == 6 || (inputs.size() == 2 && pack_ != nullptr), ERROR_INVALID_IN_TENSOR_NUM, name(),
               " takes 6 inputs (x, sendCounts, sdispls, recvCounts, rdispls, tensorForInferShape), or 2 (x, "
               "tensorForInferShape) after set_varaintpack_param; got ",
               inputs.size(), pack_ ? "" : " and no variant pack was set");
     checkInputs(inputs, inputs.size());
-    AllToAllVLayout layout;
+    std::shared_ptr<const AllToAllVLayout> layout = pack_;
     if (inputs.size() == 6) {
-      std::vector<int64_t>* fields[] = {&layout.sendCounts, &layout.sdispls, &layout.recvCounts, &layout.rdispls};
+      AllToAllVLayout read;
+      std::vector<int64_t>* fields[] = {&read.sendCounts, &read.sdispls, &read.recvCounts, &read.rdispls};
       for (int i = 0; i < 4; ++i) {
         *fields[i] = hostInt64(inputs[1 + i], name(), kCountNames[i], prm.rankSize, "rankSize");
       }
-      if (pack_) checkAgreesWithPack(layout);
-    } else {
-      layout = *pack_;
+      if (pack_) checkAgreesWithPack(read);
+      layout = std::make_shared<const AllToAllVLayout>(std::move(read));
     }
-    const int64_t total = validateLayout(layout, prm.rankSize, inputs[0].numel());
+    const int64_t total = validateLayout(*layout, prm.rankSize, inputs[0].numel());
     const at::Tensor& shapeTensor = inputs.back();
     ATB_CHECK(shapeTensor.defined() && shapeTensor.dim() == 1 && shapeTensor.size(0) == total, ERROR_INVALID_TENSOR_DIM,
               name(), " tensorForInferShape must have shape [sum(recvCounts)=", total, "], got ",
@@ -79,7 +81,7 @@ class AllToAllVV2Operation final : public CommOperation {
     }
   }
 
-  std::optional<AllToAllVLayout> pack_;
+  std::shared_ptr<const AllToAllVLayout> pack_;  // set_varaintpack_param's; replaced whole, never changed
 };
 
 const bool registered =

@@ -22,9 +22,11 @@ namespace atb_ops {
 // What one call was checked to be: the outputs, and the layout the run uses (the V operators' counts).
 struct Plan {
   std::vector<TensorDesc> outputs;
-  AllToAllVLayout alltoallv;  // AllToAll(V, VV2): this rank's side of the exchange
-  VLayout vlayout;            // AllGatherV's receive side, ReduceScatterV's send side
-  int64_t count = 0;          // AllGatherV's sendCount, ReduceScatterV's recvCount
+  // AllToAllVV2: this rank's side of the exchange (shared with the variant pack that gave it: never copied
+  // per call).
+  std::shared_ptr<const AllToAllVLayout> alltoallv;
+  VLayout vlayout;    // AllGatherV's receive side, ReduceScatterV's send side
+  int64_t count = 0;  // AllGatherV's sendCount, ReduceScatterV's recvCount
 };
 
 class Operation {
