@@ -23,7 +23,7 @@ class AllToAllVV2Operation final : public CommOperation {
   AllToAllVV2Operation() : CommOperation("AllToAllVV2Operation") {}
 
   void setVariantPack(const std::string& json) override {
-    pack_ = std::make_shared<const AllToAllVLayout>(parseLayoutJson(json));
+    std::atomic_store(&pack_, std::make_shared<const AllToAllVLayout>(parseLayoutJson(json)));
   }
   size_t inputNum() const override { return 6; }
   size_t outputNum() const override { return 1; }
@@ -48,19 +48,21 @@ class AllToAllVV2Operation final : public CommOperation {
   // Every check happens here, before any communication.
   std::shared_ptr<const AllToAllVLayout> layoutOf(const std::vector<at::Tensor>& inputs) const {
     const CommParam& prm = param();
-    ATB_CHECK(inputs.size() == 6 || (inputs.size() == 2 && pack_ != nullptr), ERROR_INVALID_IN_TENSOR_NUM, name(),
+    // One snapshot of the pack per call: another thread may set a new one meanwhile.
+    const std::shared_ptr<const AllToAllVLayout> pack = std::atomic_load(&pack_);
+    ATB_CHECK(inputs.size() == 6 || (inputs.size() == 2 && pack != nullptr), ERROR_INVALID_IN_TENSOR_NUM, name(),
               " takes 6 inputs (x, sendCounts, sdispls, recvCounts, rdispls, tensorForInferShape), or 2 (x, "
               "tensorForInferShape) after set_varaintpack_param; got ",
-              inputs.size(), pack_ ? "" : " and no variant pack was set");
+              inputs.size(), pack ? "" : " and no variant pack was set");
     checkInputs(inputs, inputs.size());
-    std::shared_ptr<const AllToAllVLayout> layout = pack_;
+    std::shared_ptr<const AllToAllVLayout> layout = pack;
     if (inputs.size() == 6) {
       AllToAllVLayout read;
       std::vector<int64_t>* fields[] = {&read.sendCounts, &read.sdispls, &read.recvCounts, &read.rdispls};
       for (int i = 0; i < 4; ++i) {
         *fields[i] = hostInt64(inputs[1 + i], name(), kCountNames[i], prm.rankSize, "rankSize");
       }
-      if (pack_) checkAgreesWithPack(read);
+      if (pack) checkAgreesWithPack(read, *pack);
       layout = std::make_shared<const AllToAllVLayout>(std::move(read));
     }
     const int64_t total = validateLayout(*layout, prm.rankSize, inputs[0].numel());
@@ -71,17 +73,18 @@ class AllToAllVV2Operation final : public CommOperation {
     return layout;
   }
 
-  void checkAgreesWithPack(const AllToAllVLayout& fromTensors) const {
+  void checkAgreesWithPack(const AllToAllVLayout& fromTensors, const AllToAllVLayout& pack) const {
     const std::vector<int64_t>* a[] = {&fromTensors.sendCounts, &fromTensors.sdispls, &fromTensors.recvCounts,
                                        &fromTensors.rdispls};
-    const std::vector<int64_t>* b[] = {&pack_->sendCounts, &pack_->sdispls, &pack_->recvCounts, &pack_->rdispls};
+    const std::vector<int64_t>* b[] = {&pack.sendCounts, &pack.sdispls, &pack.recvCounts, &pack.rdispls};
     for (int i = 0; i < 4; ++i) {
       ATB_CHECK(*a[i] == *b[i], ERROR_INVALID_PARAM, name(), " input tensor '", kCountNames[i], "' ",
                 c10::IntArrayRef(*a[i]), " disagrees with set_varaintpack_param's ", c10::IntArrayRef(*b[i]));
     }
   }
 
-  std::shared_ptr<const AllToAllVLayout> pack_;  // set_varaintpack_param's; replaced whole, never changed
+  // set_varaintpack_param's; replaced whole (atomically), never changed in place.
+  std::shared_ptr<const AllToAllVLayout> pack_;
 };
 
 const bool registered =
