@@ -280,6 +280,12 @@ def ddp_train(rank: int, world_size: int, backend: str, steps: int = 4) -> tuple
     """
     g = group(world_size) if backend == "atb_ops" else dist.group.WORLD
     model = torch.nn.parallel.DistributedDataParallel(_model(0), process_group=g)
+    losses, ran = _train(model, g, rank, steps)
+    return losses, [p.detach().clone() for p in model.parameters()], ran
+
+
+def _train(model: torch.nn.Module, g: dist.ProcessGroup, rank: int, steps: int) -> tuple[list[float], int]:
+    """`steps` SGD steps on this rank's batches; the losses, and the collectives atb_ops ran meanwhile."""
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     losses = []
     before = _collectives(g)
@@ -290,7 +296,7 @@ def ddp_train(rank: int, world_size: int, backend: str, steps: int = 4) -> tuple
         loss.backward()
         opt.step()
         losses.append(loss.item())
-    return losses, [p.detach().clone() for p in model.parameters()], _collectives(g) - before
+    return losses, _collectives(g) - before
 
 
 def _collectives(g: dist.ProcessGroup) -> int:
@@ -317,17 +323,7 @@ def fsdp_train(rank: int, world_size: int, backend: str, steps: int = 4) -> tupl
         if isinstance(layer, torch.nn.Linear):
             fully_shard(layer, mesh=mesh)
     fully_shard(model, mesh=mesh)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    losses = []
-    before = _collectives(g)
-    for step in range(steps):
-        x, y = _batch(rank, step)
-        opt.zero_grad()
-        loss = torch.nn.functional.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    ran = _collectives(g) - before
+    losses, ran = _train(model, g, rank, steps)
     return losses, [p.full_tensor().detach().clone() for p in model.parameters()], ran
 
 
@@ -335,12 +331,12 @@ def multi_host(rank: int, world_size: int) -> list:
     """A group whose ranks claim different hosts: the creator falls back to gloo on the group's store."""
     from atb_ops import c10d_backend
 
-    real = c10d_backend._host_id
-    c10d_backend._host_id = lambda: f"host-{rank}"
+    real = c10d_backend.host_id
+    c10d_backend.host_id = lambda: f"host-{rank}"
     try:
         g = dist.new_group(list(range(world_size)), backend="atb_ops")
     finally:
-        c10d_backend._host_id = real
+        c10d_backend.host_id = real
     x = torch.full((4,), float(rank + 1))
     dist.all_reduce(x, group=g)
     return [type(backend_of(g)).__name__, x[0].item()]

@@ -20,12 +20,18 @@ def _block_after(heading: str) -> str:
     return match.group(1)
 
 
-def test_the_atb_surface_example_runs_on_two_ranks(tmp_path):
+def _run_block_after(heading: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    """The python block after `heading`, run as a script of its own (it must exit 0)."""
     script = tmp_path / "example.py"
-    script.write_text(_block_after("## The ATB surface"))
+    script.write_text(_block_after(heading))
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=180,
                           env=clean_env(), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def test_the_atb_surface_example_runs_on_two_ranks(tmp_path):
+    proc = _run_block_after("## The ATB surface", tmp_path)
     lines = sorted(line for line in proc.stdout.splitlines() if line.startswith("rank "))
     # Rank 0 gets x0[0:1] and x1[0:2]; rank 1 gets x0[1:3] and x1[2:4] (independent of atb_ops).
     assert lines == ["rank 0: x=[0.0, 1.0, 2.0] -> out=[[0.0, 100.0, 101.0]]",
@@ -34,11 +40,7 @@ def test_the_atb_surface_example_runs_on_two_ranks(tmp_path):
 
 
 def test_the_torch_distributed_backend_example_runs_on_two_ranks(tmp_path):
-    script = tmp_path / "example.py"
-    script.write_text(_block_after("## torch.distributed backend"))
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=180,
-                          env=clean_env(), cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = _run_block_after("## torch.distributed backend", tmp_path)
     # The ranks' prints may interleave on the shared pipe: each line is found by its own pattern.
     lines = sorted(re.findall(r"rank \d: all_reduce \[[^]]*\] all_to_all_single \[[^]]*\]", proc.stdout))
     # all_reduce: 1 + 2 on both; rank 0 gets row 0 of each rank, rank 1 the rest (independent of atb_ops).

@@ -7,7 +7,6 @@ take NCCL. The result is a communicator handle for the torch.ops.atb_ops ops.
 
 from __future__ import annotations
 
-import socket
 import uuid
 from dataclasses import dataclass
 
@@ -15,6 +14,7 @@ import torch
 import torch.distributed as dist
 
 from atb_ops import _C
+from atb_ops._host import host_id
 from atb_ops.errors import AtbError
 
 
@@ -33,15 +33,6 @@ _plans: dict[str, GroupPlan] = {}
 _handles: dict[tuple[str, str], int] = {}
 # (the group object, the device) -> handle, filled by comm_for: one dict lookup on the per-call path.
 _known: dict[tuple[object, torch.device], int] = {}
-
-
-def _host_id() -> str:
-    try:
-        with open("/proc/sys/kernel/random/boot_id") as f:
-            boot = f.read().strip()
-    except OSError:
-        boot = ""
-    return f"{socket.gethostname()}/{boot}"
 
 
 def resolve_group(group: dist.ProcessGroup | None) -> dist.ProcessGroup:
@@ -67,7 +58,7 @@ def plan_for(group: dist.ProcessGroup | None) -> GroupPlan:
         raise AtbError(f"this process is not a member of group '{name}'")
     token = uuid.uuid4().hex if rank == 0 else ""
     infos: list = [None] * world_size
-    dist.all_gather_object(infos, (_host_id(), token), group=g)
+    dist.all_gather_object(infos, (host_id(), token), group=g)
     plan = GroupPlan(rank, world_size, name, f"pg:{infos[0][1]}", len({host for host, _ in infos}) == 1)
     _plans[name] = plan
     return plan

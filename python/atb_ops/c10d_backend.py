@@ -10,24 +10,15 @@ store when they are not. Under ``python -m atb_ops run``, backend "hccl" groups 
 from __future__ import annotations
 
 import datetime
-import socket
 from typing import Any
 
 import torch.distributed as dist
 
+from atb_ops._host import host_id
+
 NAME = "atb_ops"
 _DEFAULT_TIMEOUT = datetime.timedelta(minutes=30)  # torch.distributed's own default
 _registered = False
-
-
-def _host_id() -> str:
-    """This host's identity: its name and boot id (two containers with one name differ)."""
-    try:
-        with open("/proc/sys/kernel/random/boot_id") as f:
-            boot = f.read().strip()
-    except OSError:
-        boot = ""
-    return f"{socket.gethostname()}/{boot}"
 
 
 def _all_on_this_host(store: dist.Store, rank: int, size: int) -> bool:
@@ -43,7 +34,7 @@ def _all_on_this_host(store: dist.Store, rank: int, size: int) -> bool:
     """
     if size == 1:
         return True
-    mine = _host_id()
+    mine = host_id()
     store.set(f"atb_ops/host/{rank}", mine)
     keys = [f"atb_ops/host/{r}" for r in range(size)]
     store.wait(keys)

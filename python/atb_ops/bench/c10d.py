@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import functools
 import os
-import traceback
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from atb_ops.bench import collectives, workload
-from atb_ops.bench.ranks import BenchConfig, _report, plan_for, row_bytes, time_loop
+from atb_ops.bench.ranks import BenchConfig, _report, plan_for, row_bytes, serve_rank, time_loop
 
 # --op -> the torch.distributed call timed on both groups.
 CALLS = {"alltoallv": "all_to_all_single", "allreduce": "all_reduce", "reduce_scatter": "reduce_scatter_tensor",
@@ -36,12 +35,7 @@ def rank_main(rank: int, cfg_json: str, env: dict[str, str], results: Any, comma
         results: where ("ready"|"row"|"progress"|"ran"|"done"|"error", value) messages go.
         commands: (size index, round) pairs to run, None to stop.
     """
-    os.environ.update(env)
-    try:
-        _run_rank(rank, BenchConfig.from_json(cfg_json), results, commands)
-    except BaseException:  # noqa: BLE001 - the parent prints it with the rank
-        results.put(("error", f"rank {rank}:\n{traceback.format_exc()}"))
-        raise SystemExit(1) from None
+    serve_rank(rank, cfg_json, env, results, commands, _run_rank)
 
 
 def _run_rank(rank: int, cfg: BenchConfig, results: Any, commands: Any) -> None:

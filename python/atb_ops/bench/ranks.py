@@ -155,9 +155,16 @@ def rank_main(rank: int, cfg_json: str, env: dict[str, str], results: Any, comma
     Waits on `commands` for (size index, round) pairs (None: stop) and runs that size once; reports
     ("ready", rank), ("row", dict), ("progress", str), ("ran", rank), ("done", rank) or ("error", str).
     """
+    serve_rank(rank, cfg_json, env, results, commands, _run_rank)
+
+
+def serve_rank(rank: int, cfg_json: str, env: dict[str, str], results: Any, commands: Any,
+               run_rank: Callable[[int, BenchConfig, Any, Any], None]) -> None:
+    """One spawned rank of any bench mode: sets `env`, runs `run_rank(rank, config, results, commands)`, and
+    reports a failure to the parent as ("error", traceback) before exiting with status 1."""
     os.environ.update(env)
     try:
-        _run_rank(rank, BenchConfig.from_json(cfg_json), results, commands)
+        run_rank(rank, BenchConfig.from_json(cfg_json), results, commands)
     except BaseException:  # noqa: BLE001 - the parent prints it with the rank
         results.put(("error", f"rank {rank}:\n{traceback.format_exc()}"))
         raise SystemExit(1) from None
@@ -263,28 +270,26 @@ def _run_size(rank: int, cfg: BenchConfig, index: int, round_no: int, results: A
     op.set_varaintpack_param(json.dumps(lay.pack()))
     inputs, outputs = [send, infer], [out]
 
-    wrong = 0
-    if cfg.check:
-        workload.poison(out)
-        execute_out(inputs, outputs)
-        sync()
-        wrong = workload.count_wrong(out.reshape(-1).cpu(), lay, rank, cfg.seed, seq)
-    atb_s = time_loop(functools.partial(execute_out, inputs, outputs), cfg, reduce_max, dist.barrier, sync)
+    def checked_time(call: Callable[[], Any], result: torch.Tensor) -> tuple[float, int]:
+        """The checked call (`result` starts as a sentinel), then the timed loop: (seconds per call, #wrong)."""
+        wrong = 0
+        if cfg.check:
+            workload.poison(result)
+            call()
+            sync()
+            wrong = workload.count_wrong(result.reshape(-1).cpu(), lay, rank, cfg.seed, seq)
+        return time_loop(call, cfg, reduce_max, dist.barrier, sync), wrong
 
-    ts_s, ts_wrong = float("nan"), 0.0
+    atb_s, wrong = checked_time(functools.partial(execute_out, inputs, outputs), out)
+
+    ts_s, ts_wrong = float("nan"), 0
     if ts_op is not None:
         if rank == 0:
             results.put(("progress", f"{workload.format_bytes(size)}: atb_ops {cfg.backend}, OperationTorch"))
         ts_op.set_varaintpack_param(json.dumps(lay.pack()))
-        ts_execute_out = ts_op.execute_out
-        if cfg.check:
-            workload.poison(out)
-            ts_execute_out(inputs, outputs)
-            sync()
-            ts_wrong = workload.count_wrong(out.reshape(-1).cpu(), lay, rank, cfg.seed, seq)
-        ts_s = time_loop(functools.partial(ts_execute_out, inputs, outputs), cfg, reduce_max, dist.barrier, sync)
+        ts_s, ts_wrong = checked_time(functools.partial(ts_op.execute_out, inputs, outputs), out)
 
-    shared_s, shared_wrong = float("nan"), 0.0
+    shared_s, shared_wrong = float("nan"), 0
     if cfg.shared and device.type == "cpu" and cfg.backend in ("shm", "auto", "hccl"):
         import atb_ops
 
@@ -294,11 +299,7 @@ def _run_size(rank: int, cfg: BenchConfig, index: int, round_no: int, results: A
         s_send.copy_(send)
         s_out = atb_ops.shm_empty(1, lay.recv_numel, dtype=dtype)
         s_inputs, s_outputs = [s_send, infer], [s_out]
-        if cfg.check:
-            workload.poison(s_out)
-            execute_out(s_inputs, s_outputs)
-            shared_wrong = workload.count_wrong(s_out.reshape(-1), lay, rank, cfg.seed, seq)
-        shared_s = time_loop(functools.partial(execute_out, s_inputs, s_outputs), cfg, reduce_max, dist.barrier, sync)
+        shared_s, shared_wrong = checked_time(functools.partial(execute_out, s_inputs, s_outputs), s_out)
         del s_send, s_out, s_inputs, s_outputs
 
     timed: dict[str, tuple[float, float]] = {"atb": (atb_s, wrong), "torchscript": (ts_s, ts_wrong),
