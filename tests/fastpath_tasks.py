@@ -288,3 +288,28 @@ def reduction_routes(rank: int, world_size: int, numel: int, domain: str) -> dic
     want = torch.arange(numel, dtype=torch.float32) * world_size + sum(range(world_size))
     (stats,) = atb_ops._C.communicator_stats(domain)
     return {"right": bool(torch.equal(out, want)), **stats}
+
+
+def allgather_calls(rank: int, world_size: int, dtype_name: str, counts: list[int], domain: str, repeats: int,
+                    alloc: str = "", env: dict[str, str] | None = None) -> dict:
+    """AllGatherOperation.execute_out over each count in turn, `repeats` calls each, new data every call into
+    reused buffers (from atb_ops.shm_empty where `alloc` names them: "send", "recv", "both"); returns the
+    elements that differ from what their senders sent on that call, and this rank's route counters."""
+    import atb_ops
+
+    dtype = DTYPES[dtype_name]
+    wrong, call = 0, 0
+    with environment(env):  # read while the operation and its communicator are made
+        op = torch.classes.OperationTorch.OperationTorch("AllGatherOperation")
+        op.set_param(json.dumps({"rank": rank, "rankSize": world_size, "backend": "shm", "commDomain": domain}))
+        for count in counts:
+            x = _alloc((count,), dtype, alloc in ("send", "both"))
+            out = _alloc((world_size, count), dtype, alloc in ("recv", "both"))
+            for _ in range(repeats):
+                call += 1
+                x.copy_(values(rank, 0, count, dtype, call))
+                out.view(torch.uint8).fill_(SENTINEL)
+                op.execute_out([x], [out])
+                wrong += sum(_bytes_ne(out[src], values(src, 0, count, dtype, call)) for src in range(world_size))
+    (stats,) = atb_ops._C.communicator_stats(domain)
+    return {"wrong": wrong, **stats}

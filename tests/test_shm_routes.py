@@ -10,6 +10,7 @@ import uuid
 import pytest
 
 from tests import fastpath_tasks
+from tests.golden import itemsize
 from tests.test_shm_fastpath import EAGER, skewed_matrix, uniform_direct_matrix
 
 try:
@@ -126,3 +127,50 @@ def test_planner_pushes_only_what_moves_directly():
             direct = [0 if i // n == i % n else rng.choice([0, 4096, 300 << 10, 5 * MIB]) for i in range(n * n)]
             pushed = _plan(n, direct)
             assert all(0 <= p <= d for p, d in zip(pushed, direct, strict=True)), (direct, pushed)
+
+
+# --- AllGather's own shm body (one post per rank, every rank's bytes alike) -----------------------------------
+
+def _allgather(pool, counts, alloc="", env=None, per_rank=None, dtype_name="float32", repeats=3):
+    domain = "routes-ag-" + uuid.uuid4().hex[:8]
+    if per_rank is not None:  # (alloc, env) of each rank
+        stats = pool.run(fastpath_tasks.allgather_calls, dtype_name, counts, domain, repeats, per_rank=per_rank)
+    else:
+        stats = pool.run(fastpath_tasks.allgather_calls, dtype_name, counts, domain, repeats, alloc, env)
+    assert [s["wrong"] for s in stats] == [0] * len(stats), stats
+    return stats
+
+
+@pytest.mark.parametrize("world_size", [2, 3, 4])
+@pytest.mark.parametrize("dtype_name", ["float32", "bfloat16", "int8", "bool"])
+def test_allgather_at_the_eager_edges(rank_pools, world_size, dtype_name):
+    """Counts one element under, at and over the eager limit, zero, odd and large, 3 calls each (the two
+    parities of the eager buffers and reused outputs): every element is its sender's of that call."""
+    es = itemsize(dtype_name)
+    counts = [EAGER // es - 1, EAGER // es, EAGER // es + 1, 0, 1, 3, (300 << 10) // es + 7]
+    _allgather(rank_pools(world_size), counts, dtype_name=dtype_name)
+
+
+def test_allgather_small_travels_eager_large_direct(rank_pools):
+    n = EAGER // 4 + 1
+    (small,) = {s["eager_bytes"] for s in _allgather(rank_pools(2), [16], repeats=1)}
+    assert small == 16 * 4
+    for s in _allgather(rank_pools(2), [n], repeats=1):
+        assert s["eager_bytes"] == 0 and s["vm_bytes"] == n * 4 and s["memcpy_bytes"] == 0, s
+
+
+@pytest.mark.parametrize("alloc", ["send", "both"])
+def test_allgather_arena_inputs_move_by_memcpy(rank_pools, alloc):
+    n = EAGER // 4 + 1
+    for s in _allgather(rank_pools(2), [n], alloc=alloc, repeats=2):
+        assert s["memcpy_bytes"] == 2 * n * 4 and s["vm_bytes"] == 0, s
+
+
+def test_allgather_eager_limit_is_the_roots(rank_pools):
+    """Ranks started with different ATB_OPS_SHM_EAGER: rank 0's (in the segment it creates) holds for all, so
+    with rank 0's 0 nobody copies into the eager buffers and every input is read where it is."""
+    counts = [100, 1000, 5000, (EAGER // 4) + 1]
+    limits = [{"ATB_OPS_SHM_EAGER": str(v)} for v in (0, 65536, 4096)]
+    stats = _allgather(rank_pools(3), counts, per_rank=[("", lim) for lim in limits], repeats=2)
+    for s in stats:
+        assert s["eager_bytes"] == 0 and s["vm_bytes"] == 2 * 2 * sum(counts) * 4, s

@@ -139,10 +139,9 @@ void ShmCommunicator::checkSameCall(const Call& c) const {
 void ShmCommunicator::checkCountMatrix(const Call& c) const {
   const int64_t es = std::max<int64_t>(myPost(c).sig.elemSize, 1);  // a barrier moves no typed data
   atb_ops::checkCountMatrix(
-      size(),
-      [&](int32_t i, int32_t j) { return static_cast<int64_t>(att_.view.entries(i, c.parity)[j].sendBytes) / es; },
-      [&](int32_t j, int32_t i) { return static_cast<int64_t>(att_.view.entries(j, c.parity)[i].recvBytes) / es; },
-      c.what);
+      size(), [&](int32_t i, int32_t j) { return static_cast<int64_t>(att_.view.entries(i, c.parity)[j].sendBytes); },
+      [&](int32_t j, int32_t i) { return static_cast<int64_t>(att_.view.entries(j, c.parity)[i].recvBytes); }, c.what,
+      es);
 }
 
 bool ShmCommunicator::allEager(const Call& c) const {
@@ -289,6 +288,45 @@ void ShmCommunicator::doAlltoallv(const at::Tensor& send, const AllToAllVLayout&
   // Wait only for peers that touch this rank's buffers: they pull from our send buffer or push into our
   // receive buffer. Eager messages were copied with the post and need nobody.
   awaitPeers(c, &SlotHead::doneSeq, &SlotHead::doneWaiters, [&](int32_t p) { return touchesMyBuffers(c, p); });
+}
+
+// Every rank sends the same bytes (the signature says so), to everyone: one post, one eager copy or one
+// address, and no count matrix, layout or plan to build.
+void ShmCommunicator::doAllgather(const at::Tensor& send, at::Tensor& recv) {
+  const uint64_t bytes = send.nbytes();
+  ATB_CHECK(recv.nbytes() == bytes * static_cast<uint64_t>(size()), ERROR_INVALID_TENSOR_SIZE,
+            "shm allgather: output of ", recv.nbytes(), " bytes, expected ", size(), " x ", bytes);
+  const Call c = begin("shm allgather");
+  PeerEntry& me = myEntries(c)[rank()];
+  me.sendAddr = reinterpret_cast<uint64_t>(send.data_ptr());
+  me.sendBytes = bytes;
+  const bool eager = size() > 1 && static_cast<int64_t>(bytes) <= eagerLimit_ && bytes <= att_.view.eagerBytes();
+  if (eager && bytes > 0) {
+    std::memcpy(att_.view.eager(rank(), c.parity), send.data_ptr(), bytes);
+    stats_.eagerBytes.fetch_add(bytes, std::memory_order_relaxed);
+  }
+  myPost(c).eager = eager ? 1 : 0;
+  announce(c, &SlotHead::postSeq, &SlotHead::postWaiters);
+  auto* out = static_cast<char*>(recv.data_ptr());
+  // The self copy needs no peer: it overlaps the wait for the others' posts.
+  if (bytes > 0) std::memmove(out + rank() * bytes, send.data_ptr(), bytes);
+  awaitPosts(c);
+  checkSameCall(c);
+  if (bytes == 0) return;
+  std::string error;
+  for (int32_t step = 1; step < size() && error.empty(); ++step) {
+    const int32_t src = (rank() + step) % size();
+    char* dst = out + src * bytes;
+    if (att_.view.post(src, c.parity).eager != 0) {
+      std::memcpy(dst, att_.view.eager(src, c.parity), bytes);
+    } else {
+      memory_.read(src, att_.view.entries(src, c.parity)[src].sendAddr, dst, bytes, error);
+    }
+  }
+  if (!error.empty()) failCall(c, error);
+  announce(c, &SlotHead::doneSeq, &SlotHead::doneWaiters);
+  // Peers read this rank's tensor only when it was not copied into the eager buffer.
+  if (!eager) awaitAll(c, &SlotHead::doneSeq, &SlotHead::doneWaiters);
 }
 
 // --- reductions ---

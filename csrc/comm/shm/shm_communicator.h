@@ -36,6 +36,7 @@ class ShmCommunicator final : public Communicator {
 
  protected:
   void doAlltoallv(const at::Tensor& send, const AllToAllVLayout& layout, at::Tensor& recv) override;
+  void doAllgather(const at::Tensor& send, at::Tensor& recv) override;
   void doAllreduce(const at::Tensor& send, at::Tensor& recv, ReduceOp op) override;
   void doReduceScatterV(const at::Tensor& send, const VLayout& sendLayout, at::Tensor& recv, ReduceOp op) override;
   void doBroadcast(at::Tensor& tensor, int32_t root) override;
