@@ -9,6 +9,8 @@
 //               (split_planner.h), by memcpy through arena mappings or process_vm_readv/writev.
 //   allreduce, reduce-scatter(v)   small: every rank reduces the eager copies of its part in rank order;
 //               large: pipelined through rings in the segment, rank j reducing shard j (reduce_pipeline.h).
+//   allgather: every rank posts one input (eager copy or address); each reads every peer's, no count matrix.
+//   allgatherv: as alltoallv.
 //   broadcast: one direct (or eager) read per rank.
 //   send / recv: a channel per ordered pair; the receiver pulls and acknowledges.
 // Reductions always run in rank order, so every rank gets bit-identical results; float16 and bfloat16
