@@ -41,9 +41,16 @@ def loop_rank(rank: int, world_size: int, backend: str, env: dict, events) -> No
         op = torch.classes.OperationTorch.OperationTorch("AllReduceOperation")
         op.set_param(json.dumps({"rank": rank, "rankSize": world_size, "backend": backend}))
         inputs = [torch.ones(1 << 18)]
+    elif env.get("OP") == "allgather":  # 1 MiB per rank: read in place, so a rank waits for its readers
+        import atb_ops  # noqa: F401
+
+        op = torch.classes.OperationTorch.OperationTorch("AllGatherOperation")
+        op.set_param(json.dumps({"rank": rank, "rankSize": world_size, "backend": backend}))
+        inputs = [torch.ones(1 << 18)]
     else:
         op = _op(rank, world_size, backend, env.get("DOMAIN", ""))
-        inputs = _uniform_inputs(rank, world_size, 4096)
+        # alltoallv_large: 512 KiB per peer, read in place (process_vm_readv) instead of through the eager buffers
+        inputs = _uniform_inputs(rank, world_size, 1 << 17 if env.get("OP") == "alltoallv_large" else 4096)
     count = 0
     try:
         while True:

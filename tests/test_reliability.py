@@ -59,7 +59,8 @@ def _stop(procs) -> None:
         p.join(timeout=10)
 
 
-@pytest.mark.parametrize("backend,op", [("shm", "alltoallv"), ("gloo", "alltoallv"), ("shm", "allreduce")])
+@pytest.mark.parametrize("backend,op", [("shm", "alltoallv"), ("shm", "alltoallv_large"), ("gloo", "alltoallv"),
+                                        ("shm", "allreduce"), ("shm", "allgather")])
 @pytest.mark.parametrize("world_size,victim", [(2, 1), (3, 0), (3, 2)])
 def test_killed_rank_is_named_by_survivors(backend, op, world_size, victim):
     env = {"ATB_OPS_TIMEOUT": str(KILL_TIMEOUT_S), "ATB_OPS_JOB_ID": uuid.uuid4().hex, "MASTER_PORT": str(free_port()),

@@ -4,8 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <exception>
+#include <thread>
 
 #include "comm/backend_registry.h"
 #include "comm/shm/peer_wait.h"
@@ -18,6 +20,8 @@ namespace {
 
 constexpr int64_t kArenaOutputMin = int64_t{64} << 10;
 constexpr int32_t kPrefetchMaxRanks = 16;
+// How long a failed copy looks for a peer that is exiting before it is reported as a plain copy failure.
+constexpr auto kDeathSettles = std::chrono::milliseconds(100);
 // Reductions this large write their results with non-temporal stores: they cannot stay in the caches anyway
 // (2 ranks: 64 MiB allreduce 12.1 -> 8.9 ms in a C model of the pipeline; 1 MiB got slower).
 constexpr int64_t kStreamingMinBytes = int64_t{8} << 20;
@@ -160,6 +164,18 @@ void ShmCommunicator::abortPeers(const std::string& reason) {
 }
 
 void ShmCommunicator::failCall(const Call& c, const std::string& error) {
+  // A copy from a peer that is exiting fails (ESRCH) a moment before the peer shows as gone: its death is
+  // reported as such, naming it, as every wait reports it (the other ranks notice it on their own).
+  const auto settled = std::chrono::steady_clock::now() + kDeathSettles;
+  while (true) {
+    for (int32_t p = 0; p < size(); ++p) {
+      const pid_t pid = memory_.pid(p);
+      ATB_CHECK(p == rank() || processAlive(pid), ERROR_COMM_PEER_DIED, c.what, ": rank ", p, " (pid ", pid,
+                ") exited during the collective (", error, ")");
+    }
+    if (std::chrono::steady_clock::now() >= settled) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   abortPeers(std::string(c.what) + ": " + error);
   ATB_FAIL(ERROR_RT_FAIL, c.what, ": ", error);
 }
