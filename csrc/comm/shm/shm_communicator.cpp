@@ -164,15 +164,11 @@ void ShmCommunicator::abortPeers(const std::string& reason) {
 }
 
 void ShmCommunicator::failCall(const Call& c, const std::string& error) {
-  // A copy from a peer that is exiting fails (ESRCH) a moment before the peer shows as gone: its death is
-  // reported as such, naming it, as every wait reports it (the other ranks notice it on their own).
+  // A copy from a peer that is exiting fails (ESRCH) a moment before the peer shows as gone: its death (or a
+  // peer's giving up) is reported by the same check every wait runs, naming it.
   const auto settled = std::chrono::steady_clock::now() + kDeathSettles;
   while (true) {
-    for (int32_t p = 0; p < size(); ++p) {
-      const pid_t pid = memory_.pid(p);
-      ATB_CHECK(p == rank() || processAlive(pid), ERROR_COMM_PEER_DIED, c.what, ": rank ", p, " (pid ", pid,
-                ") exited during the collective (", error, ")");
-    }
+    checkHealth(c.what);
     if (std::chrono::steady_clock::now() >= settled) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
