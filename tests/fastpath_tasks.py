@@ -313,3 +313,86 @@ def allgather_calls(rank: int, world_size: int, dtype_name: str, counts: list[in
                 wrong += sum(_bytes_ne(out[src], values(src, 0, count, dtype, call)) for src in range(world_size))
     (stats,) = atb_ops._C.communicator_stats(domain)
     return {"wrong": wrong, **stats}
+
+
+def _huge_page_bytes() -> int:
+    """The kernel's transparent huge page size; 0 where it has none or THP is "never"."""
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            if "[never]" in f.read():
+                return 0
+        with open("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size") as f:
+            return int(f.read())
+    except OSError:
+        return 0
+
+
+def _whole_huge_pages(t: torch.Tensor, huge: int) -> int:
+    """Bytes of the huge pages lying wholly inside t's memory."""
+    first = -(-t.data_ptr() // huge) * huge
+    last = (t.data_ptr() + t.nbytes) // huge * huge
+    return max(0, last - first)
+
+
+def _anon_huge_kib(t: torch.Tensor) -> int:
+    """AnonHugePages (KiB) of this process's mappings that overlap t's memory (/proc/self/smaps)."""
+    begin, end, total, overlaps = t.data_ptr(), t.data_ptr() + t.nbytes, 0, False
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            head = line.split(maxsplit=1)[0]
+            if "-" in head and not head.endswith(":"):
+                lo, hi = (int(v, 16) for v in head.split("-"))
+                overlaps = lo < end and begin < hi
+            elif overlaps and head == "AnonHugePages:":
+                total += int(line.split()[1])
+    return total
+
+
+def _collapse_works(huge: int) -> bool:
+    """Whether this kernel collapses an ordinary anonymous buffer onto huge pages when asked (Linux 6.1+)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    control = torch.ones(4 * huge // 4, dtype=torch.float32)
+    first = -(-control.data_ptr() // huge) * huge
+    madv_hugepage, madv_collapse = 14, 25
+    libc.madvise(first, huge, madv_hugepage)
+    return libc.madvise(first, huge, madv_collapse) == 0 and _anon_huge_kib(control) * 1024 >= huge
+
+
+def reused_buffer_pages(rank: int, world_size: int, numel: int, calls: int, fresh: bool, domain: str,
+                        env: dict[str, str] | None = None) -> dict:
+    """AllToAllVV2 execute_out, equal splits of `numel` float32 per rank, `calls` times with new data each
+    call: into the same two tensors, or (`fresh`) into new ones every call, the old ones kept alive so that
+    no address repeats. Returns the wrong elements, the communicator's huge_page_bytes after each call, the
+    whole huge pages of the last send and output tensors, their AnonHugePages (KiB, /proc/self/smaps), and
+    whether this kernel collapses a control buffer of the test's own (so a refusing kernel is told apart)."""
+    import atb_ops
+
+    huge = _huge_page_bytes()
+    chunk = numel // world_size
+    displs = [j * chunk for j in range(world_size)]
+    with environment(env):  # read when the first call makes the communicator
+        op = _op(rank, world_size, domain)
+        op.set_varaintpack_param(json.dumps({"sendCounts": [chunk] * world_size, "sdispls": displs,
+                                             "recvCounts": [chunk] * world_size, "rdispls": displs}))
+        infer = torch.empty(1, dtype=torch.int8).expand(numel)
+        kept, wrong, counted = [], 0, []
+        x, out = torch.empty(numel), torch.empty(1, numel)
+        for call in range(1, calls + 1):
+            if fresh and call > 1:
+                kept.append((x, out))
+                x, out = torch.empty(numel), torch.empty(1, numel)
+            for dst in range(world_size):
+                x[dst * chunk:(dst + 1) * chunk] = values(rank, dst, chunk, torch.float32, call)
+            out.view(torch.uint8).fill_(SENTINEL)
+            op.execute_out([x, infer], [out])
+            got = out.view(-1)
+            wrong += sum(_bytes_ne(got[src * chunk:(src + 1) * chunk], values(src, rank, chunk, torch.float32, call))
+                         for src in range(world_size))
+            (stats,) = atb_ops._C.communicator_stats(domain)
+            counted.append(stats["huge_page_bytes"])
+    whole = _whole_huge_pages(x, huge) + _whole_huge_pages(out, huge) if huge else 0
+    return {"wrong": wrong, "counted": counted, "whole": whole, "smaps_kib": _anon_huge_kib(x) + _anon_huge_kib(out),
+            "collapse_works": huge > 0 and _collapse_works(huge)}

@@ -174,3 +174,38 @@ def test_allgather_eager_limit_is_the_roots(rank_pools):
     stats = _allgather(rank_pools(3), counts, per_rank=[("", lim) for lim in limits], repeats=2)
     for s in stats:
         assert s["eager_bytes"] == 0 and s["vm_bytes"] == 2 * 2 * sum(counts) * 4, s
+
+
+# --- reused buffers onto huge pages (csrc/core/memory.h ReusedBufferPages) ------------------------------------
+
+REUSED_NUMEL = 2 << 20  # 8 MiB of float32 per buffer: over the 4 MiB threshold, several whole 2 MiB pages
+
+
+def _reused(pool, fresh: bool, env: dict[str, str] | None = None) -> list[dict]:
+    stats = pool.run(fastpath_tasks.reused_buffer_pages, REUSED_NUMEL, 3, fresh, "pages-" + uuid.uuid4().hex[:8],
+                     env)
+    assert [s["wrong"] for s in stats] == [0] * len(stats), stats
+    return stats
+
+
+def test_reused_buffers_are_collapsed_onto_huge_pages(rank_pools):
+    """Second call with the same send and output tensors: their whole huge pages are collapsed (counted by the
+    communicator and seen in /proc/self/smaps); the first call leaves them alone, the third adds nothing."""
+    stats = _reused(rank_pools(2), fresh=False)
+    if not all(s["collapse_works"] for s in stats):
+        pytest.skip("this kernel does not collapse anonymous memory onto huge pages (MADV_COLLAPSE, Linux 6.1+)")
+    for s in stats:
+        assert s["whole"] > 0, s
+        assert s["counted"] == [0, s["whole"], s["whole"]], s
+        assert s["smaps_kib"] * 1024 >= s["whole"], s
+
+
+def test_buffers_seen_once_keep_their_pages(rank_pools):
+    """New tensors every call (none at an address seen before): nothing is collapsed."""
+    for s in _reused(rank_pools(2), fresh=True):
+        assert s["counted"] == [0, 0, 0], s
+
+
+def test_hugepages_off_collapses_nothing(rank_pools):
+    for s in _reused(rank_pools(2), fresh=False, env={"ATB_OPS_HUGEPAGES": "0"}):
+        assert s["counted"] == [0, 0, 0], s

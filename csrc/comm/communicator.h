@@ -39,6 +39,7 @@ struct CommStats {
   std::atomic<uint64_t> vmBytes{0};        // copied straight by process_vm_readv / process_vm_writev
   std::atomic<uint64_t> pushedBytes{0};    // of the straight copies, written by the sender (the split's tail)
   std::atomic<uint64_t> pipelineCalls{0};  // reductions through the ring pipeline
+  std::atomic<uint64_t> hugePageBytes{0};  // of reused buffers, collapsed onto huge pages (core/memory.h)
 };
 
 class Communicator {

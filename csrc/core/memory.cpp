@@ -1,6 +1,8 @@
 #include "core/memory.h"
 
-#include <cstdint>
+#include <algorithm>
+#include <fstream>
+#include <string>
 
 #ifdef __linux__
 #include <sys/mman.h>
@@ -9,17 +11,34 @@
 
 #include "core/options.h"
 
+#if defined(__linux__) && !defined(MADV_COLLAPSE)
+#define MADV_COLLAPSE 25  // Linux 6.1; older C libraries lack the name, older kernels answer EINVAL
+#endif
+
 namespace atb_ops {
 namespace {
 
 // glibc serves every allocation of 32 MiB or more with a fresh mmap (its dynamic mmap threshold stops
 // there), so such a buffer is always untouched memory whose every page would fault; smaller ones are
 // usually recycled heap memory, already mapped, where the advice would only cost a system call.
-constexpr size_t kMinBytes = size_t{32} << 20;
+constexpr size_t kFreshMinBytes = size_t{32} << 20;
 
 bool enabled() {
   static const bool on = readOptions().hugePages;  // ATB_OPS_HUGEPAGES, through the one options reader
   return on;
+}
+
+// The size of a transparent huge page, 0 where the kernel has none or THP is set to "never".
+uintptr_t hugePageBytes() {
+  static const uintptr_t bytes = [] {
+    uintptr_t size = 0;
+    std::ifstream pmd("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size");
+    std::string mode;
+    std::ifstream enabledFile("/sys/kernel/mm/transparent_hugepage/enabled");
+    if (!(pmd >> size) || !std::getline(enabledFile, mode) || mode.find("[never]") != std::string::npos) return 0UL;
+    return size;
+  }();
+  return bytes;
 }
 
 }  // namespace
@@ -28,7 +47,7 @@ void adviseHugePages(const at::Tensor& t) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   if (!t.defined() || !t.device().is_cpu() || !enabled()) return;
   const size_t bytes = t.nbytes();
-  if (bytes < kMinBytes) return;
+  if (bytes < kFreshMinBytes) return;
   static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   const auto begin = reinterpret_cast<uintptr_t>(t.data_ptr());
   const uintptr_t first = (begin + page - 1) & ~(page - 1);
@@ -37,6 +56,39 @@ void adviseHugePages(const at::Tensor& t) {
   if (last > first) (void)::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
 #else
   (void)t;
+#endif
+}
+
+uint64_t ReusedBufferPages::onUse(const void* data, size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (bytes < kMinBytes) return 0;
+  const uintptr_t huge = hugePageBytes();
+  if (huge == 0) return 0;
+  const auto begin = reinterpret_cast<uintptr_t>(data);
+  ++clock_;
+  auto it = std::find_if(entries_.begin(), entries_.end(),
+                         [&](const Entry& e) { return e.begin == begin && e.bytes == bytes; });
+  if (it == entries_.end()) {
+    auto oldest = std::min_element(entries_.begin(), entries_.end(),
+                                   [](const Entry& a, const Entry& b) { return a.lastUse < b.lastUse; });
+    *oldest = Entry{begin, bytes, clock_, false};
+    return 0;
+  }
+  it->lastUse = clock_;
+  if (it->collapsed) return 0;
+  it->collapsed = true;  // one attempt per buffer, whatever the kernel answers
+  // Only the huge pages wholly inside the buffer: the partial ones at its ends hold other allocations.
+  const uintptr_t first = (begin + huge - 1) & ~(huge - 1);
+  const uintptr_t last = (begin + bytes) & ~(huge - 1);
+  if (last <= first) return 0;
+  void* range = reinterpret_cast<void*>(first);
+  // MADV_HUGEPAGE first, so that pages the buffer loses later (swap, migration) come back huge.
+  (void)::madvise(range, last - first, MADV_HUGEPAGE);
+  return ::madvise(range, last - first, MADV_COLLAPSE) == 0 ? last - first : 0;
+#else
+  (void)data;
+  (void)bytes;
+  return 0;
 #endif
 }
 

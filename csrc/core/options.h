@@ -23,7 +23,8 @@ struct Options {
   bool shmSplit = true;
   // ATB_OPS_SHM_ARENA (bytes; unset: half the RAM, at most 64 GiB; 0: off): the shared-memory arena.
   std::optional<int64_t> shmArenaBytes;
-  // ATB_OPS_HUGEPAGES (default on): advise fresh CPU outputs of >= 32 MiB onto transparent huge pages.
+  // ATB_OPS_HUGEPAGES (default on): advise fresh CPU outputs of >= 32 MiB onto transparent huge pages, and
+  // collapse reused buffers of >= 4 MiB that shm peers copy in place onto them (core/memory.h).
   bool hugePages = true;
   // ATB_OPS_HCCL_ALLTOALLV: "alltoallv" (HcclAlltoAllV) or "p2p" (HcclBatchSendRecv).
   std::string hcclAlltoallv = "alltoallv";

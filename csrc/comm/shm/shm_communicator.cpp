@@ -255,7 +255,20 @@ bool ShmCommunicator::touchesMyBuffers(const Call& c, int32_t p) const {
   return pullsMine || pushesMine;
 }
 
+void ShmCommunicator::noteReuse(const at::Tensor& t) {
+  const size_t bytes = t.nbytes();
+  if (size() < 2 || bytes < ReusedBufferPages::kMinBytes || !options().hugePages ||
+      Arena::instance().contains(t.data_ptr(), bytes)) {
+    return;
+  }
+  if (const uint64_t collapsed = reused_.onUse(t.data_ptr(), bytes); collapsed > 0) {
+    stats_.hugePageBytes.fetch_add(collapsed, std::memory_order_relaxed);
+  }
+}
+
 void ShmCommunicator::doAlltoallv(const at::Tensor& send, const AllToAllVLayout& layout, at::Tensor& recv) {
+  noteReuse(send);
+  noteReuse(recv);
   const Call c = begin("shm alltoallv");
   const int64_t es = send.element_size();
   // Post: addresses and sizes, small messages copied into the eager buffer of this parity.
@@ -308,6 +321,8 @@ void ShmCommunicator::doAllgather(const at::Tensor& send, at::Tensor& recv) {
   const uint64_t bytes = send.nbytes();
   ATB_CHECK(recv.nbytes() == bytes * static_cast<uint64_t>(size()), ERROR_INVALID_TENSOR_SIZE,
             "shm allgather: output of ", recv.nbytes(), " bytes, expected ", size(), " x ", bytes);
+  noteReuse(send);
+  noteReuse(recv);
   const Call c = begin("shm allgather");
   PeerEntry& me = myEntries(c)[rank()];
   me.sendAddr = reinterpret_cast<uint64_t>(send.data_ptr());
@@ -448,6 +463,7 @@ void ShmCommunicator::runPipeline(const Call& c, const PipeShards& shards) {
 
 void ShmCommunicator::doBroadcast(at::Tensor& tensor, int32_t root) {
   const uint64_t bytes = tensor.nbytes();
+  noteReuse(tensor);
   const Call c = begin("shm broadcast");
   PeerEntry& me = myEntries(c)[rank()];
   me.sendAddr = reinterpret_cast<uint64_t>(tensor.data_ptr());
@@ -489,6 +505,7 @@ void ShmCommunicator::waitWord(std::atomic<uint32_t>& word, std::atomic<uint32_t
 }
 
 uint32_t ShmCommunicator::postSend(const at::Tensor& t, int32_t peer) {
+  noteReuse(t);
   P2pChannel& ch = att_.view.channel(rank(), peer);
   const uint32_t seq = ++sent_[peer];
   // The slot this message takes was last used kP2pSlots messages ago: that one must have been taken.
@@ -504,6 +521,7 @@ uint32_t ShmCommunicator::postSend(const at::Tensor& t, int32_t peer) {
 
 void ShmCommunicator::takeMessage(at::Tensor& t, int32_t peer) {
   static constexpr const char* kWhat = "shm recv";
+  noteReuse(t);
   P2pChannel& ch = att_.view.channel(peer, rank());
   const uint32_t seq = ++received_[peer];
   waitWord(ch.sendSeq, ch.sendWaiters, seq, "shm recv (waiting for the matching send)", peer);

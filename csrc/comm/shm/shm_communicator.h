@@ -26,6 +26,7 @@
 #include "comm/shm/reduce_pipeline.h"
 #include "comm/shm/shm_attach.h"
 #include "comm/shm/split_planner.h"
+#include "core/memory.h"
 
 namespace atb_ops::shm {
 
@@ -99,6 +100,10 @@ class ShmCommunicator final : public Communicator {
   void waitWord(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, uint32_t target, const char* what,
                 int32_t peer);
 
+  // A buffer that peers may copy in place (process_vm_readv/writev), passed again: onto huge pages
+  // (ReusedBufferPages). Arena buffers are shared memory already, copied with memcpy.
+  void noteReuse(const at::Tensor& t);
+
   int64_t eagerLimit_;
   bool split_;
   uint32_t seq_ = 0;
@@ -108,6 +113,7 @@ class ShmCommunicator final : public Communicator {
   std::vector<uint64_t> push_;  // [src * size + dst] tail bytes the sender writes
   std::vector<uint32_t> sent_;  // [peer] point-to-point messages sent to / received from each peer
   std::vector<uint32_t> received_;
+  ReusedBufferPages reused_;
 };
 
 }  // namespace atb_ops::shm
