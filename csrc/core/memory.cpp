@@ -30,12 +30,12 @@ bool enabled() {
 
 // The size of a transparent huge page, 0 where the kernel has none or THP is set to "never".
 uintptr_t hugePageBytes() {
-  static const uintptr_t bytes = [] {
+  static const uintptr_t bytes = []() -> uintptr_t {
     uintptr_t size = 0;
     std::ifstream pmd("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size");
     std::string mode;
     std::ifstream enabledFile("/sys/kernel/mm/transparent_hugepage/enabled");
-    if (!(pmd >> size) || !std::getline(enabledFile, mode) || mode.find("[never]") != std::string::npos) return 0UL;
+    if (!(pmd >> size) || !std::getline(enabledFile, mode) || mode.find("[never]") != std::string::npos) return 0;
     return size;
   }();
   return bytes;
