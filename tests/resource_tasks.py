@@ -200,8 +200,11 @@ def _rss_shmem_mib() -> float:
 
 
 def large_outputs_are_freed(rank: int, world_size: int, domain: str) -> dict:
-    """Four 32 MiB execute() outputs (AllGather of 4 Mi float32 from each of 2 ranks), held, then dropped."""
+    """Four 32 MiB outputs in the arena (atb_ops.shm_empty), each filled by an AllGather of 4 Mi float32 from
+    each of 2 ranks, held, then dropped; and whether execute() made its own 32 MiB output ordinary memory."""
     import gc
+
+    import atb_ops
 
     op = torch.classes.OperationTorch.OperationTorch("AllGatherOperation")
     op.set_param(json.dumps({"rank": rank, "rankSize": world_size, "backend": "shm", "commDomain": domain}))
@@ -209,13 +212,18 @@ def large_outputs_are_freed(rank: int, world_size: int, domain: str) -> dict:
     op.execute([torch.ones(4)])  # the communicator is up
     gc.collect()
     before = _rss_shmem_mib()
-    outs = [op.execute([x])[0] for _ in range(4)]
-    correct = all(bool((o[r] == r).all()) for o in outs for r in range(world_size))
+    outs = [atb_ops.shm_empty(world_size, 4 << 20) for _ in range(4)]
+    for out in outs:
+        op.execute_out([x], [out])
+    del out
+    correct = all(atb_ops.shm_is_shared(o) and bool((o[r] == r).all()) for o in outs for r in range(world_size))
     held = _rss_shmem_mib()
     del outs
     gc.collect()
     op.execute([torch.ones(4)])  # the peer dropped its outputs too (it may have written into ours)
-    return {"correct": correct, "before_mib": before, "held_mib": held - before, "after_mib": _rss_shmem_mib()}
+    fresh = op.execute([x])[0]
+    return {"correct": correct and bool((fresh[rank] == rank).all()), "before_mib": before,
+            "held_mib": held - before, "after_mib": _rss_shmem_mib(), "fresh_shared": atb_ops.shm_is_shared(fresh)}
 
 
 def arena_output_as_out(rank: int, world_size: int) -> bool:
