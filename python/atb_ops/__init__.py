@@ -74,7 +74,8 @@ def shm_empty(*size: int | tuple[int, ...] | list[int], dtype: torch.dtype = tor
 
     Peers of a shm communicator have the arena mapped, so a send buffer or an ``execute_out`` output
     allocated here moves with one memcpy at memory bandwidth instead of ``process_vm_readv``.
-    ``execute()`` outputs on the shm backend come from the arena already. When the arena is off
+    ``execute()`` outputs from 64 KiB up to 32 MiB on the shm backend come from the arena already (a freed
+    arena block of 32 MiB or more gives its pages back to the system). When the arena is off
     (``ATB_OPS_SHM_ARENA=0``), unavailable or full, this returns an ordinary tensor, and every
     collective still works.
     """
