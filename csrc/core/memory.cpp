@@ -41,6 +41,18 @@ uintptr_t hugePageBytes() {
   return bytes;
 }
 
+// [first, last): the whole `unit`-aligned units inside [begin, begin + bytes); madvise works on whole pages,
+// and the partial ones at the ends hold other allocations.
+struct Units {
+  uintptr_t first;
+  uintptr_t last;
+  size_t bytes() const { return last > first ? last - first : 0; }
+};
+Units wholeUnits(const void* data, size_t bytes, uintptr_t unit) {
+  const auto begin = reinterpret_cast<uintptr_t>(data);
+  return Units{(begin + unit - 1) & ~(unit - 1), (begin + bytes) & ~(unit - 1)};
+}
+
 }  // namespace
 
 void adviseHugePages(const at::Tensor& t) {
@@ -49,11 +61,9 @@ void adviseHugePages(const at::Tensor& t) {
   const size_t bytes = t.nbytes();
   if (bytes < kFreshMinBytes) return;
   static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  const auto begin = reinterpret_cast<uintptr_t>(t.data_ptr());
-  const uintptr_t first = (begin + page - 1) & ~(page - 1);
-  const uintptr_t last = (begin + bytes) & ~(page - 1);
+  const Units pages = wholeUnits(t.data_ptr(), bytes, page);
   // Advice only: EINVAL (THP compiled out) or anything else just leaves the default pages.
-  if (last > first) (void)::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+  if (pages.bytes() > 0) (void)::madvise(reinterpret_cast<void*>(pages.first), pages.bytes(), MADV_HUGEPAGE);
 #else
   (void)t;
 #endif
@@ -77,14 +87,12 @@ uint64_t ReusedBufferPages::onUse(const void* data, size_t bytes) {
   it->lastUse = clock_;
   if (it->collapsed) return 0;
   it->collapsed = true;  // one attempt per buffer, whatever the kernel answers
-  // Only the huge pages wholly inside the buffer: the partial ones at its ends hold other allocations.
-  const uintptr_t first = (begin + huge - 1) & ~(huge - 1);
-  const uintptr_t last = (begin + bytes) & ~(huge - 1);
-  if (last <= first) return 0;
-  void* range = reinterpret_cast<void*>(first);
+  const Units pages = wholeUnits(data, bytes, huge);
+  if (pages.bytes() == 0) return 0;
+  void* range = reinterpret_cast<void*>(pages.first);
   // MADV_HUGEPAGE first, so that pages the buffer loses later (swap, migration) come back huge.
-  (void)::madvise(range, last - first, MADV_HUGEPAGE);
-  return ::madvise(range, last - first, MADV_COLLAPSE) == 0 ? last - first : 0;
+  (void)::madvise(range, pages.bytes(), MADV_HUGEPAGE);
+  return ::madvise(range, pages.bytes(), MADV_COLLAPSE) == 0 ? pages.bytes() : 0;
 #else
   (void)data;
   (void)bytes;

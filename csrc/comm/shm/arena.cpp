@@ -22,11 +22,6 @@ namespace atb_ops::shm {
 namespace {
 
 constexpr size_t kBlockAlign = 4096;
-// Freed blocks of at least this size return their pages to the system; smaller ones stay resident for the
-// next call, as glibc keeps freed heap memory below its mmap threshold (which stops at 32 MiB). Returning
-// them from 1 MiB made every call re-fault its fresh outputs page by page: the quantised all-reduce of
-// 16 MiB (arena intermediates each call) went from 4.8 to 13 ms.
-constexpr size_t kReturnPagesFrom = size_t{32} << 20;
 
 size_t roundUpTo(size_t n, size_t a) {
   return (n + a - 1) / a * a;

@@ -19,10 +19,10 @@ namespace atb_ops::shm {
 namespace {
 
 constexpr int64_t kArenaOutputMin = int64_t{64} << 10;
-// From here an arena block gives its pages back when freed (arena.cpp), so a fresh output would fault in
-// again page by page every call, in 4 KiB shared-memory pages; an ordinary tensor advised onto huge pages
+// From Arena::kReturnPagesFrom an arena block gives its pages back when freed, so a fresh output would fault
+// in again page by page every call, in 4 KiB shared-memory pages; an ordinary tensor advised onto huge pages
 // faults 512x less (the quantised all-reduce of 64 MiB, whose 32 MiB result is fresh every call: 43 -> 23-35 ms).
-constexpr int64_t kArenaOutputMax = int64_t{32} << 20;
+constexpr int64_t kArenaOutputMax = static_cast<int64_t>(Arena::kReturnPagesFrom);
 constexpr int32_t kPrefetchMaxRanks = 16;
 // How long a failed copy looks for a peer that is exiting before it is reported as a plain copy failure.
 constexpr auto kDeathSettles = std::chrono::milliseconds(100);
