@@ -163,10 +163,10 @@ def test_distributed_count_of_2_63_is_a_clear_error(rank_pools):
 
 
 def _key_path(job: str, domain: str) -> Path:
-    """The rendezvous name of the shm bootstrap of a commDomain, generation 0 (as the code names it)."""
+    """The rendezvous name of the shm bootstrap of a commDomain (as the code names it)."""
     from tests.test_reliability import _fnv1a64
 
-    return doctor.private_folder() / f"rdv.{_fnv1a64(f'shm|job:{job}|{domain}|0'):016x}"
+    return doctor.private_folder() / f"rdv.{_fnv1a64(f'shm|job:{job}|{domain}'):016x}"
 
 
 @pytest.mark.parametrize("kind", ["directory", "foreign file", "dangling symlink", "fifo"])

@@ -93,7 +93,7 @@ def test_two_jobs_from_one_parent_never_swap_data(tmp_path):
 
 def test_creation_retried_after_a_timeout_meets_the_late_peer():
     """Case 7: rank 1 starts after rank 0's first creation timed out; both retry until they meet. The retries
-    pair (same generation after a failure) instead of missing each other forever."""
+    pair (the root's current record is what they meet on) instead of missing each other forever."""
     env = clean_env(ATB_OPS_TIMEOUT="3", ATB_OPS_JOB_ID=uuid.uuid4().hex, DOMAIN="retry")
     exits = run_ranks(resource_tasks.RETRY_CREATION, 2, env, timeout_s=120)
     for report in _reports(exits):

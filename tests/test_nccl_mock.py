@@ -426,11 +426,11 @@ def fnv1a64(text: str) -> int:
     return h
 
 
-def rendezvous_path(job: str, domain: str, generation: int) -> Path:
-    """Where the node-local bootstrap keeps rankRoot's id (README: rendezvous), scoped by job, domain and
-    generation (rankSize and rankRoot travel in the record, so ranks that disagree on them meet and are told):
-    a record file in the user's private folder."""
-    key = f"nccl|{job}|{domain}|{generation}"
+def rendezvous_path(job: str, domain: str) -> Path:
+    """Where the node-local bootstrap keeps rankRoot's id (README: rendezvous), scoped by job and domain
+    (rankSize and rankRoot travel in the record, so ranks that disagree on them meet and are told): a record
+    file in the user's private folder."""
+    key = f"nccl|{job}|{domain}"
     return Path(f"/dev/shm/atb_ops-{os.getuid()}/rdv.{fnv1a64(key):016x}")
 
 
@@ -451,7 +451,7 @@ def test_node_local_rendezvous_gives_every_process_the_roots_id(tmp_path: Path) 
     assert len(drawn) == 256
     assert [lines[r][0] for r in (0, 2)] == ["-", "-"]  # only the root draws an id
     assert {lines[r][1] for r in (0, 1, 2)} == {drawn}
-    assert not rendezvous_path(job, "moe", 0).exists()  # the root removed it once everyone had joined
+    assert not rendezvous_path(job, "moe").exists()  # the root removed it once everyone had joined
 
 
 def test_missing_root_is_a_timeout_that_names_it() -> None:
@@ -460,7 +460,7 @@ def test_missing_root_is_a_timeout_that_names_it() -> None:
     expected = r"^ERROR_COMM_TIMEOUT: node-local rendezvous .*waited 0.3 s .*for root rank 0 to publish"
     with pytest.raises(RuntimeError, match=expected) as info:
         mock.create(1, 2, root=0, comm_domain="nobody-home", job_key=job, timeout_s=0.3)
-    assert str(rendezvous_path(job, "nobody-home", 0)) in str(info.value)  # the file it waited for
+    assert str(rendezvous_path(job, "nobody-home")) in str(info.value)  # the file it waited for
     assert "commInitRank" not in ops(mock)
 
 
@@ -488,7 +488,7 @@ def test_store_bootstrap_shares_the_id_between_thread_ranks() -> None:
         except BaseException as e:  # noqa: BLE001 - reported by the main thread
             errors.append(e)
 
-    _C.set_store_provider(lambda required: store)
+    _C.set_store_provider(lambda required, rank, size, timeout_s: store)
     try:
         threads = [threading.Thread(target=rank_main, args=(r,)) for r in range(2)]
         for t in threads:
@@ -509,10 +509,10 @@ def test_store_bootstrap_timeout_names_the_root_and_key() -> None:
     import torch.distributed as dist
 
     store = dist.HashStore()
-    _C.set_store_provider(lambda required: store)
+    _C.set_store_provider(lambda required, rank, size, timeout_s: store)
     try:
         mock = mock_lib._NcclMock()
-        with pytest.raises(RuntimeError, match=r"^ERROR_COMM_TIMEOUT: torch.distributed store key 'atb_ops/nccl/x/0"
+        with pytest.raises(RuntimeError, match=r"^ERROR_COMM_TIMEOUT: torch.distributed store key 'atb_ops/nccl/x'"
                            r".*root rank 0"):
             mock.create(1, 2, root=0, comm_domain="x", job_key=unique_job(), timeout_s=0.5)
     finally:

@@ -1,6 +1,7 @@
 #include "comm/call_signature.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <map>
 
@@ -119,7 +120,18 @@ const char* collectiveName(Collective c) {
 CallSignature makeSignature(Collective collective, uint32_t seq, c10::ScalarType dtype, uint64_t bytes) {
   CallSignature s;
   std::memset(s.operation, 0, kOperationChars);
-  if (tlsLabel != nullptr) std::strncpy(s.operation, tlsLabel, kOperationChars - 1);
+  if (tlsLabel != nullptr) {
+    const size_t n = std::strlen(tlsLabel);
+    if (n < kOperationChars) {
+      std::memcpy(s.operation, tlsLabel, n);
+    } else {
+      // Too long to keep whole: its head and a digest of all of it, so two labels that share the first 31
+      // characters still differ ("torch.distributed.all_gather_in~1f2e3d4c").
+      constexpr size_t kHead = kOperationChars - 10;
+      std::memcpy(s.operation, tlsLabel, kHead);
+      std::snprintf(s.operation + kHead, 10, "~%08x", static_cast<unsigned>(fnv1a(tlsLabel) & 0xffffffffu));
+    }
+  }
   s.seq = seq;
   s.collective = static_cast<uint8_t>(collective);
   if (dtype != c10::ScalarType::Undefined) {

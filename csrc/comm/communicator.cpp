@@ -93,6 +93,9 @@ void Communicator::alltoallv(const at::Tensor& send, const AllToAllVLayout& layo
 }
 
 void Communicator::allgather(const at::Tensor& send, at::Tensor& recv) {
+  // Checked before the call is numbered: a rank-local refusal must leave this rank's call count in step.
+  ATB_CHECK(recv.nbytes() == send.nbytes() * static_cast<uint64_t>(size()), ERROR_INVALID_TENSOR_SIZE, backend_,
+            " allgather: output of ", recv.nbytes(), " bytes, expected ", size(), " x ", send.nbytes());
   const CallSignature sig = makeSignature(Collective::kAllgather, 0, send.scalar_type(), send.nbytes());
   call("allgather", &sig, nullptr, [&] { doAllgather(send, recv); });
 }

@@ -40,6 +40,8 @@ struct CommStats {
   std::atomic<uint64_t> pushedBytes{0};    // of the straight copies, written by the sender (the split's tail)
   std::atomic<uint64_t> pipelineCalls{0};  // reductions through the ring pipeline
   std::atomic<uint64_t> hugePageBytes{0};  // of reused buffers, collapsed onto huge pages (core/memory.h)
+  std::atomic<uint64_t> stagedBytes{0};    // copied into the arena for peers that cannot read process memory
+  std::atomic<int32_t> crossMemory{-1};    // shm: 1 peers read process memory, 0 they cannot; -1 n/a
 };
 
 class Communicator {

@@ -96,6 +96,14 @@ Options readOptions() {
   o.masterAddr = getEnv("MASTER_ADDR").value_or("");
   o.masterPort = getEnv("MASTER_PORT").value_or("");
   o.elasticRunId = getEnv("TORCHELASTIC_RUN_ID").value_or("");
+  // A launcher's own job id: PMIx (Open MPI 4+, Slurm with PMIx), Open MPI's ess, a Slurm job step.
+  if (auto ns = getEnv("PMIX_NAMESPACE")) {
+    o.launcherJob = "pmix:" + *ns;
+  } else if (auto ompi = getEnv("OMPI_MCA_ess_base_jobid")) {
+    o.launcherJob = "ompi:" + *ompi;
+  } else if (auto step = getEnv("SLURM_STEP_ID"); step && getEnv("SLURM_JOB_ID")) {
+    o.launcherJob = "slurm:" + *getEnv("SLURM_JOB_ID") + "." + *step;
+  }
   return o;
 }
 

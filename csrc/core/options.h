@@ -34,11 +34,14 @@ struct Options {
   std::string cpuPath = "auto";
   // ATB_OPS_SHM_DIR (default /dev/shm): where the per-user folder of segments and rendezvous files lives.
   std::string shmDir = "/dev/shm";
-  // The job scope of node-local rendezvous: ATB_OPS_JOB_ID, else MASTER_ADDR:MASTER_PORT(+TORCHELASTIC_RUN_ID).
+  // The job scope of node-local rendezvous: ATB_OPS_JOB_ID, else MASTER_ADDR:MASTER_PORT(+TORCHELASTIC_RUN_ID),
+  // else a launcher's job id (job_scope.h).
   std::string jobId;
   std::string masterAddr;
   std::string masterPort;
   std::string elasticRunId;
+  // A launcher's job id (PMIX_NAMESPACE, OMPI_MCA_ess_base_jobid, SLURM_JOB_ID.SLURM_STEP_ID), empty if none.
+  std::string launcherJob;
 };
 
 // Parses the environment now. Raises ERROR_INVALID_PARAM naming the variable and its value.

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -89,18 +90,9 @@ std::pair<pid_t, char> parentAndState(pid_t pid) {
   return {static_cast<pid_t>(ppid), state};
 }
 
-std::string programOf(pid_t pid) {
-  std::string cmd = readAll("/proc/" + std::to_string(pid) + "/cmdline");
-  std::string out;
-  for (size_t i = 0; i < cmd.size(); ++i) {
-    if (std::isdigit(static_cast<unsigned char>(cmd[i]))) {
-      if (out.empty() || out.back() != '#') out.push_back('#');
-    } else {
-      out.push_back(cmd[i]);
-    }
-  }
-  return out;
-}
+// The launcher variables that give a process a job of its own (job_scope.h reads the same names).
+constexpr const char* kJobVariables[] = {
+    "ATB_OPS_JOB_ID=", "MASTER_PORT=", "PMIX_NAMESPACE=", "OMPI_MCA_ess_base_jobid=", "SLURM_STEP_ID="};
 
 bool scopedByEnvironment(pid_t pid) {
   const std::string env = readAll("/proc/" + std::to_string(pid) + "/environ");
@@ -108,20 +100,29 @@ bool scopedByEnvironment(pid_t pid) {
   while (at < env.size()) {
     const size_t end = env.find('\0', at);
     const std::string entry = env.substr(at, end == std::string::npos ? std::string::npos : end - at);
-    if (entry.rfind("ATB_OPS_JOB_ID=", 0) == 0 || entry.rfind("MASTER_PORT=", 0) == 0) return true;
+    for (const char* name : kJobVariables) {
+      if (entry.rfind(name, 0) == 0) return true;
+    }
     if (end == std::string::npos) break;
     at = end + 1;
   }
   return false;
 }
 
+// multiprocessing's own helpers (the resource tracker, the fork server) are children of a rank's parent too,
+// and never ranks.
+bool multiprocessingHelper(pid_t pid) {
+  const std::string cmd = readAll("/proc/" + std::to_string(pid) + "/cmdline");
+  return cmd.find("multiprocessing.resource_tracker") != std::string::npos ||
+         cmd.find("multiprocessing.forkserver") != std::string::npos;
+}
+
 }  // namespace
 
-std::vector<pid_t> unscopedSiblings() {
+std::vector<Sibling> unscopedSiblings() {
   const pid_t self = ::getpid();
   const pid_t parent = ::getppid();
-  const std::string mine = programOf(self);
-  std::vector<pid_t> found;
+  std::vector<Sibling> found;
   DIR* proc = ::opendir("/proc");
   if (proc == nullptr) return found;
   while (const dirent* e = ::readdir(proc)) {
@@ -130,11 +131,22 @@ std::vector<pid_t> unscopedSiblings() {
     if (end == e->d_name || *end != '\0' || pid == self) continue;
     const auto [ppid, state] = parentAndState(static_cast<pid_t>(pid));
     if (ppid != parent || state == 'Z' || state == 'X') continue;
-    if (programOf(static_cast<pid_t>(pid)) != mine || scopedByEnvironment(static_cast<pid_t>(pid))) continue;
-    found.push_back(static_cast<pid_t>(pid));
+    if (scopedByEnvironment(static_cast<pid_t>(pid)) || multiprocessingHelper(static_cast<pid_t>(pid))) continue;
+    found.push_back(Sibling{static_cast<pid_t>(pid), processStartTime(static_cast<pid_t>(pid))});
   }
   ::closedir(proc);
   return found;
+}
+
+uint64_t ticksSinceBoot() {
+  timespec now{};
+  ::clock_gettime(CLOCK_BOOTTIME, &now);
+  const uint64_t hz = static_cast<uint64_t>(::sysconf(_SC_CLK_TCK));
+  return static_cast<uint64_t>(now.tv_sec) * hz + static_cast<uint64_t>(now.tv_nsec) * hz / 1000000000ull;
+}
+
+uint64_t ticksPerSecond() {
+  return static_cast<uint64_t>(::sysconf(_SC_CLK_TCK));
 }
 
 }  // namespace atb_ops

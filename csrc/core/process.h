@@ -19,10 +19,19 @@ bool processAlive(pid_t pid);
 // Start time of a process in clock ticks since boot; 0 when unknown.
 uint64_t processStartTime(pid_t pid);
 
-// Live processes with the same parent as this one that run the same program (the command line with every
-// run of digits ignored: spawn's pipe handles, --rank 3) and whose environment gives them no job scope of
-// their own (ATB_OPS_JOB_ID, MASTER_PORT): the processes a rendezvous scoped by the parent could pair this one
-// with. Reads /proc; processes of other users are not listed.
-std::vector<pid_t> unscopedSiblings();
+struct Sibling {
+  pid_t pid;
+  uint64_t startTime;  // processStartTime
+};
+
+// Live processes with the same parent as this one whose environment gives them no job of their own
+// (ATB_OPS_JOB_ID, MASTER_PORT, a launcher's job id) and that are not multiprocessing's helpers: the processes
+// a rendezvous scoped by the parent could pair this one with (job_census.h decides which of them may).
+// Reads /proc; processes of other users are not listed.
+std::vector<Sibling> unscopedSiblings();
+
+// Now, and a tick's length, in the clock of processStartTime (clock ticks since boot).
+uint64_t ticksSinceBoot();
+uint64_t ticksPerSecond();
 
 }  // namespace atb_ops

@@ -23,6 +23,7 @@ const char* statusName(Status s) {
     case Status::ERROR_COMM_PEER_DIED: return "ERROR_COMM_PEER_DIED";
     case Status::ERROR_NCCL_FAIL: return "ERROR_NCCL_FAIL";
     case Status::ERROR_INTERRUPTED: return "ERROR_INTERRUPTED";
+    case Status::ERROR_COMM_PEER_LEFT: return "ERROR_COMM_PEER_LEFT";
   }
   return "ERROR_UNKNOWN";
 }
@@ -34,7 +35,8 @@ bool isCommunicatorFault(Status s) {
     case Status::ERROR_COMM_TIMEOUT:
     case Status::ERROR_COMM_PEER_DIED:
     case Status::ERROR_NCCL_FAIL:
-    case Status::ERROR_INTERRUPTED: return true;
+    case Status::ERROR_INTERRUPTED:
+    case Status::ERROR_COMM_PEER_LEFT: return true;
     default: return false;
   }
 }

@@ -32,6 +32,9 @@ enum class Status : int32_t {
   ERROR_NCCL_FAIL = 102,
   // Ctrl-C (SIGINT) while this rank waited for a peer: the call was abandoned midway.
   ERROR_INTERRUPTED = 103,
+  // A peer released this communicator (its last operation went) before this call: ranks whose operations were
+  // re-made at different times meet in a fresh communicator (an operation's first call retries there once).
+  ERROR_COMM_PEER_LEFT = 104,
 };
 
 const char* statusName(Status s);

@@ -38,8 +38,18 @@ std::vector<at::Tensor> Operation::execute(const std::vector<at::Tensor>& inputs
   std::vector<at::Tensor> outputs;
   outputs.reserve(p.outputs.size());
   for (const TensorDesc& d : p.outputs) outputs.push_back(allocate(d, inputs.at(0)));
-  run(p, inputs, outputs);
+  runRetrying(p, inputs, outputs);
   return outputs;
+}
+
+void Operation::runRetrying(const Plan& p, const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) {
+  try {
+    run(p, inputs, outputs);
+  } catch (const StatusError& e) {
+    if (!mayRetry(e)) throw;
+    run(p, inputs, outputs);
+  }
+  ranOnce();
 }
 
 void Operation::executeOut(const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs) {
@@ -60,13 +70,13 @@ void Operation::executeOut(const std::vector<at::Tensor>& inputs, const std::vec
   }
   if (!aliased) {
     std::vector<at::Tensor> targets(outputs);
-    run(p, inputs, targets);
+    runRetrying(p, inputs, targets);
     return;
   }
   // An output over an input: compute into fresh tensors, then copy, so no rank reads what was overwritten.
   std::vector<at::Tensor> staged;
   for (const TensorDesc& d : descs) staged.push_back(at::empty(d.shape, inputs[0].options().dtype(d.dtype)));
-  run(p, inputs, staged);
+  runRetrying(p, inputs, staged);
   for (size_t i = 0; i < outputs.size(); ++i) const_cast<at::Tensor&>(outputs[i]).copy_(staged[i]);
 }
 
@@ -116,7 +126,15 @@ std::shared_ptr<Communicator> CommOperation::communicatorFor(const at::Tensor& x
   if (comm_ && commDevice_ == x.device()) return comm_;
   comm_ = acquireCommunicator(configFromParam(p, x.device()));
   commDevice_ = x.device();
+  commUsed_.store(false, std::memory_order_relaxed);
   return comm_;
+}
+
+bool CommOperation::mayRetry(const StatusError& error) {
+  if (error.status() != Status::ERROR_COMM_PEER_LEFT || commUsed_.load(std::memory_order_relaxed)) return false;
+  std::lock_guard<std::mutex> lock(commMutex_);
+  comm_.reset();  // failed, so the cache makes a fresh one
+  return true;
 }
 
 at::Tensor CommOperation::allocate(const TensorDesc& desc, const at::Tensor& firstInput) {

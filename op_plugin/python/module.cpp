@@ -17,6 +17,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include "comm/bootstrap/bootstrap.h"
+#include "comm/bootstrap/job_census.h"
 #include "comm/bootstrap/node_local_bootstrap.h"
 #include "comm/bootstrap/private_dir.h"
 #include "comm/c10d/c10d_communicator.h"
@@ -24,6 +25,7 @@
 #include "comm/communicator.h"
 #include "comm/shm/arena.h"
 #include "comm/shm/segment_layout.h"
+#include "core/host.h"
 #include "core/interrupt.h"
 #include "core/layout.h"
 #include "core/options.h"
@@ -47,6 +49,17 @@ int64_t validateLayout(std::vector<int64_t> sendCounts, std::vector<int64_t> sdi
   });
 }
 
+// What a Python hook of the bootstrap raised, as the status the waits would have given: Ctrl-C, a peer that
+// never came (the store's or our own wait timed out), ranks that disagree, or no store or group at all.
+[[noreturn]] void raiseHookFailure(py::error_already_set& e, const char* what) {
+  ATB_CHECK(!e.matches(PyExc_KeyboardInterrupt), ERROR_INTERRUPTED, what, ": interrupted (SIGINT)");
+  const std::string why = e.what();
+  ATB_CHECK(!e.matches(PyExc_TimeoutError) && why.find("Timed out") == std::string::npos, ERROR_COMM_TIMEOUT, what,
+            ": ", why);
+  ATB_CHECK(why.find("ranks disagree") == std::string::npos, ERROR_INVALID_PARAM, what, ": ", why);
+  ATB_FAIL(ERROR_COMM_EMPTY, what, ": ", why);
+}
+
 void installStoreProvider(py::object provider) {
   if (provider.is_none()) {
     atb_ops::setStoreProvider(nullptr);
@@ -54,14 +67,14 @@ void installStoreProvider(py::object provider) {
   }
   // Leaked on purpose: the provider must outlive the interpreter's teardown order.
   auto* held = new py::object(std::move(provider));
-  atb_ops::setStoreProvider([held](bool required) -> c10::intrusive_ptr<c10d::Store> {
+  atb_ops::setStoreProvider([held](const atb_ops::StoreRequest& r) -> c10::intrusive_ptr<c10d::Store> {
     py::gil_scoped_acquire gil;
     try {
-      py::object store = (*held)(required);
+      py::object store = (*held)(r.required, r.rank, r.size, std::chrono::duration<double>(r.timeout).count());
       if (store.is_none()) return {};
       return store.cast<c10::intrusive_ptr<c10d::Store>>();
     } catch (py::error_already_set& e) {
-      ATB_FAIL(ERROR_COMM_EMPTY, "the torch.distributed store could not be had: ", e.what());
+      raiseHookFailure(e, "the torch.distributed store could not be had");
     }
   });
 }
@@ -79,16 +92,7 @@ void installGlooFactory(py::object factory) {
       return (*held)(prefix, rank, size, std::chrono::duration<double>(timeout).count())
           .cast<c10::intrusive_ptr<c10d::Backend>>();
     } catch (py::error_already_set& e) {
-      ATB_CHECK(!e.matches(PyExc_KeyboardInterrupt), ERROR_INTERRUPTED,
-                "backend 'gloo': interrupted (SIGINT) while its group was being created");
-      const std::string why = e.what();
-      // The group's own waits (the store's, ours in atb_ops._hooks) end in timeouts and disagreements that
-      // keep their names; anything else means no group could be made.
-      ATB_CHECK(!e.matches(PyExc_TimeoutError) && why.find("Timed out") == std::string::npos, ERROR_COMM_TIMEOUT,
-                "backend 'gloo' could not create its group: ", why);
-      ATB_CHECK(why.find("ranks disagree") == std::string::npos, ERROR_INVALID_PARAM,
-                "backend 'gloo' could not create its group: ", why);
-      ATB_FAIL(ERROR_COMM_EMPTY, "backend 'gloo' could not create its group: ", why);
+      raiseHookFailure(e, "backend 'gloo' could not create its group");
     }
   });
 }
@@ -135,7 +139,8 @@ PYBIND11_MODULE(_C, m) {
               py::arg("collectives") = s.collectives.load(), py::arg("eager_bytes") = s.eagerBytes.load(),
               py::arg("memcpy_bytes") = s.memcpyBytes.load(), py::arg("vm_bytes") = s.vmBytes.load(),
               py::arg("pushed_bytes") = s.pushedBytes.load(), py::arg("pipeline_calls") = s.pipelineCalls.load(),
-              py::arg("huge_page_bytes") = s.hugePageBytes.load()));
+              py::arg("huge_page_bytes") = s.hugePageBytes.load(), py::arg("staged_bytes") = s.stagedBytes.load(),
+              py::arg("cross_memory") = s.crossMemory.load()));
         }
         return out;
       },
@@ -152,11 +157,24 @@ PYBIND11_MODULE(_C, m) {
       "Drops the groups' communicators and forgets the cached ones (in tests); communicators that operations "
       "still hold live on with them. at_exit: those are shut down too (their gloo groups released).");
   m.def(
+      "host_id", [] { return atb_ops::withPythonErrors([] { return atb_ops::hostIdentity(atb_ops::readOptions()); }); },
+      "This host's identity as ranks compare it (csrc/core/host.h): equal exactly when two processes can share "
+      "memory.");
+  m.def(
+      "release_comm",
+      [](int64_t handle) {
+        py::gil_scoped_release unlocked;
+        atb_ops::releaseHandle(handle);
+      },
+      py::arg("handle"),
+      "Drops a group's communicator handle (its group went); the communicator goes with its last user.");
+  m.def(
       "options",
       [] { return atb_ops::withPythonErrors([] { return atb_ops::describeOptions(atb_ops::readOptions()); }); },
       "The ATB_OPS_* settings as atb_ops reads them now (one parser for C++ and Python); raises on a bad value.");
   m.def("set_store_provider", &installStoreProvider, py::arg("provider"),
-        "Installs provider(required: bool) -> torch.distributed Store | None: the job's store for the bootstrap.");
+        "Installs provider(required, rank, size, timeout_s) -> torch.distributed Store | None: the job's store for "
+        "the bootstrap.");
   m.def(
       "install_interrupt_check",
       [](long nativeThreadId) {
@@ -192,11 +210,20 @@ PYBIND11_MODULE(_C, m) {
       [] {
         return atb_ops::withPythonErrors([] {
           // What doctor needs to recognise atb_ops' files without copying their formats into Python.
-          return py::dict(py::arg("dir") = atb_ops::privateDirPath(atb_ops::readOptions()),
-                          py::arg("segment_magic") = atb_ops::shm::kSegmentMagic,
-                          py::arg("segment_root_pid_offset") = offsetof(atb_ops::shm::SegmentHeader, rootPid),
-                          py::arg("record_magic") = atb_ops::kRendezvousMagic, py::arg("record_root_pid_offset") = 24,
-                          py::arg("record_start_time_offset") = 32);
+          const atb_ops::CensusFileFormat census = atb_ops::censusFileFormat();
+          return py::dict(
+              py::arg("dir") = atb_ops::privateDirPath(atb_ops::readOptions()),
+              py::arg("claim_magic") = census.claimMagic, py::arg("claim_pid_offset") = census.claimPidOffset,
+              py::arg("claim_start_time_offset") = census.claimStartTimeOffset,
+              py::arg("verdict_magic") = census.verdictMagic,
+              py::arg("verdict_count_offset") = census.verdictCountOffset,
+              py::arg("verdict_pids_offset") = census.verdictPidsOffset,
+              py::arg("verdict_starts_offset") = census.verdictStartsOffset,
+              py::arg("verdict_pids") = census.verdictPids, py::arg("segment_magic") = atb_ops::shm::kSegmentMagic,
+              py::arg("segment_root_pid_offset") = offsetof(atb_ops::shm::SegmentHeader, rootPid),
+              py::arg("segment_start_time_offset") = offsetof(atb_ops::shm::SegmentHeader, rootStartTime),
+              py::arg("record_magic") = atb_ops::kRendezvousMagic, py::arg("record_root_pid_offset") = 24,
+              py::arg("record_start_time_offset") = 32);
         });
       },
       "Where atb_ops keeps its node-local files and how to read their creator's pid (python -m atb_ops doctor).");

@@ -73,7 +73,8 @@ struct Writable {
 };
 
 bool isPeerFault(Status s) {
-  return s == Status::ERROR_COMM_TIMEOUT || s == Status::ERROR_COMM_PEER_DIED || s == Status::ERROR_RT_FAIL;
+  return s == Status::ERROR_COMM_TIMEOUT || s == Status::ERROR_COMM_PEER_DIED || s == Status::ERROR_COMM_PEER_LEFT ||
+         s == Status::ERROR_RT_FAIL;
 }
 
 }  // namespace

@@ -42,6 +42,17 @@ std::shared_ptr<Communicator> communicatorOf(int64_t handle) {
   return it->second;
 }
 
+void releaseHandle(int64_t handle) {
+  Table& t = table();
+  std::shared_ptr<Communicator> doomed;  // destroyed outside the lock
+  std::lock_guard<std::mutex> lock(t.mutex);
+  auto it = t.comms.find(handle);
+  if (it == t.comms.end()) return;
+  doomed = std::move(it->second);
+  t.handles.erase(doomed.get());
+  t.comms.erase(it);
+}
+
 void releaseAllHandles() {
   Table& t = table();
   std::unordered_map<int64_t, std::shared_ptr<Communicator>> doomed;

@@ -16,6 +16,9 @@ int64_t handleOf(const std::shared_ptr<Communicator>& comm);
 // The communicator of a handle; raises ERROR_COMM_EMPTY for an unknown or released one.
 std::shared_ptr<Communicator> communicatorOf(int64_t handle);
 
+// Drops one handle's reference (a group that went); unknown handles are ignored.
+void releaseHandle(int64_t handle);
+
 // Drops every handle's reference (its communicator goes once nothing else uses it).
 void releaseAllHandles();
 

@@ -17,7 +17,7 @@ from atb_ops._torch_check import check_torch
 
 check_torch()  # before any native library loads: a clear error instead of an undefined symbol
 
-from atb_ops import _C, _groups, _hooks, _ops, c10d_backend, distributed, quant  # noqa: E402
+from atb_ops import _C, _groups, _hooks, _ops, _spawn_scope, c10d_backend, distributed, quant  # noqa: E402
 from atb_ops.errors import AtbError  # noqa: E402
 
 __all__ = [
@@ -36,6 +36,7 @@ __all__ = [
 __version__ = (Path(__file__).resolve().parent / "VERSION").read_text().strip()
 
 _hooks.install(_C)
+_spawn_scope.install()  # the children of one torch.multiprocessing.spawn call share a job id
 c10d_backend.register()  # dist.init_process_group("atb_ops")
 
 

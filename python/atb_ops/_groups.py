@@ -8,6 +8,7 @@ take NCCL. The result is a communicator handle for the torch.ops.atb_ops ops.
 from __future__ import annotations
 
 import uuid
+import weakref
 from dataclasses import dataclass
 
 import torch
@@ -29,10 +30,13 @@ class GroupPlan:
     all_local: bool  # every rank of the group runs on this host
 
 
-_plans: dict[str, GroupPlan] = {}
-_handles: dict[tuple[str, str], int] = {}
-# (the group object, the device) -> handle, filled by comm_for: one dict lookup on the per-call path.
-_known: dict[tuple[object, torch.device], int] = {}
+# Keyed by the group object itself, never by its name: torch numbers groups again from "0" after
+# destroy_process_group, and a re-made group (other ranks, other hosts) must never find the old one's plan.
+_plans: weakref.WeakKeyDictionary[dist.ProcessGroup, GroupPlan] = weakref.WeakKeyDictionary()
+_handles: weakref.WeakKeyDictionary[dist.ProcessGroup, dict[torch.device, int]] = weakref.WeakKeyDictionary()
+# (id of the group, device) -> (the group, weakly; handle): one dict lookup on the per-call path. The weak
+# reference guards against an id reused by a later group object.
+_known: dict[tuple[int, torch.device], tuple[weakref.ref, int]] = {}
 
 
 def resolve_group(group: dist.ProcessGroup | None) -> dist.ProcessGroup:
@@ -50,7 +54,7 @@ def plan_for(group: dist.ProcessGroup | None) -> GroupPlan:
     """The group's plan; the first call on a group is a collective (every rank must make it)."""
     g = resolve_group(group)
     name = g.group_name
-    plan = _plans.get(name)
+    plan = _plans.get(g)
     if plan is not None:
         return plan
     rank, world_size = dist.get_rank(g), dist.get_world_size(g)
@@ -58,14 +62,23 @@ def plan_for(group: dist.ProcessGroup | None) -> GroupPlan:
         raise AtbError(f"this process is not a member of group '{name}'")
     token = uuid.uuid4().hex if rank == 0 else ""
     infos: list = [None] * world_size
-    dist.all_gather_object(infos, (host_id(), token), group=g)
-    plan = GroupPlan(rank, world_size, name, f"pg:{infos[0][1]}", len({host for host, _ in infos}) == 1)
-    _plans[name] = plan
+    # ATB_OPS_CPU_PATH decides which communicator a rank makes: ranks that differ would wait on different ones.
+    dist.all_gather_object(infos, (host_id(), token, cpu_path()), group=g)
+    paths = [info[2] for info in infos]
+    if len(set(paths)) > 1:
+        views = "; ".join(f"rank {r}: {p!r}" for r, p in enumerate(paths))
+        raise AtbError(
+            f"ranks disagree on ATB_OPS_CPU_PATH for group '{name}' ({views}); it decides which communicator the "
+            "group's collectives run on, so every rank must set it alike"
+        )
+    plan = GroupPlan(rank, world_size, name, f"pg:{infos[0][1]}", len({info[0] for info in infos}) == 1)
+    _plans[g] = plan
     return plan
 
 
 def forget_handles() -> None:
-    """Forgets every group's communicator handle (atb_ops.clear_communicators releases them)."""
+    """Forgets every group's plan and communicator handle (atb_ops.clear_communicators releases them)."""
+    _plans.clear()
     _handles.clear()
     _known.clear()
 
@@ -80,16 +93,17 @@ def cpu_path() -> str:
 
 def known_comm(group: dist.ProcessGroup | None, x: torch.Tensor) -> int | None:
     """The handle comm_for gave for this group and x's device, if it has; never communicates."""
-    return _known.get((dist.GroupMember.WORLD if group is None else group, x.device))
+    g = dist.GroupMember.WORLD if group is None else group
+    hit = _known.get((id(g), x.device))
+    return hit[1] if hit is not None and hit[0]() is g else None
 
 
 def comm_for(group: dist.ProcessGroup | None, x: torch.Tensor) -> int:
     """The communicator handle for collectives on tensors like x over group (made on first use)."""
     g = resolve_group(group)
-    key = (g.group_name, str(x.device))
-    handle = _handles.get(key)
+    handle = _handles.get(g, {}).get(x.device)
     if handle is not None:
-        _known[(g, x.device)] = handle
+        _known[(id(g), x.device)] = (weakref.ref(g), handle)
         return handle
     plan = plan_for(g)
     domain = f"pg:{plan.group_name}"
@@ -106,9 +120,19 @@ def comm_for(group: dist.ProcessGroup | None, x: torch.Tensor) -> int:
         handle = _C.make_comm(backend, plan.rank, plan.world_size, domain, plan.job_key, x.device, pg)
     except RuntimeError as e:
         raise AtbError(str(e)) from None
-    _handles[key] = handle
-    _known[(g, x.device)] = handle
+    _handles.setdefault(g, {})[x.device] = handle
+    _known[(id(g), x.device)] = (weakref.ref(g), handle)
+    # The group's communicator goes with the group (its peers learn at once, ERROR_COMM_PEER_LEFT).
+    weakref.finalize(g, _release, handle)
     return handle
+
+
+def _release(handle: int) -> None:
+    """Drops a handle whose group went (a no-op once clear_communicators released it)."""
+    _C.release_comm(handle)
+    for key, (_, h) in list(_known.items()):
+        if h == handle:
+            del _known[key]
 
 
 def comm_backend(group: dist.ProcessGroup | None, x: torch.Tensor) -> str:

@@ -16,33 +16,48 @@ from types import ModuleType
 import torch.distributed as dist
 
 
-def job_store(required: bool = False) -> dist.Store | None:
+def job_store(required: bool = False, rank: int = -1, size: int = 0, timeout_s: float = 1800.0) -> dist.Store | None:
     """The default process group's store, or None when the job has no default group.
 
     Args:
-        required: Raise instead of returning None.
+        required: Without a default group, make one from MASTER_ADDR/MASTER_PORT (env://), as torch.distributed's
+            own scripts do, instead of returning None. Its rank and size are RANK and WORLD_SIZE where the launcher
+            set them (torchrun does), else `rank` and `size`: those of the communicator asking, right when it spans
+            the whole job.
+        rank: The asking communicator's rank.
+        size: The asking communicator's size.
+        timeout_s: ATB_OPS_TIMEOUT, for the new group.
 
     Returns:
         The store, or None.
 
     Raises:
-        RuntimeError: When `required` and there is no default group.
+        RuntimeError: When `required` and there is neither a default group nor MASTER_ADDR/MASTER_PORT.
     """
     if dist.is_available() and dist.is_initialized():
         return dist.distributed_c10d._get_default_store()
-    if required:
-        raise RuntimeError("torch.distributed has no default process group")
-    return None
+    if not required:
+        return None
+    if not (os.environ.get("MASTER_ADDR") and os.environ.get("MASTER_PORT")):
+        raise RuntimeError(
+            "backend 'gloo' needs torch.distributed: call torch.distributed.init_process_group('gloo', ...) "
+            "or set MASTER_ADDR and MASTER_PORT"
+        )
+    env_rank, env_size = os.environ.get("RANK"), os.environ.get("WORLD_SIZE")
+    if env_rank is not None and env_size is not None:
+        rank, size = int(env_rank), int(env_size)
+    dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=size,
+                            timeout=timedelta(seconds=timeout_s))
+    global _own_default_group
+    _own_default_group = True
+    return dist.distributed_c10d._get_default_store()
 
 
 def make_gloo(prefix: str, rank: int, size: int, timeout_s: float) -> dist.ProcessGroupGloo:
     """A gloo backend of `size` ranks meeting on the job's store under `prefix`.
 
-    Without a default group, one is first made from MASTER_ADDR/MASTER_PORT (env://) with this rank and
-    size, as torch.distributed's own scripts do.
-
     Args:
-        prefix: Store key prefix, unique per (commDomain, rankSize, generation).
+        prefix: Store key prefix, unique per creation (it ends in a token of the root's).
         rank: This rank in the new group.
         size: Ranks in the new group.
         timeout_s: ATB_OPS_TIMEOUT, for gloo's own operations.
@@ -53,17 +68,7 @@ def make_gloo(prefix: str, rank: int, size: int, timeout_s: float) -> dist.Proce
     Raises:
         RuntimeError: When there is no default group and MASTER_ADDR/MASTER_PORT are not set.
     """
-    if not dist.is_initialized():
-        if not (os.environ.get("MASTER_ADDR") and os.environ.get("MASTER_PORT")):
-            raise RuntimeError(
-                "backend 'gloo' needs torch.distributed: call torch.distributed.init_process_group('gloo', ...) "
-                "or set MASTER_ADDR and MASTER_PORT"
-            )
-        dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=size,
-                                timeout=timedelta(seconds=timeout_s))
-        global _own_default_group
-        _own_default_group = True
-    store = dist.PrefixStore(prefix, job_store(required=True))
+    store = dist.PrefixStore(prefix, job_store(True, rank, size, timeout_s))
     _meet(store, prefix, rank, size, timeout_s)
     return dist.ProcessGroupGloo(store, rank, size, timedelta(seconds=timeout_s))
 

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import socket
-
 
 def host_id() -> str:
-    """This host's name and boot id (two containers with one host name differ by boot id).
+    """This host's identity: csrc/core/host.h's, the one the native backends compare too.
 
     Returns:
-        "<hostname>/<boot id>", the boot id empty where /proc does not give it.
+        "<hostname>/<boot id>/<device of ATB_OPS_SHM_DIR>/<pid namespace>": equal exactly when two processes
+        share a kernel, the shared-memory folder and process ids (containers and network-namespace hosts on one
+        kernel differ).
     """
-    try:
-        with open("/proc/sys/kernel/random/boot_id") as f:
-            boot = f.read().strip()
-    except OSError:
-        boot = ""
-    return f"{socket.gethostname()}/{boot}"
+    from atb_ops import _C  # noqa: PLC0415  (c10d_backend imports this module while _C loads)
+
+    return _C.host_id()

@@ -115,13 +115,32 @@ def _inspect(path: Path, fmt: dict, uid: int) -> Finding | None:
             return Finding(path, f"rendezvous record of root pid {pid}, which has exited", True)
         return None
     if name.startswith("seg."):
-        head = _read_head(path, 64)
-        if head is None or len(head) < 24 or _u64(head, 0) != fmt["segment_magic"]:
+        head = _read_head(path, 128)
+        if head is None or len(head) < 64 or _u64(head, 0) != fmt["segment_magic"]:
             return Finding(path, "not an atb_ops segment; left alone", False)
         pid = _i32(head, fmt["segment_root_pid_offset"])
-        if not process_alive(pid):
+        if not process_alive(pid) or start_time(pid) != _u64(head, fmt["segment_start_time_offset"]):
             return Finding(path, f"segment created by pid {pid}, which has exited", True)
         return None
+    if name.startswith("clm."):
+        head = _read_head(path, 32)
+        if head is None or len(head) < 24 or _u64(head, 0) != fmt["claim_magic"]:
+            return Finding(path, "not an atb_ops rank claim; left alone", False)
+        pid = _i32(head, fmt["claim_pid_offset"])
+        if not process_alive(pid) or start_time(pid) != _u64(head, fmt["claim_start_time_offset"]):
+            return Finding(path, f"rank claim of pid {pid}, which has exited", True)
+        return None
+    if name.startswith("amb."):
+        n = fmt["verdict_pids"]
+        head = _read_head(path, fmt["verdict_starts_offset"] + 8 * n)
+        if head is None or len(head) < fmt["verdict_starts_offset"] + 8 * n or _u64(head, 0) != fmt["verdict_magic"]:
+            return Finding(path, "not an atb_ops two-jobs verdict; left alone", False)
+        count = min(max(_i32(head, fmt["verdict_count_offset"]), 0), n)
+        pids = [_i32(head, fmt["verdict_pids_offset"] + 4 * i) for i in range(count)]
+        starts = [_u64(head, fmt["verdict_starts_offset"] + 8 * i) for i in range(count)]
+        if any(process_alive(p) and start_time(p) == s for p, s in zip(pids, starts, strict=True)):
+            return None
+        return Finding(path, f"two-jobs verdict of pids {pids}, which have exited", True)
     return Finding(path, "not an atb_ops name; left alone", False)
 
 

@@ -30,42 +30,17 @@ void setStoreProvider(StoreProvider p) {
   provider() = std::move(p);
 }
 
-c10::intrusive_ptr<c10d::Store> jobStore(bool required) {
+c10::intrusive_ptr<c10d::Store> jobStore(const StoreRequest& request) {
   StoreProvider p;
   {
     std::lock_guard<std::mutex> lock(providerMutex());
     p = provider();
   }
-  return p ? p(required) : c10::intrusive_ptr<c10d::Store>();
+  return p ? p(request) : c10::intrusive_ptr<c10d::Store>();
 }
 
 std::string jobKeyFor(const CommConfig& c) {
   return c.jobKey.empty() ? defaultJobKey(c.options, c.commMode) : c.jobKey;
-}
-
-namespace {
-
-std::mutex& generationMutex() {
-  static std::mutex m;
-  return m;
-}
-
-std::map<std::pair<std::string, int32_t>, uint64_t>& generations() {
-  static auto* g = new std::map<std::pair<std::string, int32_t>, uint64_t>();
-  return *g;
-}
-
-}  // namespace
-
-Generation::Generation(std::string scope, int32_t rank) : scope_(std::move(scope)), rank_(rank) {
-  std::lock_guard<std::mutex> lock(generationMutex());
-  number_ = generations()[{scope_, rank_}];
-}
-
-void Generation::confirm() {
-  std::lock_guard<std::mutex> lock(generationMutex());
-  uint64_t& next = generations()[{scope_, rank_}];
-  next = std::max(next, number_ + 1);
 }
 
 std::string creationMismatch(const std::string& commDomain, int32_t rootRank, int64_t rootPid, int32_t rootSize,
@@ -77,24 +52,66 @@ std::string creationMismatch(const std::string& commDomain, int32_t rootRank, in
                   "; every rank must pass the same rankSize and rankRoot");
 }
 
+std::string protocolSettings(const CommConfig& c, const std::string& purpose) {
+  // HcclAlltoAllV on one rank and HcclBatchSendRecv on another never match.
+  if (purpose == "hccl") return "ATB_OPS_HCCL_ALLTOALLV=" + c.options.hcclAlltoallv;
+  return "";
+}
+
+namespace {
+
+std::map<std::string, std::string> settingsMap(const std::string& text) {
+  std::map<std::string, std::string> out;
+  size_t at = 0;
+  while (at < text.size()) {
+    const size_t end = std::min(text.find(';', at), text.size());
+    const std::string item = text.substr(at, end - at);
+    const size_t eq = item.find('=');
+    if (eq != std::string::npos) out[item.substr(0, eq)] = item.substr(eq + 1);
+    at = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string settingsMismatch(const std::string& commDomain, int32_t rootRank, int64_t rootPid,
+                             const std::string& rootSettings, int32_t rank, int64_t pid, const std::string& mine) {
+  if (rootSettings == mine) return "";
+  const auto theirs = settingsMap(rootSettings);
+  const auto ours = settingsMap(mine);
+  std::string name = "a wire-protocol setting";
+  std::string a = rootSettings;
+  std::string b = mine;
+  for (const auto& [key, value] : ours) {
+    auto it = theirs.find(key);
+    const std::string other = it == theirs.end() ? "(unset)" : it->second;
+    if (other != value) {
+      name = key;
+      a = other;
+      b = value;
+      break;
+    }
+  }
+  return c10::str("ranks disagree on ", name, " for the communicator of commDomain '", commDomain, "': rank ", rootRank,
+                  " (pid ", rootPid, ") has '", a, "', rank ", rank, " (pid ", pid, ") has '", b,
+                  "'; it changes what goes over the wire, so every rank must set it alike");
+}
+
 std::unique_ptr<Bootstrap> makeBootstrap(const CommConfig& c, const std::string& purpose) {
   c10::intrusive_ptr<c10d::Store> store;
   if (c.store) {
     store = c.store->store;  // the caller's own: its keys are the caller's to scope
   } else if (c.bootstrap == BootstrapKind::kAuto) {
-    store = jobStore(/*required=*/false);
+    store = jobStore();
   }
   // rankSize and rankRoot are not part of the name: ranks that disagree on them meet, and are told so.
   if (store) {
     // The store belongs to one job already: no job key in its names.
-    Generation g(purpose + "/" + c.commDomain, c.rank);
-    const std::string key = purpose + "/" + c.commDomain + "/" + std::to_string(g.number());
-    return makeStoreBootstrap(c, std::move(store), key, std::move(g));
+    return makeStoreBootstrap(c, std::move(store), purpose + "/" + c.commDomain, protocolSettings(c, purpose));
   }
-  const std::string scope = purpose + "|" + jobKeyFor(c) + "|" + c.commDomain;
-  Generation g(scope, c.rank);
-  const std::string key = scope + "|" + std::to_string(g.number());
-  return makeNodeLocalBootstrap(c, key, std::move(g));
+  return makeNodeLocalBootstrap(c, purpose + "|" + jobKeyFor(c) + "|" + c.commDomain, purpose,
+                                protocolSettings(c, purpose));
 }
 
 }  // namespace atb_ops

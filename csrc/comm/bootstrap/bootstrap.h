@@ -6,6 +6,7 @@
 
 #include <c10/util/intrusive_ptr.h>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -18,24 +19,12 @@ class Store;
 
 namespace atb_ops {
 
-// The creation number of a name for one rank: the same again after a failed creation (so ranks that retry
-// meet each other's retry), the next one after a success (so a re-creation never meets a stale record).
-class Generation {
- public:
-  Generation(std::string scope, int32_t rank);
-  uint64_t number() const { return number_; }
-  // The creation succeeded: the next creation of this scope takes number() + 1.
-  void confirm();
-
- private:
-  std::string scope_;
-  int32_t rank_;
-  uint64_t number_;
-};
-
+// Names carry no creation number: a rank reads each record of its root once, so ranks whose earlier
+// communicators ended at different times, or a peer replaced by a fresh process, meet in the root's next
+// creation (the root's record is what the ranks agree on).
 class Bootstrap {
  public:
-  explicit Bootstrap(Generation generation) : generation_(std::move(generation)) {}
+  Bootstrap() = default;
   virtual ~Bootstrap() = default;
   // rankRoot passes `payload`, publishes it and waits until every other rank has read it; the others pass
   // anything and get rankRoot's bytes. Bounded by ATB_OPS_TIMEOUT: a waiting rank's error names the root,
@@ -47,11 +36,6 @@ class Bootstrap {
   // rankRoot could not make what it would have published: the others fail at once with `why` instead of
   // waiting out the timeout. No-op on the other ranks.
   virtual void fail(const std::string& why) = 0;
-  // The communicator this bootstrap served is up (see Generation).
-  void confirm() { generation_.confirm(); }
-
- private:
-  Generation generation_;
 };
 
 // "ranks disagree on ...: rank 0 (pid 11) has rankSize 2, rankRoot 0; rank 1 (pid 12) has rankSize 3, rankRoot
@@ -59,16 +43,32 @@ class Bootstrap {
 std::string creationMismatch(const std::string& commDomain, int32_t rootRank, int64_t rootPid, int32_t rootSize,
                              int32_t rank, int64_t pid, int32_t size, int32_t root);
 
+// The settings of this process that change what a `purpose` communicator puts on the wire and that the ranks
+// cannot agree on by taking the root's: "NAME=value;NAME=value" (e.g. ATB_OPS_HCCL_ALLTOALLV for "hccl"), empty
+// when there are none. The bootstrap compares them: a rank that differs fails, and makes the root fail, naming
+// the variable and both values.
+std::string protocolSettings(const CommConfig& config, const std::string& purpose);
+// The message for ranks whose protocolSettings differ, or "" when they agree.
+std::string settingsMismatch(const std::string& commDomain, int32_t rootRank, int64_t rootPid,
+                             const std::string& rootSettings, int32_t rank, int64_t pid, const std::string& mine);
+
 // The bootstrap of one communicator creation. `purpose` ("shm", "nccl", "hccl", ...) keeps backends apart;
-// the ranks' n-th communicator of a (purpose, job, commDomain) meets the others' n-th (Generation).
+// the ranks of a (purpose, job, commDomain) meet in the root's current record.
 std::unique_ptr<Bootstrap> makeBootstrap(const CommConfig& config, const std::string& purpose);
 
 // The torch.distributed store of this job, or null. Installed by the Python package (csrc/ knows no
-// Python): `required` asks it to set up the default process group from MASTER_ADDR/MASTER_PORT when
-// there is none yet (backend "gloo" needs a store); otherwise it only reports an existing one.
-using StoreProvider = std::function<c10::intrusive_ptr<c10d::Store>(bool required)>;
+// Python). `required` asks it to set up the default process group from MASTER_ADDR/MASTER_PORT when there is
+// none yet (backend "gloo" needs a store), as rank `rank` of `size` unless RANK/WORLD_SIZE say otherwise, with
+// `timeout`; otherwise it only reports an existing one.
+struct StoreRequest {
+  bool required = false;
+  int32_t rank = -1;
+  int32_t size = 0;
+  std::chrono::milliseconds timeout{0};
+};
+using StoreProvider = std::function<c10::intrusive_ptr<c10d::Store>(const StoreRequest& request)>;
 void setStoreProvider(StoreProvider provider);
-c10::intrusive_ptr<c10d::Store> jobStore(bool required);
+c10::intrusive_ptr<c10d::Store> jobStore(const StoreRequest& request = StoreRequest{});
 
 // The job key a config's node-local rendezvous uses (its jobKey, else the environment's).
 std::string jobKeyFor(const CommConfig& config);

@@ -6,6 +6,10 @@
 
 namespace atb_ops {
 
+namespace {
+constexpr char kParentPrefix[] = "parent:";
+}  // namespace
+
 std::string defaultJobKey(const Options& o, CommMode mode) {
   if (!o.jobId.empty()) return "job:" + o.jobId;
   if (mode == CommMode::MULTI_THREAD) {
@@ -15,8 +19,21 @@ std::string defaultJobKey(const Options& o, CommMode mode) {
   if (!o.masterAddr.empty() && !o.masterPort.empty()) {
     return "master:" + o.masterAddr + ":" + o.masterPort + ":" + o.elasticRunId;
   }
+  if (!o.launcherJob.empty()) return "launcher:" + o.launcherJob;
   const pid_t parent = ::getppid();
-  return "parent:" + std::to_string(parent) + ":" + std::to_string(processStartTime(parent));
+  return kParentPrefix + std::to_string(parent) + ":" + std::to_string(processStartTime(parent));
+}
+
+bool parentScoped(const std::string& jobKey) {
+  // A key may join the guess to something shared by several jobs ("table|parent:...": a rank table's file).
+  size_t at = 0;
+  while (at <= jobKey.size()) {
+    if (jobKey.compare(at, sizeof(kParentPrefix) - 1, kParentPrefix) == 0) return true;
+    const size_t bar = jobKey.find('|', at);
+    if (bar == std::string::npos) return false;
+    at = bar + 1;
+  }
+  return false;
 }
 
 uint64_t fnv1a(const std::string& text) {

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "comm/bootstrap/job_census.h"
 #include "comm/bootstrap/job_scope.h"
 #include "comm/bootstrap/private_dir.h"
 #include "core/interrupt.h"
@@ -42,6 +43,7 @@ struct RecordHeader {
   // When a root's failure record was written, in clock ticks since boot (the clock of processStartTime): a
   // rank that started before then is of the same run, and takes the reason even after the root has exited.
   uint64_t failedAtTicks;
+  char settings[128];  // the root's protocolSettings
 };
 constexpr size_t kStablePrefix = 48;
 static_assert(offsetof(RecordHeader, rootPid) == 24 && offsetof(RecordHeader, rootStartTime) == 32 &&
@@ -74,13 +76,6 @@ void pause(int& attempt, const std::string& what) {
 
 enum class Found { kNothing, kStale, kLive };
 
-uint64_t ticksSinceBoot() {
-  timespec now{};
-  ::clock_gettime(CLOCK_BOOTTIME, &now);
-  const uint64_t hz = static_cast<uint64_t>(::sysconf(_SC_CLK_TCK));
-  return static_cast<uint64_t>(now.tv_sec) * hz + static_cast<uint64_t>(now.tv_nsec) * hz / 1000000000ull;
-}
-
 // What is at the record's name. A record of a dead root (a crashed run) is stale; anything that is not a
 // record of this key raises at once, on every rank, naming the path.
 Found inspect(const std::string& path, uint64_t keyHash, MappedFile* live) {
@@ -105,14 +100,17 @@ Found inspect(const std::string& path, uint64_t keyHash, MappedFile* live) {
 
 class NodeLocalBootstrap final : public Bootstrap {
  public:
-  NodeLocalBootstrap(const CommConfig& c, const std::string& key, Generation generation)
-      : Bootstrap(std::move(generation)),
+  NodeLocalBootstrap(const CommConfig& c, const std::string& key, const std::string& purpose,
+                     const std::string& settings)
+      : options_(c.options),
+        settings_(settings.substr(0, sizeof(RecordHeader::settings) - 1)),
         rank_(c.rank),
         size_(c.rankSize),
         root_(c.rankRoot),
         timeout_(c.options.timeout),
         keyHash_(fnv1a(key)),
-        parentScoped_(c.commMode == CommMode::MULTI_PROCESS && jobKeyFor(c).rfind("parent:", 0) == 0),
+        census_(c.commMode == CommMode::MULTI_PROCESS),
+        censusSlot_{key, purpose + "|" + c.commDomain, jobKeyFor(c), c.commDomain, c.rank, c.rankSize},
         domain_(c.commDomain),
         dir_(privateDir(c.options)),
         path_(rendezvousPath(c.options, key)),
@@ -122,12 +120,25 @@ class NodeLocalBootstrap final : public Bootstrap {
   std::string describe() const override { return what_; }
 
   std::string broadcast(const std::string& payload) override {
-    if (!parentScoped_) return rank_ == root_ ? publish(payload) : fetch();
-    // Checked before and again after pairing: a sibling still starting up at the first check shows by the
-    // second (pairing takes two ranks that imported everything), before any data moves.
-    refuseAmbiguousJob();
+    if (!census_) return rank_ == root_ ? publish(payload) : fetch();
+    // Claimed before pairing and held until the creation ends: two processes of one rank are two jobs, and a
+    // parent-scoped rank waits until its parent's young processes are accounted for (job_census.h).
+    if (!claim_) {
+      claim_ = std::make_unique<JobCensus>(options_, censusSlot_);
+      try {
+        claim_->awaitUnambiguous(Clock::now() + timeout_);
+      } catch (const c10::Error& e) {
+        tellPeers(e.what_without_backtrace());
+        throw;
+      }
+    }
     std::string bytes = rank_ == root_ ? publish(payload) : fetch();
-    refuseAmbiguousJob();
+    try {
+      claim_->recheck();
+    } catch (const c10::Error& e) {
+      tellPeers(e.what_without_backtrace());
+      throw;
+    }
     return bytes;
   }
 
@@ -168,8 +179,9 @@ class NodeLocalBootstrap final : public Bootstrap {
         }
         unlinkIfSame(file, path_);
         ATB_FAIL(ERROR_COMM_TIMEOUT, what_, ": root rank ", rank_, " published, but rank(s) ", formatRanks(missing),
-                 " did not join within ATB_OPS_TIMEOUT=", seconds(), " s");
+                 " did not join within ATB_OPS_TIMEOUT=", seconds(), " s", elsewhere());
       }
+      noteStrangers(attempt);
       pause(attempt, what_);
     }
     unlinkIfSame(file, path_);
@@ -191,6 +203,7 @@ class NodeLocalBootstrap final : public Bootstrap {
     std::strncpy(h.reason, reason.c_str(), sizeof(h.reason) - 1);
     h.conflict.store(conflict, std::memory_order_relaxed);
     h.failedAtTicks = conflict == kRootFailed ? ticksSinceBoot() : 0;
+    std::strncpy(h.settings, settings_.c_str(), sizeof(h.settings) - 1);
     std::memcpy(payloadOf(file, size_), payload.data(), payload.size());
     flagsOf(file)[rank_] = 1;
     h.magic.store(kRendezvousMagic, std::memory_order_release);
@@ -228,7 +241,9 @@ class NodeLocalBootstrap final : public Bootstrap {
       MappedFile live;
       const Found found = inspect(path_, keyHash_, &live);
       if (found == Found::kStale) failIfRootFailedDuringThisRun();
-      if (found == Found::kLive) {
+      // A record this rank already read belongs to a creation that is over for it (it failed later, or an earlier
+      // process of this rank read it): the root's next record is the one to wait for.
+      if (found == Found::kLive && !alreadyRead(live)) {
         const RecordHeader& h = headerOf(live);
         if (h.conflict.load(std::memory_order_acquire) == kRootFailed) {
           ATB_FAIL(ERROR_RT_FAIL, what_, ": root rank ", h.rootRank, " (pid ", h.rootPid,
@@ -240,17 +255,43 @@ class NodeLocalBootstrap final : public Bootstrap {
           reportConflict(live, why);
           ATB_FAIL(ERROR_INVALID_PARAM, what_, ": ", why);
         }
+        if (std::string why = settingsMismatch(domain_, h.rootRank, h.rootPid,
+                                               std::string(h.settings, strnlen(h.settings, sizeof(h.settings))), rank_,
+                                               ::getpid(), settings_);
+            !why.empty()) {
+          reportConflict(live, why);
+          ATB_FAIL(ERROR_INVALID_PARAM, what_, ": ", why);
+        }
         std::string bytes(payloadOf(live, size_), static_cast<size_t>(h.payloadBytes));
         flagsOf(live)[rank_] = 1;
         headerOf(live).readers.fetch_add(1, std::memory_order_acq_rel);
         return bytes;
       }
       ATB_CHECK(Clock::now() < deadline, ERROR_COMM_TIMEOUT, what_, ": rank ", rank_, " waited ", seconds(),
-                " s (ATB_OPS_TIMEOUT) for root rank ", root_,
-                " to publish; ranks on other hosts need torch.distributed initialised");
+                " s (ATB_OPS_TIMEOUT) for root rank ", root_, " to publish", elsewhere(),
+                "; ranks on other hosts meet through torch.distributed, a rank table or HCCL root info");
+      noteStrangers(attempt);
       pause(attempt, what_);
     }
   }
+
+  bool alreadyRead(const MappedFile& record) const {
+    return rank_ < headerOf(record).rankSize && flagsOf(record)[rank_] != 0;
+  }
+
+  // While waiting, about every second: ranks of the same commDomain that wait in another job (different parents,
+  // job ids). Remembered, since they may give up before this rank does.
+  void noteStrangers(int attempt) {
+    if (!claim_ || attempt % 200 != 100) return;
+    try {
+      if (std::string others = claim_->strangers(); !others.empty()) strangers_ = std::move(others);
+    } catch (const c10::Error&) {
+      // Only a message would lack it.
+    }
+  }
+
+  // For timeouts: what noteStrangers saw.
+  std::string elsewhere() const { return strangers_.empty() ? "" : "; " + strangers_; }
 
   // A root that failed and exited before this rank arrived (a slow start) left a record that is stale by its
   // pid; written after this process started, it is this run's root's, and its reason is the answer. An older
@@ -267,28 +308,19 @@ class NodeLocalBootstrap final : public Bootstrap {
              std::string(h.reason, strnlen(h.reason, sizeof(h.reason))));
   }
 
-  // Scoped by the parent process alone, a rendezvous cannot tell two jobs that one parent started at once
-  // apart, and pairing across them would swap their data. More processes of this program under the parent
-  // than the communicator has ranks means that: refuse (and tell a root already waiting) rather than guess.
-  void refuseAmbiguousJob() {
-    const std::vector<pid_t> siblings = unscopedSiblings();
-    if (static_cast<int64_t>(siblings.size()) + 1 <= size_) return;
-    std::vector<int64_t> pids(siblings.begin(), siblings.end());
-    pids.push_back(::getpid());
-    std::sort(pids.begin(), pids.end());
-    const std::string why =
-        c10::str("cannot tell which processes form this job: parent process ", ::getppid(), " runs ", pids.size(),
-                 " processes of this program (pids ", c10::Join(", ", pids), ") for a communicator of rankSize ", size_,
-                 " (commDomain '", domain_,
-                 "'), so two jobs may have been started at once; set ATB_OPS_JOB_ID to a value of "
-                 "its own in each job's environment (or MASTER_ADDR/MASTER_PORT, or initialise torch.distributed)");
+  // The others learn at once why this rank will not pair: a root leaves a failure record, any other rank tells
+  // a root already waiting (the first reason stays).
+  void tellPeers(const std::string& why) {
+    if (rank_ == root_) {
+      fail(why);
+      return;
+    }
     MappedFile live;
     try {
       if (inspect(path_, keyHash_, &live) == Found::kLive) reportConflict(live, why);
     } catch (const c10::Error&) {
       // Whatever sits at the name, this rank's own error says what matters.
     }
-    ATB_FAIL(ERROR_INVALID_PARAM, what_, ": ", why);
   }
 
   // Tells the root (and any later rank) why this rendezvous cannot succeed; the first reason stays.
@@ -300,12 +332,17 @@ class NodeLocalBootstrap final : public Bootstrap {
     h.conflict.store(kConflictReported, std::memory_order_release);
   }
 
+  Options options_;
+  std::string settings_;
   int32_t rank_;
   int32_t size_;
   int32_t root_;
   std::chrono::milliseconds timeout_;
   uint64_t keyHash_;
-  bool parentScoped_;
+  bool census_;
+  CensusSlot censusSlot_;
+  std::unique_ptr<JobCensus> claim_;
+  std::string strangers_;
   std::string domain_;
   std::string dir_;
   std::string path_;
@@ -314,6 +351,35 @@ class NodeLocalBootstrap final : public Bootstrap {
 
 }  // namespace
 
+int sweepStaleRecords(const Options& options) {
+  const std::string dir = privateDir(options);
+  const uint64_t now = ticksSinceBoot();
+  const uint64_t keepFailures =
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::seconds>(options.timeout).count()) *
+      ticksPerSecond();
+  int removed = 0;
+  for (const std::string& name : namesStartingWith(dir, "rdv.")) {
+    const std::string path = dir + "/" + name;
+    MappedFile f;
+    try {
+      f = MappedFile::open(path);
+    } catch (const c10::Error&) {
+      continue;  // not ours: reported when a rendezvous needs the name
+    }
+    if (!f.valid() || f.size() < sizeof(RecordHeader)) continue;
+    const RecordHeader& h = headerOf(f);
+    if (h.magic.load(std::memory_order_acquire) != kRendezvousMagic) continue;
+    if (processAlive(h.rootPid) && processStartTime(h.rootPid) == h.rootStartTime) continue;
+    // A dead root's failure stays a while for the ranks of its run still starting (failIfRootFailedDuringThisRun).
+    const bool recentFailure =
+        h.conflict.load(std::memory_order_acquire) == kRootFailed && h.failedAtTicks + keepFailures > now;
+    if (recentFailure) continue;
+    unlinkIfSame(f, path);
+    ++removed;
+  }
+  return removed;
+}
+
 std::string rendezvousPath(const Options& options, const std::string& key) {
   char hex[17];
   std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(fnv1a(key)));
@@ -321,8 +387,8 @@ std::string rendezvousPath(const Options& options, const std::string& key) {
 }
 
 std::unique_ptr<Bootstrap> makeNodeLocalBootstrap(const CommConfig& config, const std::string& key,
-                                                  Generation generation) {
-  return std::make_unique<NodeLocalBootstrap>(config, key, std::move(generation));
+                                                  const std::string& purpose, const std::string& settings) {
+  return std::make_unique<NodeLocalBootstrap>(config, key, purpose, settings);
 }
 
 }  // namespace atb_ops

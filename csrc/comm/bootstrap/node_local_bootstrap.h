@@ -11,8 +11,15 @@
 
 namespace atb_ops {
 
+// `key` names the rendezvous (purpose | job | commDomain); `purpose` alone groups it with the same commDomain
+// of other jobs, for messages.
+// `settings`: protocolSettings, compared with the root's.
 std::unique_ptr<Bootstrap> makeNodeLocalBootstrap(const CommConfig& config, const std::string& key,
-                                                  Generation generation);
+                                                  const std::string& purpose, const std::string& settings);
+
+// Removes records whose root is gone (a creation killed before it ended), keeping a dead root's failure for
+// ATB_OPS_TIMEOUT after it was written. Returns how many went.
+int sweepStaleRecords(const Options& options);
 
 // The record file's path for a key (tests and doctor).
 std::string rendezvousPath(const Options& options, const std::string& key);

@@ -1,5 +1,6 @@
 #include "comm/bootstrap/private_dir.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/random.h>
@@ -81,6 +82,17 @@ std::string privateDir(const Options& options) {
               modeText(st.st_mode), "): ", std::strerror(errno));
   }
   return dir;
+}
+
+std::vector<std::string> namesStartingWith(const std::string& dir, const std::string& prefix) {
+  std::vector<std::string> names;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return names;
+  while (const dirent* e = ::readdir(d)) {
+    if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0) names.emplace_back(e->d_name);
+  }
+  ::closedir(d);
+  return names;
 }
 
 std::string randomToken() {

@@ -1,13 +1,14 @@
 // The per-user folder every node-local name of atb_ops lives in: <ATB_OPS_SHM_DIR>/atb_ops-<uid>/, mode
 // 0700, owned by this user and checked on every use, so no other user can create, swap or read a name in
-// it. Segments (seg.*), rendezvous records (rdv.*) and their temporaries (tmp.*) live there, each a
-// 0600 regular file opened without following links.
+// it. Segments (seg.*), rendezvous records (rdv.*), their temporaries (tmp.*), rank claims (clm.*) and
+// two-jobs verdicts (amb.*, job_census.h) live there, each a 0600 regular file opened without following links.
 #pragma once
 
 #include <sys/types.h>
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "core/options.h"
 
@@ -18,6 +19,9 @@ namespace atb_ops {
 std::string privateDir(const Options& options);
 // Its path alone, nothing created or checked (doctor).
 std::string privateDirPath(const Options& options);
+
+// The names in `dir` that start with `prefix` (no path), in no particular order; empty when unreadable.
+std::vector<std::string> namesStartingWith(const std::string& dir, const std::string& prefix);
 
 // 128 random bits as 32 hex characters (getrandom): names nobody can guess.
 std::string randomToken();

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <thread>
 
+#include "comm/bootstrap/private_dir.h"
 #include "core/interrupt.h"
 #include "core/status.h"
 
@@ -20,14 +21,16 @@ struct RootView {
   int32_t rankSize;
   int32_t rankRoot;
   int64_t pid;
+  uint64_t nonce;          // tells this record from the root's earlier ones at the same key
+  uint32_t settingsBytes;  // protocolSettings text, between this view and the payload
+  uint32_t reserved;
 };
 
 class StoreBootstrap final : public Bootstrap {
  public:
   StoreBootstrap(const CommConfig& c, c10::intrusive_ptr<c10d::Store> store, const std::string& key,
-                 Generation generation)
-      : Bootstrap(std::move(generation)),
-        rank_(c.rank),
+                 std::string settings)
+      : rank_(c.rank),
         size_(c.rankSize),
         root_(c.rankRoot),
         domain_(c.commDomain),
@@ -37,6 +40,7 @@ class StoreBootstrap final : public Bootstrap {
         acks_(key_ + "/read"),
         conflict_(key_ + "/conflict"),
         failed_(key_ + "/failed"),
+        settings_(std::move(settings)),
         what_("torch.distributed store key '" + key_ + "'") {}
 
   std::string describe() const override { return what_; }
@@ -56,10 +60,15 @@ class StoreBootstrap final : public Bootstrap {
   double seconds() const { return std::chrono::duration<double>(timeout_).count(); }
 
   std::string publish(const std::string& payload) {
-    const RootView mine{size_, root_, static_cast<int64_t>(::getpid())};
-    std::vector<uint8_t> bytes(sizeof(RootView) + payload.size());
+    uint64_t nonce = 0;
+    const std::string token = randomToken();
+    std::memcpy(&nonce, token.data(), sizeof(nonce));
+    const RootView mine{size_, root_, static_cast<int64_t>(::getpid()), nonce, static_cast<uint32_t>(settings_.size()),
+                        0};
+    std::vector<uint8_t> bytes(sizeof(RootView) + settings_.size() + payload.size());
     std::memcpy(bytes.data(), &mine, sizeof(RootView));
-    std::memcpy(bytes.data() + sizeof(RootView), payload.data(), payload.size());
+    std::memcpy(bytes.data() + sizeof(RootView), settings_.data(), settings_.size());
+    std::memcpy(bytes.data() + sizeof(RootView) + settings_.size(), payload.data(), payload.size());
     std::vector<uint8_t> current;
     try {
       store_->deleteKey(failed_);  // an earlier attempt's failure: this one may succeed
@@ -102,7 +111,9 @@ class StoreBootstrap final : public Bootstrap {
     const auto deadline = Clock::now() + timeout_;
     int attempt = 0;
     // Polled rather than store->wait(): the wait stays interruptible (Ctrl-C) and bounded by ATB_OPS_TIMEOUT.
-    while (!store_->check({key_})) {
+    // A record this rank already read is an earlier creation's, still there while slower ranks read it.
+    std::vector<uint8_t> bytes;
+    while (!store_->check({key_}) || alreadyRead(bytes = store_->get(key_))) {
       if (store_->check({failed_})) {
         const std::vector<uint8_t> why = store_->get(failed_);
         ATB_FAIL(ERROR_RT_FAIL, what_, ": root rank ", root_,
@@ -112,7 +123,6 @@ class StoreBootstrap final : public Bootstrap {
                 " s (ATB_OPS_TIMEOUT) for root rank ", root_, " to publish");
       pause(attempt);
     }
-    std::vector<uint8_t> bytes = store_->get(key_);
     const RootView root = viewOf(bytes);
     if (root.rankSize != size_ || root.rankRoot != root_) {
       const std::string why = creationMismatch(domain_, root.rankRoot, root.pid, root.rankSize, rank_,
@@ -120,8 +130,32 @@ class StoreBootstrap final : public Bootstrap {
       reportConflict(why);
       ATB_FAIL(ERROR_INVALID_PARAM, what_, ": ", why);
     }
+    ATB_CHECK(bytes.size() >= sizeof(RootView) + root.settingsBytes, ERROR_RT_FAIL, what_, " holds ", bytes.size(),
+              " bytes, not an atb_ops bootstrap record");
+    const std::string rootSettings(bytes.begin() + sizeof(RootView),
+                                   bytes.begin() + sizeof(RootView) + root.settingsBytes);
+    if (std::string why = settingsMismatch(domain_, root.rankRoot, root.pid, rootSettings, rank_,
+                                           static_cast<int64_t>(::getpid()), settings_);
+        !why.empty()) {
+      reportConflict(why);
+      ATB_FAIL(ERROR_INVALID_PARAM, what_, ": ", why);
+    }
+    store_->set(readMark(rank_), nonceBytes(root.nonce));
     store_->add(acks_, 1);
-    return std::string(bytes.begin() + sizeof(RootView), bytes.end());
+    return std::string(bytes.begin() + sizeof(RootView) + root.settingsBytes, bytes.end());
+  }
+
+  std::string readMark(int32_t rank) const { return key_ + "/read/" + std::to_string(rank); }
+
+  static std::vector<uint8_t> nonceBytes(uint64_t nonce) {
+    std::vector<uint8_t> b(sizeof(nonce));
+    std::memcpy(b.data(), &nonce, sizeof(nonce));
+    return b;
+  }
+
+  bool alreadyRead(const std::vector<uint8_t>& record) const {
+    if (record.size() < sizeof(RootView) || !store_->check({readMark(rank_)})) return false;
+    return store_->get(readMark(rank_)) == nonceBytes(viewOf(record).nonce);
   }
 
   RootView viewOf(const std::vector<uint8_t>& bytes) const {
@@ -151,8 +185,9 @@ class StoreBootstrap final : public Bootstrap {
       store_->deleteKey(key_);
       store_->deleteKey(acks_);
       store_->deleteKey(conflict_);
+      for (int32_t r = 0; r < size_; ++r) store_->deleteKey(readMark(r));
     } catch (const std::exception&) {
-      // Stores without deleteKey keep them; the generation in the key keeps them from being misread.
+      // Stores without deleteKey keep them; the next root's compareSet then names the stale record.
     }
   }
 
@@ -166,14 +201,15 @@ class StoreBootstrap final : public Bootstrap {
   std::string acks_;
   std::string conflict_;
   std::string failed_;
+  std::string settings_;
   std::string what_;
 };
 
 }  // namespace
 
 std::unique_ptr<Bootstrap> makeStoreBootstrap(const CommConfig& config, c10::intrusive_ptr<c10d::Store> store,
-                                              const std::string& key, Generation generation) {
-  return std::make_unique<StoreBootstrap>(config, std::move(store), key, std::move(generation));
+                                              const std::string& key, const std::string& settings) {
+  return std::make_unique<StoreBootstrap>(config, std::move(store), key, settings);
 }
 
 }  // namespace atb_ops

@@ -19,6 +19,6 @@ struct GivenStore {
 };
 
 std::unique_ptr<Bootstrap> makeStoreBootstrap(const CommConfig& config, c10::intrusive_ptr<c10d::Store> store,
-                                              const std::string& key, Generation generation);
+                                              const std::string& key, const std::string& settings);
 
 }  // namespace atb_ops

@@ -6,14 +6,15 @@
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
 #include <mutex>
-#include <optional>
 #include <thread>
 
 #include "comm/backend_registry.h"
 #include "comm/bootstrap/bootstrap.h"
+#include "comm/bootstrap/job_scope.h"
+#include "comm/bootstrap/private_dir.h"
 #include "comm/c10d/existing_group.h"
+#include "core/host.h"
 #include "core/memory.h"
 #include "core/process.h"
 #include "core/status.h"
@@ -42,12 +43,8 @@ std::vector<int64_t> scaled(const std::vector<int64_t>& v, int64_t by) {
 }
 
 int64_t hostHash() {
-  std::ifstream f("/proc/sys/kernel/random/boot_id");
-  std::string boot;
-  f >> boot;
-  char host[256] = {0};
-  ::gethostname(host, sizeof(host) - 1);
-  return static_cast<int64_t>(std::hash<std::string>{}(std::string(host) + "/" + boot) >> 1);
+  static const int64_t hash = static_cast<int64_t>(fnv1a(hostIdentity(readOptions())) >> 1);
+  return hash;
 }
 
 c10d::ReduceOp toC10d(ReduceOp op) {
@@ -75,7 +72,7 @@ GlooFactory& factory() {
   return *f;
 }
 
-c10::intrusive_ptr<c10d::Backend> ownGlooGroup(const CommConfig& c, const Generation& generation, std::string& name) {
+c10::intrusive_ptr<c10d::Backend> ownGlooGroup(const CommConfig& c, std::string& name) {
   GlooFactory make;
   {
     std::lock_guard<std::mutex> lock(factoryMutex());
@@ -83,15 +80,18 @@ c10::intrusive_ptr<c10d::Backend> ownGlooGroup(const CommConfig& c, const Genera
   }
   name = "commDomain '" + c.commDomain + "'";
   ATB_CHECK(make, ERROR_COMM_EMPTY, "backend 'gloo' needs the atb_ops Python package (import atb_ops)");
-  const std::string prefix = "atb_ops/gloo/" + c.commDomain + "/" + std::to_string(generation.number());
-  return make(prefix, c.rank, c.rankSize, c.options.timeout);
+  // The group's keys are named by a token of the root's, handed to the others through the job's store: a
+  // re-creation never meets an earlier one's keys, whenever each rank's earlier communicator went.
+  jobStore(StoreRequest{true, c.rank, c.rankSize, c.options.timeout});
+  const std::unique_ptr<Bootstrap> bootstrap = makeBootstrap(c, "gloo");
+  const std::string token = bootstrap->broadcast(c.rank == c.rankRoot ? randomToken() : "");
+  return make("atb_ops/gloo/" + c.commDomain + "/" + token, c.rank, c.rankSize, c.options.timeout);
 }
 
 }  // namespace
 
 C10dCommunicator::C10dCommunicator(const CommConfig& c) : Communicator("gloo", c.rank, c.rankSize, c.options) {
   ATB_CHECK(c.handle == 0, ERROR_INVALID_PARAM, "backend 'gloo' takes no hcclComm handle, got ", c.handle);
-  std::optional<Generation> generation;
   if (c.group) {
     group_ = c.group->group;
     name_ = "group '" + group_->getGroupName() + "'";
@@ -100,10 +100,7 @@ C10dCommunicator::C10dCommunicator(const CommConfig& c) : Communicator("gloo", c
               c.rank, " of rankSize ", c.rankSize, " was asked for");
     backend_ = group_->getBackend(c10::DeviceType::CPU);
   } else {
-    // One group per commDomain, numbered like every bootstrap (the same number again after a failed creation,
-    // so ranks that retry meet) so re-creations never meet stale keys.
-    generation.emplace("gloo/" + c.commDomain, c.rank);
-    backend_ = ownGlooGroup(c, *generation, name_);
+    backend_ = ownGlooGroup(c, name_);
   }
   // Who is who: lets a failed wait name the peer that died (gloo itself reports only addresses).
   constexpr int64_t kWords = 2;
@@ -118,7 +115,6 @@ C10dCommunicator::C10dCommunicator(const CommConfig& c) : Communicator("gloo", c
     peerHosts_.push_back(a[kWords * r]);
     peerPids_.push_back(a[kWords * r + 1]);
   }
-  if (generation) generation->confirm();
 }
 
 C10dCommunicator::~C10dCommunicator() {

@@ -202,7 +202,6 @@ HcclCommRef acquireComm(const std::shared_ptr<HcclApi>& api, const CommConfig& c
                    api->commInitRootInfo(static_cast<uint32_t>(c.rankSize), info, static_cast<uint32_t>(c.rank), &comm),
                    describe(c));
     ref = HcclCommRef::own(api, comm, CommOrigin::kRootInfo);
-    bootstrap->confirm();
   }
 
   // An adopted handle from another group, or a rank table that numbers ranks differently, would move data

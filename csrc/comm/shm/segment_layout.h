@@ -19,7 +19,7 @@
 
 namespace atb_ops::shm {
 
-constexpr uint64_t kSegmentMagic = 0x35306d6873627461ULL;  // "atbshm05"
+constexpr uint64_t kSegmentMagic = 0x36306d6873627461ULL;  // "atbshm06"
 constexpr uint32_t kNotEager = 0xffffffffu;
 // Bytes of each eager buffer (per rank and parity): 512 KiB up to 4 ranks, else 256 KiB. The buffer holds a
 // call's eager messages (each at most ATB_OPS_SHM_EAGER, all that fit) or the reduction pipeline's rings
@@ -48,7 +48,9 @@ struct alignas(64) SegmentHeader {
   // runs with the root's values, whatever its own environment says.
   int64_t eagerLimit;
   int32_t split;
-  char abortReason[220];
+  int32_t reserved;
+  uint64_t rootStartTime;  // with rootPid: a segment whose root is gone is a killed creation's (shm_attach.cpp)
+  char abortReason[208];
 };
 
 // One per rank, written only by that rank (pid once at attach, the sequence words every call).
@@ -64,6 +66,14 @@ struct alignas(64) SlotHead {
   uint64_t arenaBytes;
   int32_t arenaFd;
   std::atomic<int32_t> arenaMapped;  // 0 not yet, 1 this rank mapped every peer's arena, 2 it could not
+  // process_vm_readv between the ranks: each publishes a word of its own memory, every peer reads it back at
+  // creation and says whether the kernel let it (0 not yet, 1 yes, 2 refused: a ptrace-restricted host).
+  uint64_t probeAddr;
+  uint64_t probeValue;
+  std::atomic<int32_t> crossMemory;
+  // 1 once this rank's communicator object is gone (its last user released it): a peer still calling on the
+  // communicator learns it at once (ERROR_COMM_PEER_LEFT) instead of waiting out the timeout.
+  std::atomic<int32_t> released;
 };
 
 // What rank r posts about peer j for one call: where r's bytes for j live and where j's bytes go (both

@@ -1,16 +1,23 @@
 #include "comm/shm/shm_attach.h"
 
 #include <sched.h>
+#include <sys/prctl.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <thread>
 
 #include "comm/bootstrap/bootstrap.h"
+#include "comm/bootstrap/job_census.h"
+#include "comm/bootstrap/node_local_bootstrap.h"
 #include "core/interrupt.h"
 #include "core/json_fields.h"
 #include "core/layout.h"
+#include "core/process.h"
 #include "core/status.h"
 
 namespace atb_ops::shm {
@@ -27,6 +34,48 @@ void sleepBackoff(int& attempt) {
 std::string describe(const CommConfig& c) {
   return "shm communicator (commDomain '" + c.commDomain + "', rankSize " + std::to_string(c.rankSize) + ", job '" +
          jobKeyFor(c) + "')";
+}
+
+// A word of this process's memory that peers read back at creation to learn whether the kernel lets them.
+const uint64_t& probeWord() {
+  static const uint64_t word = [] {
+    uint64_t w = 0;
+    const std::string token = randomToken();
+    std::memcpy(&w, token.data(), sizeof(w));
+    return w | 1;
+  }();
+  return word;
+}
+
+// Yama (ptrace_scope=1, Ubuntu's default for non-root users) lets a process read another's memory only when
+// it is that process's ancestor or was named its tracer; ranks are siblings. Like Open MPI's shared-memory
+// transport, every rank names any process of this user its tracer (the kernel still checks user and
+// capabilities). Without Yama the call fails with EINVAL and nothing changes.
+void allowPeersToRead() {
+  static const bool once = [] {
+    ::prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+    return true;
+  }();
+  (void)once;
+}
+
+// Segments of creations whose root was killed before it removed the name (its record, claims and verdicts
+// too): whoever creates next finds them stale and removes them, so no run needs `doctor --clean`.
+void sweepSegments(const std::string& dir) {
+  for (const std::string& name : namesStartingWith(dir, "seg.")) {
+    const std::string path = dir + "/" + name;
+    MappedFile f;
+    try {
+      f = MappedFile::open(path);
+    } catch (const c10::Error&) {
+      continue;  // not ours
+    }
+    if (!f.valid() || f.size() < sizeof(SegmentHeader)) continue;
+    const auto& h = *static_cast<const SegmentHeader*>(f.base());
+    if (h.magic.load(std::memory_order_acquire) != kSegmentMagic) continue;
+    if (processAlive(h.rootPid) && processStartTime(h.rootPid) == h.rootStartTime) continue;
+    unlinkIfSame(f, path);
+  }
 }
 
 void claimSlot(const CommConfig& c, const SegmentView& v) {
@@ -49,7 +98,46 @@ void claimSlot(const CommConfig& c, const SegmentView& v) {
   s.arenaBase = reinterpret_cast<uint64_t>(arena.base());
   s.arenaBytes = arena.enabled() ? arena.bytes() : 0;
   s.arenaFd = arena.fd();
-  v.header().attached.fetch_add(1);  // publishes the slot's pid, cpus and arena
+  allowPeersToRead();
+  s.probeAddr = reinterpret_cast<uint64_t>(&probeWord());
+  s.probeValue = probeWord();
+  v.header().attached.fetch_add(1);  // publishes the slot's pid, cpus, arena and probe
+}
+
+// Every rank reads every other process's probe word with process_vm_readv and all agree on the verdict: where
+// the kernel refuses (a ptrace-restricted host), every rank moves data through the arena instead, together.
+void probeCrossMemory(const CommConfig& c, Attachment& a, Clock::time_point deadline) {
+  const pid_t self = ::getpid();
+  const SegmentView& v = a.view;
+  bool ok = true;
+  for (int32_t p = 0; p < c.rankSize; ++p) {
+    const SlotHead& peer = v.slot(p);
+    const pid_t pid = peer.pid.load();
+    if (pid == self) continue;  // a thread of this process: memcpy
+    uint64_t got = 0;
+    iovec mine{&got, sizeof(got)};
+    iovec theirs{reinterpret_cast<void*>(peer.probeAddr), sizeof(got)};
+    const ssize_t n = ::process_vm_readv(pid, &mine, 1, &theirs, 1, 0);
+    if (n != static_cast<ssize_t>(sizeof(got)) || got != peer.probeValue) {
+      if (a.crossMemoryError.empty()) {
+        a.crossMemoryError = c10::str("process_vm_readv from rank ", p, " (pid ", pid,
+                                      "): ", n < 0 ? std::strerror(errno) : "wrong bytes");
+      }
+      ok = false;
+    }
+  }
+  v.slot(c.rank).crossMemory.store(ok ? 1 : 2);
+  a.crossMemory = true;
+  int attempt = 0;
+  for (int32_t p = 0; p < c.rankSize; ++p) {
+    int32_t verdict;
+    while ((verdict = v.slot(p).crossMemory.load()) == 0) {
+      ATB_CHECK(Clock::now() < deadline, ERROR_COMM_TIMEOUT, describe(c), ": rank ", p, " (pid ", v.slot(p).pid.load(),
+                ") did not finish probing its peers' memory within ATB_OPS_TIMEOUT");
+      sleepBackoff(attempt);
+    }
+    a.crossMemory = a.crossMemory && verdict == 1;
+  }
 }
 
 void mapPeerArenas(const CommConfig& c, Attachment& a, PeerMemory& memory, Clock::time_point deadline) {
@@ -99,6 +187,9 @@ Attachment attachSegment(const CommConfig& c, PeerMemory& memory, CommStats* sta
   const auto timeout = c.options.timeout;
   const auto deadline = Clock::now() + timeout;
   const std::string dir = privateDir(c.options);
+  sweepSegments(dir);
+  sweepStaleRecords(c.options);
+  JobCensus::sweepStale(c.options);
   std::unique_ptr<Bootstrap> bootstrap = makeBootstrap(c, "shm");
   Attachment a;
   std::string name;
@@ -116,6 +207,7 @@ Attachment attachSegment(const CommConfig& c, PeerMemory& memory, CommStats* sta
     SegmentHeader& h = a.view.header();
     h.rankSize = c.rankSize;
     h.rootPid = ::getpid();
+    h.rootStartTime = processStartTime(h.rootPid);
     h.eagerBytes = static_cast<uint32_t>(eager);
     h.eagerLimit = c.options.shmEager;
     h.split = c.options.shmSplit ? 1 : 0;
@@ -169,8 +261,15 @@ Attachment attachSegment(const CommConfig& c, PeerMemory& memory, CommStats* sta
   }
   a.spin = c.rankSize <= cpus;
   for (int32_t r = 0; r < c.rankSize; ++r) memory.setPid(r, a.view.slot(r).pid.load());
+  probeCrossMemory(c, a, deadline);
   mapPeerArenas(c, a, memory, deadline);
-  bootstrap->confirm();
+  // Without process_vm_readv, large messages go through the arena; without both there is no way for them.
+  ATB_CHECK(a.crossMemory || a.arenasShared, ERROR_RT_FAIL, describe(c),
+            ": the ranks can neither read each other's memory (",
+            a.crossMemoryError.empty() ? "refused on a peer" : a.crossMemoryError,
+            ": ptrace is restricted here) nor share their shared-memory arenas (ATB_OPS_SHM_ARENA is ",
+            c.options.shmArenaBytes ? std::to_string(*c.options.shmArenaBytes) : std::string("unset"),
+            ", or memfd is unavailable); allow ptrace between the ranks or give them an arena");
   return a;
 }
 

@@ -4,6 +4,7 @@
 // nothing behind. Then every rank maps every peer's shared-memory arena and all agree whether that worked.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "comm/bootstrap/private_dir.h"
@@ -22,6 +23,10 @@ struct Attachment {
   bool spin = true;
   // Every rank mapped every peer's arena.
   bool arenasShared = false;
+  // Every rank may read (and write) every peer process's memory with process_vm_readv/writev; false on a
+  // ptrace-restricted host, where large messages are staged in the arena instead (the same on every rank).
+  bool crossMemory = true;
+  std::string crossMemoryError;              // why this rank could not, for messages
   std::vector<PeerArenaMapping> peerArenas;  // [rank]; empty for this process's own arena
 };
 

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "comm/backend_registry.h"
+#include "comm/shm/arena.h"
 #include "comm/shm/peer_wait.h"
 #include "core/process.h"
 #include "core/reduce.h"
@@ -65,9 +66,33 @@ ShmCommunicator::ShmCommunicator(const CommConfig& config)
   plan_.self.assign(n, 0);
   plan_.pullMemcpy.assign(n * n, 0);
   plan_.pushMemcpy.assign(n * n, 0);
-  plan_.split = split_;
+  // Pushing writes into the receiver's buffers, which needs process_vm_writev outside the arena.
+  plan_.split = split_ && att_.crossMemory;
   sent_.assign(n, 0);
   received_.assign(n, 0);
+  p2pStaged_.resize(n * kP2pSlots);
+  stats_.crossMemory.store(att_.crossMemory ? 1 : 0);
+}
+
+ShmCommunicator::~ShmCommunicator() {
+  // A communicator that failed told its peers why already (abortPeers); a healthy one tells them it left.
+  if (!failed()) att_.view.slot(rank()).released.store(1, std::memory_order_release);
+}
+
+uint64_t ShmCommunicator::reachable(const void* data, uint64_t bytes, at::Tensor& keep) {
+  if (att_.crossMemory || bytes == 0 || Arena::instance().contains(data, bytes)) {
+    return reinterpret_cast<uint64_t>(data);
+  }
+  keep = emptyShared({static_cast<int64_t>(bytes)}, at::TensorOptions().dtype(at::kByte));
+  ATB_CHECK(Arena::instance().contains(keep.data_ptr(), bytes), ERROR_RT_FAIL,
+            "shm: the ranks cannot read each "
+            "other's memory here (ptrace is restricted), so messages go through the shared-memory arena, which has no "
+            "room for ",
+            bytes, " more bytes (", Arena::instance().usedBytes(), " of ", Arena::instance().bytes(),
+            " in use; ATB_OPS_SHM_ARENA sets its size)");
+  std::memcpy(keep.data_ptr(), data, bytes);
+  stats_.stagedBytes.fetch_add(bytes, std::memory_order_relaxed);
+  return reinterpret_cast<uint64_t>(keep.data_ptr());
 }
 
 at::Tensor ShmCommunicator::emptyOutput(c10::IntArrayRef sizes, const at::TensorOptions& options) {
@@ -193,6 +218,14 @@ void ShmCommunicator::checkHealth(const char* what) const {
     ATB_CHECK(p == rank() || processAlive(pid), ERROR_COMM_PEER_DIED, what, ": rank ", p, " (pid ", pid,
               ") exited while this rank waited on the collective");
   }
+  // Only then a peer that left: a death elsewhere is what made it leave.
+  for (int32_t p = 0; p < size(); ++p) {
+    ATB_CHECK(p == rank() || att_.view.slot(p).released.load(std::memory_order_acquire) == 0, ERROR_COMM_PEER_LEFT,
+              what, ": rank ", p, " (pid ", memory_.pid(p),
+              ") released this communicator (its last operation or "
+              "group was destroyed) while this rank waited on it; ranks whose operations were re-made at different "
+              "times meet in a new communicator");
+  }
 }
 
 // --- alltoallv ---
@@ -302,6 +335,16 @@ void ShmCommunicator::doAlltoallv(const at::Tensor& send, const AllToAllVLayout&
       eagerUsed += room;
     }
   }
+  at::Tensor staged;
+  if (!att_.crossMemory) {
+    bool peersRead = false;
+    for (int32_t j = 0; j < size(); ++j)
+      peersRead = peersRead || (j != rank() && out[j].sendBytes > 0 && out[j].eagerOffset == kNotEager);
+    const uint64_t base = peersRead ? reachable(sendBase, send.nbytes(), staged) : reinterpret_cast<uint64_t>(sendBase);
+    for (int32_t j = 0; j < size() && staged.defined(); ++j) {
+      if (j != rank()) out[j].sendAddr = base + (out[j].sendAddr - reinterpret_cast<uint64_t>(sendBase));
+    }
+  }
   announce(c, &SlotHead::postSeq, &SlotHead::postWaiters);
   // The self copy needs no peer: it overlaps the wait for the others' posts. Only when it fits its receive
   // region; otherwise the matrix check below raises on every rank.
@@ -325,16 +368,15 @@ void ShmCommunicator::doAlltoallv(const at::Tensor& send, const AllToAllVLayout&
 // Every rank sends the same bytes (the signature says so), to everyone: one post, one eager copy or one
 // address, and no count matrix, layout or plan to build.
 void ShmCommunicator::doAllgather(const at::Tensor& send, at::Tensor& recv) {
-  const uint64_t bytes = send.nbytes();
-  ATB_CHECK(recv.nbytes() == bytes * static_cast<uint64_t>(size()), ERROR_INVALID_TENSOR_SIZE,
-            "shm allgather: output of ", recv.nbytes(), " bytes, expected ", size(), " x ", bytes);
+  const uint64_t bytes = send.nbytes();  // recv holds size() x bytes (Communicator::allgather)
   noteReuse(send);
   noteReuse(recv);
   const Call c = begin("shm allgather");
   PeerEntry& me = myEntries(c)[rank()];
-  me.sendAddr = reinterpret_cast<uint64_t>(send.data_ptr());
-  me.sendBytes = bytes;
   const bool eager = size() > 1 && static_cast<int64_t>(bytes) <= eagerLimit_ && bytes <= att_.view.eagerBytes();
+  at::Tensor staged;
+  me.sendAddr = eager ? reinterpret_cast<uint64_t>(send.data_ptr()) : reachable(send.data_ptr(), bytes, staged);
+  me.sendBytes = bytes;
   if (eager && bytes > 0) {
     std::memcpy(att_.view.eager(rank(), c.parity), send.data_ptr(), bytes);
     stats_.eagerBytes.fetch_add(bytes, std::memory_order_relaxed);
@@ -475,10 +517,13 @@ void ShmCommunicator::doBroadcast(at::Tensor& tensor, int32_t root) {
   PeerEntry& me = myEntries(c)[rank()];
   me.sendAddr = reinterpret_cast<uint64_t>(tensor.data_ptr());
   me.recvAddr = me.sendAddr;
+  at::Tensor staged;
   if (rank() == root && static_cast<int64_t>(bytes) <= eagerLimit_ && bytes <= att_.view.eagerBytes()) {
     if (bytes > 0) std::memcpy(att_.view.eager(rank(), c.parity), tensor.data_ptr(), bytes);
     stats_.eagerBytes.fetch_add(bytes, std::memory_order_relaxed);
     myPost(c).eager = 1;
+  } else if (rank() == root) {
+    me.sendAddr = reachable(tensor.data_ptr(), bytes, staged);
   }
   announce(c, &SlotHead::postSeq, &SlotHead::postWaiters);
   awaitPosts(c);
@@ -518,7 +563,8 @@ uint32_t ShmCommunicator::postSend(const at::Tensor& t, int32_t peer) {
   // The slot this message takes was last used kP2pSlots messages ago: that one must have been taken.
   if (seq > kP2pSlots) waitWord(ch.ackSeq, ch.ackWaiters, seq - kP2pSlots, "shm send (waiting for a free slot)", peer);
   P2pSlot& slot = ch.slots[seq % kP2pSlots];
-  slot.addr = reinterpret_cast<uint64_t>(t.data_ptr());
+  // The message that last used this slot was taken (waited for above): its staged copy can go.
+  slot.addr = reachable(t.data_ptr(), t.nbytes(), p2pStaged_[static_cast<size_t>(peer) * kP2pSlots + seq % kP2pSlots]);
   slot.bytes = t.nbytes();
   slot.dtype = static_cast<int32_t>(t.scalar_type());
   slot.status = static_cast<int32_t>(P2pStatus::kDelivered);

@@ -6,7 +6,8 @@
 // the same error), moves data, and finally waits only for the peers that touched its buffers.
 //   alltoallv   messages <= ATB_OPS_SHM_EAGER go through the eager buffers; larger ones move once, straight
 //               between the ranks' buffers, the receiver pulling a head and the sender pushing a tail
-//               (split_planner.h), by memcpy through arena mappings or process_vm_readv/writev.
+//               (split_planner.h), by memcpy through arena mappings or process_vm_readv/writev. Where the
+//               kernel refuses process_vm_readv (ptrace restricted), senders stage them in the arena instead.
 //   allreduce, reduce-scatter(v)   small: every rank reduces the eager copies of its part in rank order;
 //               large: pipelined through rings in the segment, rank j reducing shard j (reduce_pipeline.h).
 //   allgather: every rank posts one input (eager copy or address); each reads every peer's, no count matrix.
@@ -33,6 +34,8 @@ namespace atb_ops::shm {
 class ShmCommunicator final : public Communicator {
  public:
   explicit ShmCommunicator(const CommConfig& config);
+  // Tells the peers this rank left (SlotHead::released).
+  ~ShmCommunicator() override;
 
   // In the shared-memory arena when every rank mapped every peer's arena and it is worth it (>= 64 KiB).
   at::Tensor emptyOutput(c10::IntArrayRef sizes, const at::TensorOptions& options) override;
@@ -100,6 +103,10 @@ class ShmCommunicator final : public Communicator {
   void waitWord(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, uint32_t target, const char* what,
                 int32_t peer);
 
+  // Where peers can read `bytes` at `data`: the address itself when they may read this process's memory or it
+  // lies in the arena; else a copy in the arena (a ptrace-restricted host), held by `keep` for the call.
+  uint64_t reachable(const void* data, uint64_t bytes, at::Tensor& keep);
+
   // A buffer that peers may copy in place (process_vm_readv/writev), passed again: onto huge pages
   // (ReusedBufferPages). Arena buffers are shared memory already, copied with memcpy.
   void noteReuse(const at::Tensor& t);
@@ -113,6 +120,7 @@ class ShmCommunicator final : public Communicator {
   std::vector<uint64_t> push_;  // [src * size + dst] tail bytes the sender writes
   std::vector<uint32_t> sent_;  // [peer] point-to-point messages sent to / received from each peer
   std::vector<uint32_t> received_;
+  std::vector<at::Tensor> p2pStaged_;  // [peer * kP2pSlots + slot]: staged sends until their receiver took them
   ReusedBufferPages reused_;
 };
 

@@ -50,6 +50,7 @@ atb::Status toAtbStatus(atb_ops::Status status) {
     // HCCL fails.
     case atb_ops::Status::ERROR_COMM_TIMEOUT:
     case atb_ops::Status::ERROR_COMM_PEER_DIED:
+    case atb_ops::Status::ERROR_COMM_PEER_LEFT:
     case atb_ops::Status::ERROR_NCCL_FAIL: return atb::ERROR_HCCL_FAIL;
     // A wait abandoned by a signal: the runtime's failure, not the caller's argument.
     case atb_ops::Status::ERROR_INTERRUPTED: return atb::ERROR_RT_FAIL;

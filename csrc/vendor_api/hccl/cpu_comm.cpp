@@ -40,8 +40,9 @@ std::unique_ptr<CpuComm> joinComm(const std::string& domain, uint32_t rank, uint
   c.rankRoot = 0;
   c.commMode = threads ? CommMode::MULTI_THREAD : CommMode::MULTI_PROCESS;
   c.commDomain = domain;
-  // The domain already names one communicator of one job (a random token, or a rank table scoped below).
-  c.jobKey = "hccl-cpu";
+  // A root info's token is a nonce: it alone proves who belongs. A rank table's content is shared by every job
+  // that reads the file, so there this process's job scope (job_scope.h) joins it, and the census checks it.
+  c.jobKey = domain.rfind("table:", 0) == 0 ? "table|" + defaultJobKey(c.options, c.commMode) : "hccl-cpu";
   c.bootstrap = BootstrapKind::kNodeLocal;
   auto made = std::make_unique<CpuComm>();
   made->comm = createCommunicator(c);
@@ -68,11 +69,9 @@ uint32_t rankTableSize(const std::string& path, std::string* hash) {
     ranks += static_cast<uint32_t>(server["device"].size());
   }
   ATB_CHECK(ranks > 0, ERROR_INVALID_PARAM, "rank table '", path, "' lists no device");
-  // Two jobs may read one table file: scope its ranks' meeting by this process's job too.
+  // The table names the communicator; which job reads it is joinComm's job key.
   char hex[17];
-  std::snprintf(
-      hex, sizeof(hex), "%016llx",
-      static_cast<unsigned long long>(fnv1a(defaultJobKey(readOptions(), CommMode::MULTI_PROCESS) + "|" + text.str())));
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(fnv1a(path + "|" + text.str())));
   *hash = hex;
   return ranks;
 }

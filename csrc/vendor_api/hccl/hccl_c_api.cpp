@@ -38,7 +38,8 @@ HcclResult fail(HcclResult code, const std::string& why) {
 HcclResult toHcclResult(atb_ops::Status s) {
   switch (s) {
     case atb_ops::Status::ERROR_COMM_TIMEOUT: return HCCL_E_TIMEOUT;
-    case atb_ops::Status::ERROR_COMM_PEER_DIED: return HCCL_E_REMOTE;
+    case atb_ops::Status::ERROR_COMM_PEER_DIED:
+    case atb_ops::Status::ERROR_COMM_PEER_LEFT: return HCCL_E_REMOTE;
     case atb_ops::Status::ERROR_RT_FAIL:
     case atb_ops::Status::ERROR_INTERNAL_ERROR:
     case atb_ops::Status::ERROR_COMM_EMPTY: return HCCL_E_INTERNAL;

@@ -33,7 +33,6 @@ class NcclCommunicator final : public Communicator {
     } else {
       auto bootstrap = makeBootstrap(c, "nccl");
       comm_ = NcclComm::create(realNcclApi(), c.rank, c.rankSize, c.rankRoot, *bootstrap, c.options.timeout);
-      bootstrap->confirm();
     }
   }
 

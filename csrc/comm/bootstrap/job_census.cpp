@@ -1,0 +1,294 @@
+#include "comm/bootstrap/job_census.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "comm/bootstrap/job_scope.h"
+#include "core/interrupt.h"
+#include "core/process.h"
+#include "core/status.h"
+
+namespace atb_ops {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr uint64_t kClaimMagic = 0x31306d6c63627461ULL;    // "atbclm01"
+constexpr uint64_t kVerdictMagic = 0x3130626d61627461ULL;  // "atbamb01"
+// A sibling of the parent that has claimed nothing this long after it started is taken for no rank (a
+// multiprocessing Manager, a log tailer): ranks of one launch claim within seconds of their start (Python and torch
+// import in 2-5 s on a busy 2-core host). Older ones that claim later still meet the duplicate check.
+constexpr uint64_t kSettleSeconds = 10;
+constexpr int kVerdictPids = 16;
+
+struct ClaimRecord {
+  std::atomic<uint64_t> magic;  // written last
+  int32_t pid;
+  int32_t rank;
+  uint64_t startTime;
+  int32_t parentPid;
+  int32_t rankSize;
+  uint64_t parentStart;
+  uint64_t scopeHash;
+  uint64_t looseHash;
+  char jobKey[96];
+};
+
+// "Two jobs meet here": written by the first claimant that saw it, read by every later one while any of the
+// processes it names lives.
+struct VerdictRecord {
+  std::atomic<uint64_t> magic;
+  int32_t count;
+  int32_t reserved;
+  int32_t pids[kVerdictPids];
+  uint64_t starts[kVerdictPids];
+  char reason[640];
+};
+
+struct Claim {
+  pid_t pid;
+  int32_t rank;
+  int32_t rankSize;
+  pid_t parentPid;
+  uint64_t startTime;
+  uint64_t scopeHash;
+  uint64_t looseHash;
+  std::string jobKey;
+};
+
+std::string hex16(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+bool sameProcess(pid_t pid, uint64_t start) {
+  return processAlive(pid) && processStartTime(pid) == start;
+}
+
+// Every live claim in the folder; claims of processes that are gone are removed on the way.
+std::vector<Claim> liveClaims(const std::string& dir) {
+  std::vector<Claim> claims;
+  for (const std::string& name : namesStartingWith(dir, "clm.")) {
+    const std::string path = dir + "/" + name;
+    MappedFile f;
+    try {
+      f = MappedFile::open(path);
+    } catch (const c10::Error&) {
+      continue;  // not a file of ours: never read, never removed
+    }
+    if (!f.valid() || f.size() < sizeof(ClaimRecord)) continue;
+    const auto& r = *static_cast<const ClaimRecord*>(f.base());
+    if (r.magic.load(std::memory_order_acquire) != kClaimMagic) continue;  // still being written
+    if (!sameProcess(r.pid, r.startTime)) {
+      unlinkIfSame(f, path);
+      continue;
+    }
+    claims.push_back(Claim{r.pid, r.rank, r.rankSize, r.parentPid, r.startTime, r.scopeHash, r.looseHash,
+                           std::string(r.jobKey, strnlen(r.jobKey, sizeof(r.jobKey)))});
+  }
+  return claims;
+}
+
+std::string verdictPath(const std::string& dir, uint64_t scopeHash) {
+  return dir + "/amb." + hex16(scopeHash);
+}
+
+// The reason of a verdict whose processes still live; empty when there is none (a stale one is removed).
+std::string liveVerdict(const std::string& path) {
+  MappedFile f;
+  try {
+    f = MappedFile::open(path);
+  } catch (const c10::Error&) {
+    return "";
+  }
+  if (!f.valid() || f.size() < sizeof(VerdictRecord)) return "";
+  const auto& v = *static_cast<const VerdictRecord*>(f.base());
+  if (v.magic.load(std::memory_order_acquire) != kVerdictMagic) return "";
+  for (int i = 0; i < std::min(v.count, kVerdictPids); ++i) {
+    if (sameProcess(v.pids[i], v.starts[i])) return std::string(v.reason, strnlen(v.reason, sizeof(v.reason)));
+  }
+  unlinkIfSame(f, path);
+  return "";
+}
+
+}  // namespace
+
+CensusFileFormat censusFileFormat() {
+  return CensusFileFormat{kClaimMagic,
+                          offsetof(ClaimRecord, pid),
+                          offsetof(ClaimRecord, startTime),
+                          kVerdictMagic,
+                          offsetof(VerdictRecord, count),
+                          offsetof(VerdictRecord, pids),
+                          offsetof(VerdictRecord, starts),
+                          kVerdictPids};
+}
+
+JobCensus::JobCensus(const Options& options, CensusSlot slot)
+    : options_(options),
+      slot_(std::move(slot)),
+      scopeHash_(fnv1a(slot_.scope)),
+      looseHash_(fnv1a(slot_.loose)),
+      parentScoped_(parentScoped(slot_.jobKey)),
+      dir_(privateDir(options)) {
+  const pid_t self = ::getpid();
+  const std::string path =
+      dir_ + "/clm." + std::to_string(self) + "." + std::to_string(slot_.rank) + "." + hex16(scopeHash_);
+  // A claim of a dead process that had this pid, or of this process's own earlier creation that was cut short.
+  ::unlink(path.c_str());
+  claim_ = MappedFile::create(path, sizeof(ClaimRecord));
+  auto& r = *static_cast<ClaimRecord*>(claim_.base());
+  r.pid = self;
+  r.rank = slot_.rank;
+  r.startTime = processStartTime(self);
+  r.parentPid = ::getppid();
+  r.rankSize = slot_.rankSize;
+  r.parentStart = processStartTime(r.parentPid);
+  r.scopeHash = scopeHash_;
+  r.looseHash = looseHash_;
+  std::strncpy(r.jobKey, slot_.jobKey.c_str(), sizeof(r.jobKey) - 1);
+  r.magic.store(kClaimMagic, std::memory_order_release);
+}
+
+JobCensus::~JobCensus() {
+  unlinkIfSame(claim_, claim_.path());
+}
+
+std::string JobCensus::describe() const {
+  return "commDomain '" + slot_.domain + "' (rankSize " + std::to_string(slot_.rankSize) + ", job '" + slot_.jobKey +
+         "')";
+}
+
+void JobCensus::checkVerdict() const {
+  const std::string why = liveVerdict(verdictPath(dir_, scopeHash_));
+  ATB_CHECK(why.empty(), ERROR_INVALID_PARAM, describe(), ": ", why);
+}
+
+void JobCensus::refuse(const std::string& why, bool tellOthers) {
+  if (tellOthers) {
+    // Every claimant of this scope, now and until they are all gone, fails with this same reason.
+    try {
+      const std::string tmp = dir_ + "/tmp." + randomToken();
+      MappedFile f = MappedFile::create(tmp, sizeof(VerdictRecord));
+      auto& v = *static_cast<VerdictRecord*>(f.base());
+      int n = 0;
+      for (const Claim& c : liveClaims(dir_)) {
+        if (c.scopeHash == scopeHash_ && n < kVerdictPids) {
+          v.pids[n] = c.pid;
+          v.starts[n] = c.startTime;
+          ++n;
+        }
+      }
+      v.count = n;
+      std::strncpy(v.reason, why.c_str(), sizeof(v.reason) - 1);
+      v.magic.store(kVerdictMagic, std::memory_order_release);
+      if (::rename(tmp.c_str(), verdictPath(dir_, scopeHash_).c_str()) != 0) ::unlink(tmp.c_str());
+    } catch (const c10::Error&) {
+      // The others still find the duplicate themselves while the claims stand.
+    }
+  }
+  ATB_FAIL(ERROR_INVALID_PARAM, describe(), ": ", why);
+}
+
+void JobCensus::awaitUnambiguous(Clock::time_point deadline) {
+  const pid_t parent = ::getppid();
+  int attempt = 0;
+  while (true) {
+    checkVerdict();
+    const std::vector<Claim> claims = liveClaims(dir_);
+    std::map<int32_t, std::vector<pid_t>> byRank;
+    std::set<pid_t> claimed;
+    for (const Claim& c : claims) {
+      claimed.insert(c.pid);
+      if (c.scopeHash == scopeHash_) byRank[c.rank].push_back(c.pid);
+    }
+    for (auto& [rank, pids] : byRank) {
+      if (pids.size() < 2) continue;
+      std::sort(pids.begin(), pids.end());
+      refuse(c10::str("cannot tell which processes form this job: two processes claim rank ", rank,
+                      " of this communicator (pids ", c10::Join(", ", pids),
+                      "), so two jobs meet here and none of them may pair; set ATB_OPS_JOB_ID to a value of its own in "
+                      "each job's environment (or initialise torch.distributed, or pass each job its own rank table "
+                      "or commDomain)"),
+             true);
+    }
+    if (!parentScoped_) return;
+    // Siblings that may still claim a rank here: young ones that have claimed nothing yet.
+    const uint64_t now = ticksSinceBoot();
+    const uint64_t settle = kSettleSeconds * ticksPerSecond();
+    std::vector<int64_t> undeclared;
+    for (const Sibling& s : unscopedSiblings()) {
+      if (claimed.count(s.pid) == 0 && s.startTime + settle > now) undeclared.push_back(s.pid);
+    }
+    const size_t mine = byRank.size();
+    if (mine + undeclared.size() <= static_cast<size_t>(slot_.rankSize)) return;
+    if (Clock::now() >= deadline) {
+      std::sort(undeclared.begin(), undeclared.end());
+      refuse(c10::str("cannot tell which processes form this job: parent process ", parent, " runs ", mine,
+                      " process(es) claiming ranks of this communicator and ", undeclared.size(),
+                      " more that have claimed nothing yet (pids ", c10::Join(", ", undeclared),
+                      "), more than its rankSize ", slot_.rankSize,
+                      ", so two jobs may have been started at once; set ATB_OPS_JOB_ID to a value of its own in "
+                      "each job's environment (or MASTER_ADDR/MASTER_PORT, or initialise torch.distributed)"),
+             false);
+    }
+    throwIfInterrupted("the job census of a node-local rendezvous");
+    std::this_thread::sleep_for(std::chrono::milliseconds(attempt++ < 20 ? 5 : 25));
+  }
+}
+
+void JobCensus::recheck() {
+  checkVerdict();
+  std::map<int32_t, std::vector<pid_t>> byRank;
+  for (const Claim& c : liveClaims(dir_)) {
+    if (c.scopeHash == scopeHash_) byRank[c.rank].push_back(c.pid);
+  }
+  for (auto& [rank, pids] : byRank) {
+    if (pids.size() < 2) continue;
+    std::sort(pids.begin(), pids.end());
+    refuse(c10::str("cannot tell which processes form this job: a second process claimed rank ", rank,
+                    " of this communicator while it was being made (pids ", c10::Join(", ", pids),
+                    "): two jobs meet here; set ATB_OPS_JOB_ID to a value of its own in each "
+                    "job's environment"),
+           true);
+  }
+}
+
+std::string JobCensus::strangers() const {
+  std::vector<std::string> seen;
+  for (const Claim& c : liveClaims(dir_)) {
+    if (c.looseHash != looseHash_ || c.scopeHash == scopeHash_) continue;
+    seen.push_back(
+        c10::str("rank ", c.rank, " (pid ", c.pid, ", parent process ", c.parentPid, ", job '", c.jobKey, "')"));
+  }
+  if (seen.empty()) return "";
+  return c10::str(c10::Join(", ", seen), " wait(s) for this commDomain in another job (this rank: parent process ",
+                  ::getppid(), ", job '", slot_.jobKey,
+                  "'); ranks started by different parent processes form one job only when they share ATB_OPS_JOB_ID "
+                  "(or MASTER_ADDR/MASTER_PORT, torch.distributed, a rank table, HCCL root info)");
+}
+
+int JobCensus::sweepStale(const Options& options) {
+  const std::string dir = privateDir(options);
+  int removed = 0;
+  const auto before = namesStartingWith(dir, "clm.").size();
+  const auto after = liveClaims(dir).size();
+  removed += static_cast<int>(before - std::min(before, after));
+  for (const std::string& name : namesStartingWith(dir, "amb.")) {
+    const std::string path = dir + "/" + name;
+    if (liveVerdict(path).empty() && ::access(path.c_str(), F_OK) != 0) ++removed;
+  }
+  return removed;
+}
+
+}  // namespace atb_ops

@@ -1,0 +1,78 @@
+// Who may pair in a node-local rendezvous. Every process about to meet others there claims its rank with a small
+// file in the private folder (clm.<pid>.<scope hash>), withdrawn when its creation ends. Claims make exact what
+// /proc alone cannot show: two live processes claiming one rank of one scope are two jobs (every claimant fails,
+// naming ATB_OPS_JOB_ID), and a sibling that claimed another commDomain is no rank of this one. Where the scope is
+// only the parent-process guess (job_scope.h), a rank also waits until the parent's other young processes have
+// claimed something (or grown old without claiming: multiprocessing's Manager, a log tailer), and refuses when
+// more of them want this communicator than it has ranks.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "comm/bootstrap/private_dir.h"
+#include "core/options.h"
+
+namespace atb_ops {
+
+struct CensusSlot {
+  std::string scope;   // the rendezvous key: purpose | job key | commDomain
+  std::string loose;   // purpose | commDomain: the same communicator in any job (for messages)
+  std::string jobKey;  // for messages
+  std::string domain;
+  int32_t rank = 0;
+  int32_t rankSize = 1;
+};
+
+// How doctor recognises the census's files and reads who owns them (op_plugin's node_files publishes it).
+struct CensusFileFormat {
+  uint64_t claimMagic;
+  size_t claimPidOffset;        // int32
+  size_t claimStartTimeOffset;  // uint64, processStartTime
+  uint64_t verdictMagic;
+  size_t verdictCountOffset;   // int32
+  size_t verdictPidsOffset;    // int32[verdictPids]
+  size_t verdictStartsOffset;  // uint64[verdictPids]
+  int verdictPids;
+};
+CensusFileFormat censusFileFormat();
+
+class JobCensus {
+ public:
+  // Claims `slot` (raises ERROR_RT_FAIL when the private folder refuses the file).
+  JobCensus(const Options& options, CensusSlot slot);
+  ~JobCensus();
+  JobCensus(const JobCensus&) = delete;
+  JobCensus& operator=(const JobCensus&) = delete;
+
+  // Before pairing. Raises ERROR_INVALID_PARAM when two jobs could pair: another live process claims this rank of
+  // this scope, a rank of this scope already found that, or (parent scope) more young siblings may want this
+  // communicator than it has ranks until `deadline`. Interruptible (Ctrl-C).
+  void awaitUnambiguous(std::chrono::steady_clock::time_point deadline);
+  // After pairing: a second claimant that arrived meanwhile fails this rank too (never data of two jobs).
+  void recheck();
+  // For a rank that timed out: the processes waiting for the same commDomain in other jobs ("rank 1 (pid 12,
+  // job 'parent:10:77') ..."), empty if none.
+  std::string strangers() const;
+
+  // Removes claims and verdicts whose processes are gone (a creation that was killed). Returns how many.
+  static int sweepStale(const Options& options);
+
+ private:
+  [[noreturn]] void refuse(const std::string& why, bool tellOthers);
+  void checkVerdict() const;
+  std::string describe() const;
+
+  Options options_;
+  CensusSlot slot_;
+  uint64_t scopeHash_;
+  uint64_t looseHash_;
+  bool parentScoped_;
+  std::string dir_;
+  MappedFile claim_;
+};
+
+}  // namespace atb_ops
