@@ -379,6 +379,11 @@ class NativeBuild(BuildExtension):
             if str(path.parent) not in ext.library_dirs:
                 ext.library_dirs.append(str(path.parent))
             ext.extra_link_args.append(f"-l:{path.name}")
+        if sys.platform.startswith("linux"):
+            # torch loads the shared libstdc++; a toolchain that links a static copy into our libraries (seen on
+            # the GPU machines' /opt/gcc) leaves two in one process, and the first number a stream formats
+            # crashes. Naming the shared one first leaves the static archive nothing to add.
+            ext.extra_link_args.append("-l:libstdc++.so.6")
         super().build_extension(ext)
 
 

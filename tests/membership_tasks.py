@@ -280,6 +280,8 @@ SETTING_DIFFERS = """
         print(json.dumps({"ok": True, "seconds": time.monotonic() - began}))
     except RuntimeError as e:
         print(json.dumps({"error": str(e).splitlines()[0], "seconds": time.monotonic() - began}))
+    if variable == "ATB_OPS_CPU_PATH":
+        dist.destroy_process_group()
 """
 
 # argv: rank. Several collectives with ordinary tensors (peers read them in place where the kernel lets them) and

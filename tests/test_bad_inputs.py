@@ -58,7 +58,6 @@ def expect(error: str, *fragments: str):
 BAD_PARAMS = [
     ("not json", "{rank: 0", ["not valid JSON"]),
     ("not an object", "[1, 2]", ["must be a JSON object"]),
-    ("unknown key", json.dumps({**GOOD, "rankz": 1}), ["unknown key 'rankz'"]),
     ("rankSize zero", json.dumps({**GOOD, "rankSize": 0}), ["'rankSize' must be > 0, got 0"]),
     ("rank unset with many ranks", json.dumps({**GOOD, "rank": -1}), ["'rank' is -1", "rankSize is 2"]),
     ("rank too big", json.dumps({**GOOD, "rank": 2}), ["'rank' is 2", "rankSize=2"]),
@@ -86,6 +85,18 @@ def test_bad_param(name, what, param, fragments):
     o = make(name)
     with expect("ERROR_INVALID_PARAM", *fragments):
         o.set_param(param)
+
+
+def test_unknown_keys_warn_naming_the_nearest_known_key(monkeypatch):
+    """ATB's JSON readers ignore keys its params do not have (its own test files pass some): so does atb_ops, with
+    one Python warning naming each unknown key and the known key it is likely a typo of; ATB_OPS_STRICT_PARAMS=1
+    refuses them, before anything else happens."""
+    o = make("AllToAllVV2Operation")
+    with pytest.warns(UserWarning, match=r"unknown key\(s\) 'parallelType', 'rnak' \(did you mean 'rank'\?\)"):
+        assert json.loads(o.set_param(json.dumps({**GOOD, "rnak": 1, "parallelType": "x"}))) == {"result": 0}
+    monkeypatch.setenv("ATB_OPS_STRICT_PARAMS", "1")
+    with expect("ERROR_INVALID_PARAM", "unknown key(s) 'rankz' (did you mean 'rank'?)", "known keys: backend"):
+        make("AllToAllVV2Operation").set_param(json.dumps({**GOOD, "rankz": 1}))
 
 
 def test_good_param_returns_atb_status():
@@ -188,10 +199,6 @@ def test_variant_pack_disagrees_with_tensors():
     [
         ({"sendCounts": [4, 4], "sdispls": [0, 4], "recvCounts": [4, 4]}, ["missing 'rdispls'"]),
         (
-            {"sendCounts": [4, 4], "sdispls": [0, 4], "recvCounts": [4, 4], "rdispls": [0, 4], "x": 1},
-            ["unknown key 'x'"],
-        ),
-        (
             {"sendCounts": [4, 4.5], "sdispls": [0, 4], "recvCounts": [4, 4], "rdispls": [0, 4]},
             ["'sendCounts' must hold integers only"],
         ),
@@ -199,6 +206,15 @@ def test_variant_pack_disagrees_with_tensors():
 )
 def test_bad_variant_pack(pack, fragments):
     with expect("ERROR_INVALID_PARAM", *fragments):
+        op().set_variantpack_param(json.dumps(pack))
+
+
+def test_variant_pack_unknown_key_warns(monkeypatch):
+    pack = {"sendCounts": [4, 4], "sdispls": [0, 4], "recvCounts": [4, 4], "rdispls": [0, 4], "sendCount": 1}
+    with pytest.warns(UserWarning, match=re.escape("'sendCount' (did you mean 'sendCounts'?)")):
+        op().set_variantpack_param(json.dumps(pack))
+    monkeypatch.setenv("ATB_OPS_STRICT_PARAMS", "1")
+    with expect("ERROR_INVALID_PARAM", "unknown key(s) 'sendCount'"):
         op().set_variantpack_param(json.dumps(pack))
 
 

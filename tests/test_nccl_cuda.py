@@ -18,7 +18,9 @@ import atb_ops
 pytestmark = [
     pytest.mark.skipif(not torch.cuda.is_available(),
                        reason="needs a CUDA device (torch.cuda.is_available() is False)"),
-    pytest.mark.skipif("nccl" not in atb_ops.backends(),
+    # backends() names each with its device ("nccl (cuda)"); a bare "nccl" was never in it, so this file skipped
+    # even on a GPU (found on the first GPU run).
+    pytest.mark.skipif("nccl (cuda)" not in atb_ops.backends(),
                        reason=f"atb_ops was built without the NCCL backend (built: {atb_ops.backends()})"),
 ]
 

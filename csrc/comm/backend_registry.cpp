@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "comm/communicator.h"
+#include "comm/host_span.h"
 #include "core/status.h"
 
 namespace atb_ops {
@@ -61,7 +62,8 @@ std::vector<std::string> registeredBackends() {
   return names;
 }
 
-std::shared_ptr<Communicator> createCommunicator(const CommConfig& config) {
+std::shared_ptr<Communicator> createCommunicator(const CommConfig& asked) {
+  const CommConfig config = placeAcrossHosts(asked);
   CommFactory factory;
   {
     std::lock_guard<std::mutex> lock(registryMutex());

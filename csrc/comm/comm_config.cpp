@@ -3,6 +3,9 @@
 #include <c10/util/Exception.h>
 
 #include "comm/backend_registry.h"
+#include "comm/bootstrap/job_scope.h"
+#include "comm/bootstrap/rank_table.h"
+#include "comm/bootstrap/store_bootstrap.h"
 #include "core/status.h"
 
 namespace atb_ops {
@@ -74,6 +77,7 @@ CommConfig configFromParam(const CommParam& p, const c10::Device& device) {
   CommConfig c;
   c.options = readOptions();
   c.backend = resolveBackend(p.backend, device, c.options);
+  c.requestedBackend = p.backend;
   c.deviceType = device.type();
   c.deviceIndex = device.has_index() ? device.index() : -1;
   c.rank = p.rank;
@@ -83,6 +87,17 @@ CommConfig configFromParam(const CommParam& p, const c10::Device& device) {
   c.commMode = p.commMode;
   c.rankTableFile = p.rankTableFile;
   c.commDomain = p.commDomain;
+  if (!p.rankTableFile.empty() && (c.backend == "shm" || c.backend == "gloo") && p.hcclComm == 0) {
+    // The CPU backends meet as the table says (HCCL does this itself, in HcclCommInitClusterInfo).
+    const RankTable table = readRankTable(p.rankTableFile);
+    ATB_CHECK(static_cast<int64_t>(table.size) == p.rankSize, ERROR_INVALID_PARAM, "rankTableFile '", p.rankTableFile,
+              "' lists ", table.size, " ranks but rankSize is ", p.rankSize);
+    if (auto store = rankTableStore(table, static_cast<uint32_t>(p.rank), c.options)) {
+      c.store = std::make_shared<GivenStore>(GivenStore{std::move(store)});
+    } else {
+      c.jobKey = "table:" + table.hash + "|" + defaultJobKey(c.options, c.commMode);
+    }
+  }
   return c;
 }
 

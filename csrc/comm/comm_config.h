@@ -31,7 +31,8 @@ enum class BootstrapKind {
 };
 
 struct CommConfig {
-  std::string backend;  // resolved: shm, gloo, nccl, hccl
+  std::string backend;           // resolved: shm, gloo, nccl, hccl
+  std::string requestedBackend;  // as asked for: "shm" by name is one host only; "auto", "hccl", "lccl" span hosts
   c10::DeviceType deviceType = c10::DeviceType::CPU;
   int32_t deviceIndex = -1;
   int32_t rank = 0;
@@ -44,6 +45,9 @@ struct CommConfig {
   // Scopes the node-local rendezvous; empty: the job of this process (comm/bootstrap/job_scope.h).
   std::string jobKey;
   BootstrapKind bootstrap = BootstrapKind::kAuto;
+  // The caller already knows every rank is on this host (a torch.distributed group whose hosts were compared):
+  // no host census at creation (host_span.h).
+  bool hostsChecked = false;
   // backend "gloo" over an existing torch.distributed group (atb_ops.distributed): the group itself, and
   // its identity for the communicator cache.
   std::shared_ptr<ExistingGroup> group;

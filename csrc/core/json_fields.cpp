@@ -2,6 +2,10 @@
 
 #include <c10/util/StringUtil.h>
 
+#include <algorithm>
+#include <cctype>
+
+#include "core/options.h"
 #include "core/status.h"
 
 namespace atb_ops {
@@ -145,13 +149,53 @@ JsonFields JsonFields::object(const char* key) {
   return JsonFields(*v, what_ + " '" + key + "'");
 }
 
-void JsonFields::rejectUnknownKeys() const {
-  for (const auto& item : object_.items()) {
-    if (known_.count(item.key()) == 0) {
-      ATB_FAIL(ERROR_INVALID_PARAM, what_, " has unknown key '", excerpt(item.key(), 64),
-               "'; known keys: ", c10::Join(", ", std::vector<std::string>(known_.begin(), known_.end())));
+namespace {
+
+// Edit distance (insertions, deletions, substitutions, adjacent swaps): how far a typo is from a key.
+size_t distance(const std::string& a, const std::string& b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t cost = std::tolower(a[i - 1]) == std::tolower(b[j - 1]) ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
   }
+  return d[a.size()][b.size()];
+}
+
+// "'rnak' (did you mean 'rank'?)": the key, and the known key it is most likely a typo of (within a third of
+// its length, at most 3 edits), if any.
+std::string withNearest(const std::string& key, const std::set<std::string>& known) {
+  std::string best;
+  size_t bestDistance = std::min<size_t>(3, std::max<size_t>(1, key.size() / 3)) + 1;
+  for (const std::string& k : known) {
+    const size_t d = distance(key, k);
+    if (d < bestDistance) {
+      bestDistance = d;
+      best = k;
+    }
+  }
+  const std::string shown = "'" + excerpt(key, 64) + "'";
+  return best.empty() ? shown : shown + " (did you mean '" + best + "'?)";
+}
+
+}  // namespace
+
+void JsonFields::checkUnknownKeys() const {
+  std::vector<std::string> unknown;
+  for (const auto& item : object_.items()) {
+    if (known_.count(item.key()) == 0) unknown.push_back(withNearest(item.key(), known_));
+  }
+  if (unknown.empty()) return;
+  const std::string keys = c10::Join(", ", unknown);
+  ATB_CHECK(!readOptions().strictParams, ERROR_INVALID_PARAM, what_, " has unknown key(s) ", keys,
+            "; known keys: ", c10::Join(", ", std::vector<std::string>(known_.begin(), known_.end())));
+  TORCH_WARN("atb_ops: ", what_, " has unknown key(s) ", keys,
+             ", ignored as ATB ignores them (ATB_OPS_STRICT_PARAMS=1 makes this an error)");
 }
 
 }  // namespace atb_ops

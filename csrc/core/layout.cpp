@@ -128,7 +128,7 @@ AllToAllVLayout parseLayoutJson(const std::string& text) {
     ATB_CHECK(f.has(name), ERROR_INVALID_PARAM, "variant pack is missing '", name, "': '", excerpt(text), "'");
     *out = f.int64Array(name, {});
   }
-  f.rejectUnknownKeys();
+  f.checkUnknownKeys();
   return l;
 }
 

@@ -50,13 +50,23 @@ std::chrono::milliseconds seconds(const std::string& name, const std::string& te
   return std::chrono::milliseconds(ms);
 }
 
-int64_t bytes(const std::string& name, const std::string& text, int64_t lo, int64_t hi) {
+namespace {
+int64_t ranged(const std::string& name, const std::string& text, int64_t lo, int64_t hi, const char* what) {
   char* end = nullptr;
   errno = 0;
   const long long v = std::strtoll(text.c_str(), &end, 10);
   ATB_CHECK(end != text.c_str() && *end == '\0' && errno == 0 && v >= lo && v <= hi, ERROR_INVALID_PARAM, name,
-            " must be a byte count from ", lo, " to ", hi, ", got '", text, "'");
+            " must be ", what, " from ", lo, " to ", hi, ", got '", text, "'");
   return v;
+}
+}  // namespace
+
+int64_t bytes(const std::string& name, const std::string& text, int64_t lo, int64_t hi) {
+  return ranged(name, text, lo, hi, "a byte count");
+}
+
+int64_t integer(const std::string& name, const std::string& text, int64_t lo, int64_t hi) {
+  return ranged(name, text, lo, hi, "an integer");
 }
 
 std::string choice(const std::string& name, const std::string& text, std::initializer_list<const char*> allowed) {
@@ -74,8 +84,11 @@ Options readOptions() {
   Options o;
   if (auto v = getEnv("ATB_OPS_TIMEOUT")) o.timeout = env_parse::seconds("ATB_OPS_TIMEOUT", *v);
   if (auto v = getEnv("ATB_OPS_STRICT_BACKEND")) o.strictBackend = env_parse::flag("ATB_OPS_STRICT_BACKEND", *v);
+  if (auto v = getEnv("ATB_OPS_STRICT_PARAMS")) o.strictParams = env_parse::flag("ATB_OPS_STRICT_PARAMS", *v);
   if (auto v = getEnv("ATB_OPS_SHM_EAGER")) o.shmEager = env_parse::bytes("ATB_OPS_SHM_EAGER", *v, 0, int64_t{1} << 20);
   if (auto v = getEnv("ATB_OPS_SHM_SPLIT")) o.shmSplit = env_parse::flag("ATB_OPS_SHM_SPLIT", *v);
+  if (auto v = getEnv("ATB_OPS_RANK_TABLE_PORT"))
+    o.rankTablePort = env_parse::integer("ATB_OPS_RANK_TABLE_PORT", *v, 1, 65535);
   if (auto v = getEnv("ATB_OPS_SHM_ARENA")) {
     o.shmArenaBytes = env_parse::bytes("ATB_OPS_SHM_ARENA", *v, 0, int64_t{1} << 46);
   }
@@ -97,6 +110,10 @@ Options readOptions() {
   o.masterPort = getEnv("MASTER_PORT").value_or("");
   o.elasticRunId = getEnv("TORCHELASTIC_RUN_ID").value_or("");
   // A launcher's own job id: PMIx (Open MPI 4+, Slurm with PMIx), Open MPI's ess, a Slurm job step.
+  for (const char* name : {"LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}) {
+    if (auto v = getEnv(name); v && o.launcherLocalRanks < 0)
+      o.launcherLocalRanks = env_parse::integer(name, *v, 1, 1 << 30);
+  }
   if (auto ns = getEnv("PMIX_NAMESPACE")) {
     o.launcherJob = "pmix:" + *ns;
   } else if (auto ompi = getEnv("OMPI_MCA_ess_base_jobid")) {
@@ -112,6 +129,7 @@ std::map<std::string, std::string> describeOptions(const Options& o) {
   return {
       {"ATB_OPS_TIMEOUT", std::to_string(std::chrono::duration<double>(o.timeout).count())},
       {"ATB_OPS_STRICT_BACKEND", onOff(o.strictBackend)},
+      {"ATB_OPS_STRICT_PARAMS", onOff(o.strictParams)},
       {"ATB_OPS_SHM_EAGER", std::to_string(o.shmEager)},
       {"ATB_OPS_SHM_SPLIT", onOff(o.shmSplit)},
       {"ATB_OPS_SHM_ARENA", o.shmArenaBytes ? std::to_string(*o.shmArenaBytes) : std::string("")},
@@ -121,6 +139,7 @@ std::map<std::string, std::string> describeOptions(const Options& o) {
       {"ATB_OPS_CPU_PATH", o.cpuPath},
       {"ATB_OPS_SHM_DIR", o.shmDir},
       {"ATB_OPS_JOB_ID", o.jobId},
+      {"ATB_OPS_RANK_TABLE_PORT", std::to_string(o.rankTablePort)},
   };
 }
 

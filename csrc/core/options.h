@@ -16,6 +16,8 @@ struct Options {
   std::chrono::milliseconds timeout{std::chrono::seconds(300)};
   // ATB_OPS_STRICT_BACKEND: asking for a backend this machine cannot run is an error, not a fallback.
   bool strictBackend = false;
+  // ATB_OPS_STRICT_PARAMS: an unknown key in a param or variant pack is an error, not a warning (ATB ignores them).
+  bool strictParams = false;
   // ATB_OPS_SHM_EAGER (bytes, 0..1 MiB, default 65536): shm messages up to this size travel through the
   // shared segment; 0 turns that path off. Reductions use at most 16 KiB of it (shm_communicator.cpp).
   int64_t shmEager = 65536;  // 2 ranks, from 16 KiB: alltoallv 128 KiB 24 -> 14 us
@@ -30,6 +32,9 @@ struct Options {
   std::string hcclAlltoallv = "alltoallv";
   // ATB_OPS_HCCL_BLOCKING: the host waits for each HCCL collective.
   bool hcclBlocking = false;
+  // ATB_OPS_RANK_TABLE_PORT (default 61001): the port of the store that ranks of a rank table listing several
+  // servers meet on, served by the first rank of the first server (comm/bootstrap/rank_table.h).
+  int64_t rankTablePort = 61001;
   // ATB_OPS_CPU_PATH: auto, shm or group (atb_ops.distributed on CPU tensors).
   std::string cpuPath = "auto";
   // ATB_OPS_SHM_DIR (default /dev/shm): where the per-user folder of segments and rendezvous files lives.
@@ -42,6 +47,9 @@ struct Options {
   std::string elasticRunId;
   // A launcher's job id (PMIX_NAMESPACE, OMPI_MCA_ess_base_jobid, SLURM_JOB_ID.SLURM_STEP_ID), empty if none.
   std::string launcherJob;
+  // How many of the job's ranks the launcher started on this host (LOCAL_WORLD_SIZE from torchrun,
+  // OMPI_COMM_WORLD_LOCAL_SIZE from mpirun, MPI_LOCALNRANKS from MPICH); -1 when no launcher says.
+  int64_t launcherLocalRanks = -1;
 };
 
 // Parses the environment now. Raises ERROR_INVALID_PARAM naming the variable and its value.
@@ -55,6 +63,7 @@ namespace env_parse {
 bool flag(const std::string& name, const std::string& text);
 std::chrono::milliseconds seconds(const std::string& name, const std::string& text);
 int64_t bytes(const std::string& name, const std::string& text, int64_t lo, int64_t hi);
+int64_t integer(const std::string& name, const std::string& text, int64_t lo, int64_t hi);
 std::string choice(const std::string& name, const std::string& text, std::initializer_list<const char*> allowed);
 }  // namespace env_parse
 

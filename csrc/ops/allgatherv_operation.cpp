@@ -35,7 +35,7 @@ class AllGatherVOperation final : public CommOperation {
     p.sendCount = {f.int64("sendCount", 0)};
     p.recvCounts = f.int64Array("recvCounts", {});
     p.rdispls = f.int64Array("rdispls", {});
-    f.rejectUnknownKeys();
+    f.checkUnknownKeys();
     pack_ = p;
   }
 

@@ -175,18 +175,18 @@ LinearParallelParam parseLinearParallelParam(const std::string& json) {
   p.twoDimTPInfo.agDim = narrow<uint16_t>(two, "agDim", p.twoDimTPInfo.agDim, what + " twoDimTPInfo");
   p.twoDimTPInfo.rsDim = narrow<uint16_t>(two, "rsDim", p.twoDimTPInfo.rsDim, what + " twoDimTPInfo");
   p.twoDimTPInfo.innerDimIsAg = two.boolean("innerDimIsAg", p.twoDimTPInfo.innerDimIsAg != 0) ? 1 : 0;
-  two.rejectUnknownKeys();
+  two.checkUnknownKeys();
   JsonFields moe = f.object("moeInfo");
   p.moeInfo.localExpertNums = narrow<int16_t>(moe, "localExpertNums", p.moeInfo.localExpertNums, what + " moeInfo");
   p.moeInfo.epSize = narrow<int8_t>(moe, "epSize", p.moeInfo.epSize, what + " moeInfo");
   p.moeInfo.tpSize = narrow<int8_t>(moe, "tpSize", p.moeInfo.tpSize, what + " moeInfo");
-  moe.rejectUnknownKeys();
+  moe.checkUnknownKeys();
   // ATB's rsv[52] must stay zero.
   const std::vector<int64_t> rsv = f.int64Array("rsv", {});
   ATB_CHECK(rsv.size() <= kRsvBytes, ERROR_INVALID_PARAM, what, " 'rsv' has ", rsv.size(), " entries; at most ",
             kRsvBytes);
   for (int64_t v : rsv) ATB_CHECK(v == 0, ERROR_INVALID_PARAM, what, " 'rsv' must be all zeros, got ", v);
-  f.rejectUnknownKeys();
+  f.checkUnknownKeys();
   validateLinearParallelParam(p);
   return p;
 }

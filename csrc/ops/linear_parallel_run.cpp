@@ -46,33 +46,54 @@ at::Tensor expertRows(const Linear& l, int64_t expert, const at::Tensor& x2d, in
   return linearRows(x2d.narrow(0, first, count), l.weight.select(0, expert), l.transWeight, dq);
 }
 
-void addResidual(const LinearParallelPlan& plan, const std::vector<at::Tensor>& in, at::Tensor rows2d) {
-  if (plan.in.residual < 0) return;
-  rows2d.add_(in[plan.in.residual].reshape({1, -1}));
+bool hasResidual(const LinearParallelPlan& plan) {
+  return plan.in.residual >= 0;
+}
+
+// float32 rows plus the residual, rounded once into out2d. lcoc hands the residual to its kernels as the matmul's
+// bias, added in the accumulator: adding it to rows already rounded to bfloat16 rounds twice (off by up to half
+// an ulp of the larger term, beyond ATB's 2^-6 tolerance where the two nearly cancel).
+void roundInto(at::Tensor rows32, const LinearParallelPlan& plan, const std::vector<at::Tensor>& in, at::Tensor out2d) {
+  if (hasResidual(plan)) rows32.add_(in[plan.in.residual].reshape({1, -1}).to(at::kFloat));
+  out2d.copy_(rows32);
 }
 
 at::Tensor rowsOf(const at::Tensor& t, int64_t n) {
   return t.view({-1, n});
 }
 
-// LINEAR_ALL_REDUCE (and ATB's hccl/lccl runner), PURE_LINEAR.
+// LINEAR_ALL_REDUCE (and ATB's hccl/lccl runner), PURE_LINEAR. With a residual, the partial products are reduced
+// in float32 and rounded once with the residual.
 void runDense(const P& p, const LinearParallelPlan& plan, const std::vector<at::Tensor>& in,
               std::vector<at::Tensor>& out, Communicator* comm) {
   const at::Tensor x = in[plan.in.x].contiguous().view({plan.rows, plan.k});
   at::Tensor y = rowsOf(out[0], plan.n);
+  if (hasResidual(plan)) {
+    const Linear l = linearOf(p, plan, in);
+    at::Tensor y32 = linearRows(x, l.weight, l.transWeight, l.dq).contiguous();
+    if (comm != nullptr) comm->allreduce(y32, y32, ReduceOp::kSum);
+    roundInto(y32, plan, in, y);
+    return;
+  }
   linearInto(linearOf(p, plan, in), x, y);
   if (comm != nullptr) comm->allreduce(y, y, ReduceOp::kSum);
-  addResidual(plan, in, y);
 }
 
 void runReduceScatter(const P& p, const LinearParallelPlan& plan, const std::vector<at::Tensor>& in,
                       std::vector<at::Tensor>& out, Communicator& comm) {
   const at::Tensor x = in[plan.in.x].contiguous().view({plan.rows, plan.k});
+  if (hasResidual(plan)) {
+    const Linear l = linearOf(p, plan, in);
+    const at::Tensor full32 = linearRows(x, l.weight, l.transWeight, l.dq).contiguous();
+    at::Tensor mine32 = at::empty({out[0].numel()}, full32.options());
+    comm.reduceScatter(full32, mine32, ReduceOp::kSum);
+    roundInto(mine32.view({-1, plan.n}), plan, in, rowsOf(out[0], plan.n));
+    return;
+  }
   at::Tensor full = at::empty({plan.rows, plan.n}, x.options().dtype(plan.outDtype));
   linearInto(linearOf(p, plan, in), x, full);
   at::Tensor mine = out[0].view({-1});
   comm.reduceScatter(full, mine, ReduceOp::kSum);
-  addResidual(plan, in, rowsOf(out[0], plan.n));
 }
 
 void runAllGather(const P& p, const LinearParallelPlan& plan, const std::vector<at::Tensor>& in,
@@ -83,9 +104,8 @@ void runAllGather(const P& p, const LinearParallelPlan& plan, const std::vector<
   at::Tensor gathered =
       p.keepIntermediate ? out[1].view(stacked) : comm.emptyOutput(stacked, x.options());  // rank-major = dim 0
   comm.allgather(x, gathered);
-  at::Tensor y = rowsOf(out[0], plan.n);
-  linearInto(linearOf(p, plan, in), gathered.view({-1, plan.k}), y);
-  addResidual(plan, in, y);
+  const Linear l = linearOf(p, plan, in);
+  roundInto(linearRows(gathered.view({-1, plan.k}), l.weight, l.transWeight, l.dq), plan, in, rowsOf(out[0], plan.n));
 }
 
 void runTwoDim(const P& p, const LinearParallelPlan& plan, const std::vector<at::Tensor>& in,
@@ -94,13 +114,14 @@ void runTwoDim(const P& p, const LinearParallelPlan& plan, const std::vector<at:
   const int64_t ag = p.twoDimTPInfo.agDim;
   at::Tensor gathered = at::empty({ag * x.numel()}, x.options());
   comm.alltoallv(x.view({-1}), plan.agGather, gathered);
-  at::Tensor y = at::empty({ag * plan.rows, plan.n}, x.options().dtype(plan.outDtype));
+  // With a residual the partial products travel in float32, so the sum and the residual are rounded once.
+  const c10::ScalarType partial = hasResidual(plan) ? at::kFloat : plan.outDtype;
+  at::Tensor y = at::empty({ag * plan.rows, plan.n}, x.options().dtype(partial));
   linearInto(linearOf(p, plan, in), gathered.view({-1, plan.k}), y);
   // Every rs member sends this rank its partial chunk; the chunks are added in float32 in rs order.
   at::Tensor parts = at::empty({plan.rsMembers, out[0].numel()}, y.options());
   comm.alltoallv(y.view({-1}), plan.rsScatter, parts);
-  out[0].view({-1}).copy_(parts.to(at::kFloat).sum(0));
-  addResidual(plan, in, rowsOf(out[0], plan.n));
+  roundInto(parts.to(at::kFloat).sum(0).view({-1, plan.n}), plan, in, rowsOf(out[0], plan.n));
 }
 
 at::Tensor indexTensor(const std::vector<int64_t>& v, const c10::Device& device) {
@@ -129,9 +150,10 @@ void runDispatch(const P& p, const LinearParallelPlan& plan, const std::vector<a
   const Linear l = linearOf(p, plan, in);
   for (int64_t e = 0; e + 1 < static_cast<int64_t>(m.expertOffsets.size()); ++e) {
     const int64_t first = m.expertOffsets[e], count = m.expertOffsets[e + 1] - first;
-    if (count > 0) y.narrow(0, first, count).copy_(expertRows(l, e, tokens, first, count, plan.n, tokenScale));
+    if (count > 0) {
+      roundInto(expertRows(l, e, tokens, first, count, plan.n, tokenScale), plan, in, y.narrow(0, first, count));
+    }
   }
-  addResidual(plan, in, y.narrow(0, 0, m.keptRows));
 }
 
 // GMM_REDUCE_SCATTER_ALLTOALLVC: one matmul per local expert over the rows this rank holds (expert-major, as
@@ -146,7 +168,9 @@ void runCombine(const P& p, const LinearParallelPlan& plan, const std::vector<at
   at::Tensor tokenScale;
   if (plan.in.tokenScale >= 0) tokenScale = in[plan.in.tokenScale].reshape({-1});
   const Linear l = linearOf(p, plan, in);
-  at::Tensor y = at::empty({m.keptRows, plan.n}, x.options().dtype(plan.outDtype));
+  // With a residual the rows travel in float32, so the owners' sum and the residual are rounded once.
+  const c10::ScalarType partial = hasResidual(plan) ? at::kFloat : plan.outDtype;
+  at::Tensor y = at::empty({m.keptRows, plan.n}, x.options().dtype(partial));
   for (int64_t e = 0; e + 1 < static_cast<int64_t>(m.expertOffsets.size()); ++e) {
     const int64_t first = m.expertOffsets[e], count = m.expertOffsets[e + 1] - first;
     if (count > 0) y.narrow(0, first, count).copy_(expertRows(l, e, x, first, count, plan.n, tokenScale));
@@ -156,16 +180,17 @@ void runCombine(const P& p, const LinearParallelPlan& plan, const std::vector<at
   back.index_copy_(0, indexTensor(m.expertMajorSource, x.device()), y);
   const AllToAllVLayout layout = scaleLayout(combineLayout(m, tp, plan.outputRows), plan.n);
   at::Tensor result = out[0];
-  if (tp == 1) {
+  if (tp == 1 && !hasResidual(plan)) {
     result.zero_();
     at::Tensor flat = result.view({-1});
     comm.alltoallv(back.view({-1}), layout, flat);
-  } else {
-    at::Tensor planes = at::zeros({tp, plan.outputRows, plan.n}, y.options());
-    comm.alltoallv(back.view({-1}), layout, planes);
-    result.copy_(planes.to(at::kFloat).sum(0));
+    return;
   }
-  addResidual(plan, in, result.narrow(0, 0, m.ownTokens));
+  at::Tensor planes = at::zeros({tp, plan.outputRows, plan.n}, y.options());
+  comm.alltoallv(back.view({-1}), layout, planes);
+  at::Tensor sum = planes.to(at::kFloat).sum(0);
+  if (hasResidual(plan)) sum.narrow(0, 0, m.ownTokens).add_(in[plan.in.residual].reshape({1, -1}).to(at::kFloat));
+  result.copy_(sum);
 }
 
 }  // namespace

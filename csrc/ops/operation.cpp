@@ -95,7 +95,7 @@ void CommOperation::setParam(const std::string& json) {
   if (p.backend == "lccl" && p.commMode == CommMode::MULTI_PROCESS) checkLcclCommDomain(p.commDomain);
   paramSet_ = false;
   readParam(fields, p);
-  fields.rejectUnknownKeys();
+  fields.checkUnknownKeys();
   checkBackendAvailable(p.backend, readOptions(), name_);
   param_ = p;
   {

@@ -37,7 +37,7 @@ class ReduceScatterVOperation final : public CommOperation {
     p.sendCounts = f.int64Array("sendCounts", {});
     p.sdispls = f.int64Array("sdispls", {});
     p.recvCount = {f.int64("recvCount", 0)};
-    f.rejectUnknownKeys();
+    f.checkUnknownKeys();
     pack_ = p;
   }
 

@@ -85,16 +85,18 @@ void installGlooFactory(py::object factory) {
     return;
   }
   auto* held = new py::object(std::move(factory));  // leaked on purpose, like the store provider
-  atb_ops::c10dcomm::setGlooFactory([held](const std::string& prefix, int32_t rank, int32_t size,
-                                           std::chrono::milliseconds timeout) -> c10::intrusive_ptr<c10d::Backend> {
-    py::gil_scoped_acquire gil;
-    try {
-      return (*held)(prefix, rank, size, std::chrono::duration<double>(timeout).count())
-          .cast<c10::intrusive_ptr<c10d::Backend>>();
-    } catch (py::error_already_set& e) {
-      raiseHookFailure(e, "backend 'gloo' could not create its group");
-    }
-  });
+  atb_ops::c10dcomm::setGlooFactory(
+      [held](const std::string& prefix, int32_t rank, int32_t size, std::chrono::milliseconds timeout,
+             const c10::intrusive_ptr<c10d::Store>& store) -> c10::intrusive_ptr<c10d::Backend> {
+        py::gil_scoped_acquire gil;
+        try {
+          py::object given = store ? py::cast(store) : py::none();
+          return (*held)(prefix, rank, size, std::chrono::duration<double>(timeout).count(), given)
+              .cast<c10::intrusive_ptr<c10d::Backend>>();
+        } catch (py::error_already_set& e) {
+          raiseHookFailure(e, "backend 'gloo' could not create its group");
+        }
+      });
 }
 
 // The Python main thread (Linux thread id): only there does CPython deliver SIGINT, and only there is asking
@@ -185,7 +187,7 @@ PYBIND11_MODULE(_C, m) {
       "Lets waits for peers notice Ctrl-C in the given (main) thread: the call is abandoned and raises "
       "KeyboardInterrupt.");
   m.def("set_gloo_factory", &installGlooFactory, py::arg("factory"),
-        "Installs factory(prefix, rank, size, timeout_s) -> a gloo Backend on the job's store (backend 'gloo').");
+        "Installs factory(prefix, rank, size, timeout_s, store) -> a gloo Backend on `store` (None: the job's).");
   m.def("make_comm", &makeComm, py::arg("backend"), py::arg("rank"), py::arg("size"), py::arg("comm_domain"),
         py::arg("job_key"), py::arg("device"), py::arg("group") = py::none(),
         "The handle of the (cached) communicator of a torch.distributed group's collectives.");

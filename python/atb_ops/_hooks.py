@@ -53,14 +53,16 @@ def job_store(required: bool = False, rank: int = -1, size: int = 0, timeout_s: 
     return dist.distributed_c10d._get_default_store()
 
 
-def make_gloo(prefix: str, rank: int, size: int, timeout_s: float) -> dist.ProcessGroupGloo:
-    """A gloo backend of `size` ranks meeting on the job's store under `prefix`.
+def make_gloo(prefix: str, rank: int, size: int, timeout_s: float,
+              store: dist.Store | None = None) -> dist.ProcessGroupGloo:
+    """A gloo backend of `size` ranks meeting under `prefix` of `store`, or of the job's store.
 
     Args:
         prefix: Store key prefix, unique per creation (it ends in a token of the root's).
         rank: This rank in the new group.
         size: Ranks in the new group.
         timeout_s: ATB_OPS_TIMEOUT, for gloo's own operations.
+        store: The store the communicator was given (HCCL root info, a rank table); None: the job's.
 
     Returns:
         A ProcessGroupGloo backend.
@@ -68,9 +70,10 @@ def make_gloo(prefix: str, rank: int, size: int, timeout_s: float) -> dist.Proce
     Raises:
         RuntimeError: When there is no default group and MASTER_ADDR/MASTER_PORT are not set.
     """
-    store = dist.PrefixStore(prefix, job_store(True, rank, size, timeout_s))
-    _meet(store, prefix, rank, size, timeout_s)
-    return dist.ProcessGroupGloo(store, rank, size, timedelta(seconds=timeout_s))
+    base = store if store is not None else job_store(True, rank, size, timeout_s)
+    scoped = dist.PrefixStore(prefix, base)
+    _meet(scoped, prefix, rank, size, timeout_s)
+    return dist.ProcessGroupGloo(scoped, rank, size, timedelta(seconds=timeout_s))
 
 
 def _meet(store: dist.Store, prefix: str, rank: int, size: int, timeout_s: float) -> None:

@@ -179,7 +179,8 @@ static void cApis() {
   FUNCTION(HcclCommDestroy), FUNCTION(HcclGetRankSize), FUNCTION(HcclGetRankId), FUNCTION(HcclGetCommName);
   FUNCTION(HcclGetCommAsyncError), FUNCTION(HcclGetErrorString), FUNCTION(HcclCommConfigInit);
   FUNCTION(HcclAllReduce), FUNCTION(HcclBroadcast), FUNCTION(HcclReduceScatter), FUNCTION(HcclReduceScatterV);
-  FUNCTION(HcclScatter), FUNCTION(HcclAllGather), FUNCTION(HcclAllGatherV), FUNCTION(HcclAlltoAllV);
+  FUNCTION(HcclScatter), FUNCTION(HcclAllGather), FUNCTION(HcclAllGatherV), FUNCTION(HcclAlltoAllV),
+      FUNCTION(HcclAlltoAllVC);
   FUNCTION(HcclAlltoAll), FUNCTION(HcclReduce), FUNCTION(HcclBarrier), FUNCTION(HcclSend), FUNCTION(HcclRecv);
   FUNCTION(HcclBatchSendRecv);
 

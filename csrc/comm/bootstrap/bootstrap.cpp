@@ -9,6 +9,7 @@
 #include "comm/bootstrap/job_scope.h"
 #include "comm/bootstrap/node_local_bootstrap.h"
 #include "comm/bootstrap/store_bootstrap.h"
+#include "core/status.h"
 
 namespace atb_ops {
 namespace {
@@ -110,6 +111,15 @@ std::unique_ptr<Bootstrap> makeBootstrap(const CommConfig& c, const std::string&
     // The store belongs to one job already: no job key in its names.
     return makeStoreBootstrap(c, std::move(store), purpose + "/" + c.commDomain, protocolSettings(c, purpose));
   }
+  // Only this host's ranks meet node-locally: where the launcher says the others run elsewhere, say at once how
+  // ranks on several hosts find each other instead of waiting out the timeout.
+  ATB_CHECK(c.commMode == CommMode::MULTI_THREAD || c.options.launcherLocalRanks < 0 ||
+                c.options.launcherLocalRanks >= c.rankSize,
+            ERROR_INVALID_PARAM, "the communicator of commDomain '", c.commDomain, "' has rankSize ", c.rankSize,
+            " but the launcher started only ", c.options.launcherLocalRanks,
+            " rank(s) on this host (LOCAL_WORLD_SIZE / OMPI_COMM_WORLD_LOCAL_SIZE), and nothing says how to reach the ",
+            "others: ranks on several hosts meet through a rankTableFile (HCCL's rank table), a caller's hcclComm, or ",
+            "torch.distributed initialised before the operation (init_process_group)");
   return makeNodeLocalBootstrap(c, purpose + "|" + jobKeyFor(c) + "|" + c.commDomain, purpose,
                                 protocolSettings(c, purpose));
 }

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "comm/comm_config.h"
 
@@ -33,6 +34,9 @@ class Bootstrap {
   virtual std::string broadcast(const std::string& payload) = 0;
   // Where the bytes travel, for messages.
   virtual std::string describe() const = 0;
+  // After broadcast(): every rank's hostIdentity (core/host.h), in rank order, the same list on every rank. A
+  // node-local rendezvous pairs ranks of this host only, so there it is this host for every rank.
+  virtual std::vector<std::string> rankHosts() = 0;
   // rankRoot could not make what it would have published: the others fail at once with `why` instead of
   // waiting out the timeout. No-op on the other ranks.
   virtual void fail(const std::string& why) = 0;

@@ -15,6 +15,7 @@
 #include "comm/bootstrap/job_census.h"
 #include "comm/bootstrap/job_scope.h"
 #include "comm/bootstrap/private_dir.h"
+#include "core/host.h"
 #include "core/interrupt.h"
 #include "core/layout.h"
 #include "core/process.h"
@@ -118,6 +119,10 @@ class NodeLocalBootstrap final : public Bootstrap {
               std::to_string(c.rankSize) + ", job '" + jobKeyFor(c) + "')") {}
 
   std::string describe() const override { return what_; }
+
+  std::vector<std::string> rankHosts() override {
+    return std::vector<std::string>(static_cast<size_t>(size_), hostIdentity(options_));
+  }
 
   std::string broadcast(const std::string& payload) override {
     if (!census_) return rank_ == root_ ? publish(payload) : fetch();

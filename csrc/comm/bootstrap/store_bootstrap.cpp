@@ -4,11 +4,14 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 
 #include "comm/bootstrap/private_dir.h"
+#include "core/host.h"
 #include "core/interrupt.h"
+#include "core/layout.h"
 #include "core/status.h"
 
 namespace atb_ops {
@@ -41,6 +44,7 @@ class StoreBootstrap final : public Bootstrap {
         conflict_(key_ + "/conflict"),
         failed_(key_ + "/failed"),
         settings_(std::move(settings)),
+        options_(c.options),
         what_("torch.distributed store key '" + key_ + "'") {}
 
   std::string describe() const override { return what_; }
@@ -63,6 +67,7 @@ class StoreBootstrap final : public Bootstrap {
     uint64_t nonce = 0;
     const std::string token = randomToken();
     std::memcpy(&nonce, token.data(), sizeof(nonce));
+    nonce_ = nonce;
     const RootView mine{size_, root_, static_cast<int64_t>(::getpid()), nonce, static_cast<uint32_t>(settings_.size()),
                         0};
     std::vector<uint8_t> bytes(sizeof(RootView) + settings_.size() + payload.size());
@@ -97,9 +102,14 @@ class StoreBootstrap final : public Bootstrap {
         ATB_FAIL(ERROR_INVALID_PARAM, what_, ": ", std::string(why.begin(), why.end()));
       }
       if (Clock::now() >= deadline) {
+        std::vector<int64_t> missing;
+        for (int32_t r = 0; r < size_; ++r) {
+          if (r != rank_ && !store_->check({readMark(r)})) missing.push_back(r);
+        }
         forget();
-        ATB_FAIL(ERROR_COMM_TIMEOUT, what_, ": root rank ", rank_, " published, but only ", read, " of ", size_ - 1,
-                 " other ranks read it within ATB_OPS_TIMEOUT=", seconds(), " s");
+        ATB_FAIL(ERROR_COMM_TIMEOUT, what_, ": root rank ", rank_, " published, but rank(s) ", formatRanks(missing),
+                 " did not join (", read, " of ", size_ - 1, " other ranks read it) within ATB_OPS_TIMEOUT=", seconds(),
+                 " s");
       }
       pause(attempt);
     }
@@ -140,9 +150,49 @@ class StoreBootstrap final : public Bootstrap {
       reportConflict(why);
       ATB_FAIL(ERROR_INVALID_PARAM, what_, ": ", why);
     }
+    nonce_ = root.nonce;
     store_->set(readMark(rank_), nonceBytes(root.nonce));
     store_->add(acks_, 1);
     return std::string(bytes.begin() + sizeof(RootView) + root.settingsBytes, bytes.end());
+  }
+
+  std::vector<std::string> rankHosts() override {
+    ATB_CHECK(nonce_ != 0, ERROR_INTERNAL_ERROR, what_, ": rankHosts before broadcast");
+    char hex[17];
+    std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(nonce_));
+    const std::string prefix = key_ + "/" + hex + "/host/";
+    const std::string done = key_ + "/" + hex + "/hosts-read";
+    const std::string mine = hostIdentity(options_);
+    std::vector<std::string> hosts(static_cast<size_t>(size_));
+    try {
+      store_->set(prefix + std::to_string(rank_), std::vector<uint8_t>(mine.begin(), mine.end()));
+      const auto deadline = Clock::now() + timeout_;
+      int attempt = 0;
+      for (int32_t r = 0; r < size_; ++r) {
+        while (!store_->check({prefix + std::to_string(r)})) {
+          ATB_CHECK(Clock::now() < deadline, ERROR_COMM_TIMEOUT, what_, ": rank ", rank_, " waited ", seconds(),
+                    " s (ATB_OPS_TIMEOUT) for rank ", r, " to say which host it is on");
+          pause(attempt);
+        }
+        const std::vector<uint8_t> bytes = store_->get(prefix + std::to_string(r));
+        hosts[r].assign(bytes.begin(), bytes.end());
+      }
+      // The root removes the keys once every rank has read them all.
+      store_->add(done, 1);
+      if (rank_ != root_) return hosts;
+      while (store_->add(done, 0) < size_) {
+        ATB_CHECK(Clock::now() < deadline, ERROR_COMM_TIMEOUT, what_, ": root rank ", rank_,
+                  " waited for every rank to read the others' hosts");
+        pause(attempt);
+      }
+      for (int32_t r = 0; r < size_; ++r) store_->deleteKey(prefix + std::to_string(r));
+      store_->deleteKey(done);
+    } catch (const c10::Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      ATB_FAIL(ERROR_COMM_EMPTY, what_, ": the store failed while the ranks exchanged their hosts: ", e.what());
+    }
+    return hosts;
   }
 
   std::string readMark(int32_t rank) const { return key_ + "/read/" + std::to_string(rank); }
@@ -202,6 +252,8 @@ class StoreBootstrap final : public Bootstrap {
   std::string conflict_;
   std::string failed_;
   std::string settings_;
+  Options options_;
+  uint64_t nonce_ = 0;  // this creation's record, once broadcast() ran
   std::string what_;
 };
 

@@ -13,8 +13,10 @@
 #include "comm/bootstrap/bootstrap.h"
 #include "comm/bootstrap/job_scope.h"
 #include "comm/bootstrap/private_dir.h"
+#include "comm/bootstrap/store_bootstrap.h"
 #include "comm/c10d/existing_group.h"
 #include "core/host.h"
+#include "core/layout.h"
 #include "core/memory.h"
 #include "core/process.h"
 #include "core/status.h"
@@ -79,13 +81,18 @@ c10::intrusive_ptr<c10d::Backend> ownGlooGroup(const CommConfig& c, std::string&
     make = factory();
   }
   name = "commDomain '" + c.commDomain + "'";
-  ATB_CHECK(make, ERROR_COMM_EMPTY, "backend 'gloo' needs the atb_ops Python package (import atb_ops)");
-  // The group's keys are named by a token of the root's, handed to the others through the job's store: a
-  // re-creation never meets an earlier one's keys, whenever each rank's earlier communicator went.
-  jobStore(StoreRequest{true, c.rank, c.rankSize, c.options.timeout});
+  ATB_CHECK(make, ERROR_COMM_EMPTY, "backend 'gloo' (and CPU ranks on several hosts, which move data with it) needs ",
+            "the atb_ops Python package in this process (import atb_ops): torch's gloo can only be built through ",
+            "its Python binding, and a C program has none; keep such a program's ranks on one host, or drive it from "
+            "Python");
+  // The group's keys are named by a token of the root's, handed to the others through the store: a
+  // re-creation never meets an earlier one's keys, whenever each rank's earlier communicator went. The store is
+  // the one this communicator was given (HCCL root info, a rank table), else the job's.
+  c10::intrusive_ptr<c10d::Store> store = c.store ? c.store->store : c10::intrusive_ptr<c10d::Store>();
+  if (!store) jobStore(StoreRequest{true, c.rank, c.rankSize, c.options.timeout});
   const std::unique_ptr<Bootstrap> bootstrap = makeBootstrap(c, "gloo");
   const std::string token = bootstrap->broadcast(c.rank == c.rankRoot ? randomToken() : "");
-  return make("atb_ops/gloo/" + c.commDomain + "/" + token, c.rank, c.rankSize, c.options.timeout);
+  return make("atb_ops/gloo/" + c.commDomain + "/" + token, c.rank, c.rankSize, c.options.timeout, store);
 }
 
 }  // namespace
@@ -102,18 +109,23 @@ C10dCommunicator::C10dCommunicator(const CommConfig& c) : Communicator("gloo", c
   } else {
     backend_ = ownGlooGroup(c, name_);
   }
-  // Who is who: lets a failed wait name the peer that died (gloo itself reports only addresses).
-  constexpr int64_t kWords = 2;
-  at::Tensor mine = at::empty({kWords}, at::kLong);
+  // Who is who: lets a failed wait name the peer that died, or the host it lost (gloo reports only addresses).
+  constexpr int64_t kNameWords = 8;  // 64 bytes of the host's name
+  constexpr int64_t kWords = 2 + kNameWords;
+  at::Tensor mine = at::zeros({kWords}, at::kLong);
   auto* m = mine.data_ptr<int64_t>();
   m[0] = hostHash();
   m[1] = static_cast<int64_t>(::getpid());
+  const std::string host = hostName();
+  std::memcpy(m + 2, host.data(), std::min<size_t>(host.size(), kNameWords * sizeof(int64_t) - 1));
   at::Tensor all = at::empty({kWords * size()}, at::kLong);
   waitFor(backend_->_allgather_base(all, mine), "identity exchange");
   const int64_t* a = all.data_ptr<int64_t>();
   for (int64_t r = 0; r < size(); ++r) {
     peerHosts_.push_back(a[kWords * r]);
     peerPids_.push_back(a[kWords * r + 1]);
+    const char* name = reinterpret_cast<const char*>(a + kWords * r + 2);
+    peerHostNames_.emplace_back(name, strnlen(name, kNameWords * sizeof(int64_t)));
   }
 }
 
@@ -135,6 +147,26 @@ std::string C10dCommunicator::deadPeers() const {
   return dead;
 }
 
+std::string C10dCommunicator::remotePeers() const {
+  const int64_t here = hostHash();
+  std::vector<std::pair<std::string, std::vector<int64_t>>> hosts;
+  for (size_t r = 0; r < peerHosts_.size(); ++r) {
+    if (peerHosts_[r] == here) continue;
+    auto it = std::find_if(hosts.begin(), hosts.end(), [&](const auto& h) { return h.first == peerHostNames_[r]; });
+    if (it == hosts.end()) {
+      hosts.push_back({peerHostNames_[r], {static_cast<int64_t>(r)}});
+    } else {
+      it->second.push_back(static_cast<int64_t>(r));
+    }
+  }
+  std::string out;
+  for (const auto& [name, ranks] : hosts) {
+    if (!out.empty()) out += ", ";
+    out += (ranks.size() == 1 ? "rank " : "ranks ") + formatRanks(ranks) + " on '" + name + "'";
+  }
+  return out;
+}
+
 void C10dCommunicator::waitFor(const c10::intrusive_ptr<c10d::Work>& work, const char* what) const {
   const auto timeout = options().timeout;
   std::string error;
@@ -154,8 +186,11 @@ void C10dCommunicator::waitFor(const c10::intrusive_ptr<c10d::Work>& work, const
   }
   ATB_CHECK(dead.empty(), ERROR_COMM_PEER_DIED, "gloo ", what, " on ", name_, " (rank ", rank(), " of ", size(),
             "): peer ", dead, " exited: ", error);
+  const std::string remote = remotePeers();
   ATB_FAIL(ERROR_COMM_TIMEOUT, "gloo ", what, " on ", name_, " (rank ", rank(), " of ", size(),
-           ") failed or timed out (ATB_OPS_TIMEOUT=", std::chrono::duration<double>(timeout).count(), " s): ", error);
+           ") failed or timed out (ATB_OPS_TIMEOUT=", std::chrono::duration<double>(timeout).count(), " s)",
+           remote.empty() ? "" : "; a peer on another host was lost (" + remote + " of this communicator)", ": ",
+           error);
 }
 
 void C10dCommunicator::crossCheck(const CallSignature& sig, const AllToAllVLayout* counts) {

@@ -19,10 +19,12 @@
 
 namespace atb_ops::c10dcomm {
 
-// Makes a gloo backend of `size` ranks on the job's store under `prefix`. Installed by the Python package:
-// torch ships no gloo headers, so only torch.distributed's own binding can construct one.
+// Makes a gloo backend of `size` ranks under `prefix` of `store` (null: the job's store, made from
+// MASTER_ADDR/MASTER_PORT when there is none yet). Installed by the Python package: torch ships no gloo headers,
+// so only torch.distributed's own binding can construct one.
 using GlooFactory = std::function<c10::intrusive_ptr<c10d::Backend>(const std::string& prefix, int32_t rank,
-                                                                    int32_t size, std::chrono::milliseconds timeout)>;
+                                                                    int32_t size, std::chrono::milliseconds timeout,
+                                                                    const c10::intrusive_ptr<c10d::Store>& store)>;
 void setGlooFactory(GlooFactory factory);
 
 class C10dCommunicator final : public Communicator {
@@ -46,12 +48,15 @@ class C10dCommunicator final : public Communicator {
   void waitFor(const c10::intrusive_ptr<c10d::Work>& work, const char* what) const;
   // Ranks on this host whose process has exited, for error messages ("" when none is known dead).
   std::string deadPeers() const;
+  // "ranks 2-3 on 'h1'": the peers on other hosts, for errors where a host may be what was lost.
+  std::string remotePeers() const;
 
   std::string name_;                              // for messages: "group 'x'" or "commDomain 'y'"
   c10::intrusive_ptr<c10d::ProcessGroup> group_;  // the caller's group, kept alive
   c10::intrusive_ptr<c10d::Backend> backend_;
-  std::vector<int64_t> peerHosts_;  // per rank: a hash of its host's boot id (pids compare only within a host)
+  std::vector<int64_t> peerHosts_;  // per rank: a hash of its host identity (pids compare only within a host)
   std::vector<int64_t> peerPids_;
+  std::vector<std::string> peerHostNames_;  // per rank: its host name, for messages
 };
 
 }  // namespace atb_ops::c10dcomm

@@ -17,6 +17,7 @@ CommConfig configForGroup(const std::string& backend, int32_t rank, int32_t size
   validateCommParam(p, "atb_ops.distributed");
   CommConfig c = configFromParam(p, device);
   c.jobKey = jobKey;
+  c.hostsChecked = true;  // atb_ops.distributed and the c10d backend compared the group's hosts first
   if (c.backend == "gloo" && group) {
     c.groupId = group.get();
     c.group = std::make_shared<ExistingGroup>(ExistingGroup{std::move(group)});

@@ -24,7 +24,7 @@ class ElewiseCastOperation final : public atb_ops::Operation {
     JsonFields fields(obj, name_ + " param");
     const int32_t type = fields.int32("elewiseType", 0);
     const int32_t out = fields.int32("outTensorType", -1);
-    fields.rejectUnknownKeys();
+    fields.checkUnknownKeys();
     ATB_CHECK(type == kElewiseCast, ERROR_INVALID_PARAM, name_, " param 'elewiseType' is ", type,
               "; only ELEWISE_CAST (1) is emulated");
     const std::optional<c10::ScalarType> dtype = scalarTypeOf(static_cast<aclDataType>(out));

@@ -190,9 +190,8 @@ HcclResult HcclGetRootInfo(HcclRootInfo* rootInfo) {
   if (rootInfo == nullptr) return fail(HCCL_E_PTR, "HcclGetRootInfo: rootInfo is null");
   return guarded([&] {
     std::memset(rootInfo->internal, 0, HCCL_ROOT_INFO_BYTES);
-    const std::string token = atb_ops::hccl_cpu::newRootToken();
-    std::memcpy(rootInfo->internal, atb_ops::hccl_cpu::kRootInfoMagic, sizeof(atb_ops::hccl_cpu::kRootInfoMagic));
-    std::memcpy(rootInfo->internal + sizeof(atb_ops::hccl_cpu::kRootInfoMagic), token.data(), token.size());
+    const std::string text = atb_ops::hccl_cpu::makeRootInfo(HCCL_ROOT_INFO_BYTES);
+    std::memcpy(rootInfo->internal, text.data(), text.size());
   });
 }
 
@@ -202,22 +201,14 @@ HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo* rootInfo, u
     return fail(HCCL_E_PARA,
                 "HcclCommInitRootInfo: rank " + std::to_string(rank) + " of nRanks " + std::to_string(nRanks));
   }
-  const std::string token = atb_ops::hccl_cpu::tokenOf(rootInfo->internal, HCCL_ROOT_INFO_BYTES);
-  if (token.empty()) return fail(HCCL_E_PARA, "HcclCommInitRootInfo: rootInfo was not made by HcclGetRootInfo");
-  return guarded([&] {
-    *comm = atb_ops::hccl_cpu::registerComm(atb_ops::hccl_cpu::joinComm("root:" + token, rank, nRanks, false));
-  });
+  const atb_ops::hccl_cpu::RootInfo info = atb_ops::hccl_cpu::parseRootInfo(rootInfo->internal, HCCL_ROOT_INFO_BYTES);
+  if (info.token.empty()) return fail(HCCL_E_PARA, "HcclCommInitRootInfo: rootInfo was not made by HcclGetRootInfo");
+  return guarded([&] { *comm = atb_ops::hccl_cpu::registerComm(atb_ops::hccl_cpu::joinRootInfo(info, rank, nRanks)); });
 }
 
 HcclResult HcclCommInitClusterInfo(const char* clusterInfo, uint32_t rank, HcclComm* comm) {
   if (clusterInfo == nullptr || comm == nullptr) return fail(HCCL_E_PTR, "HcclCommInitClusterInfo: null argument");
-  return guarded([&] {
-    std::string hash;
-    const uint32_t size = atb_ops::hccl_cpu::rankTableSize(clusterInfo, &hash);
-    ATB_CHECK(rank < size, ERROR_INVALID_PARAM, "rank ", rank, " is not in rank table '", clusterInfo, "' of ", size,
-              " ranks");
-    *comm = atb_ops::hccl_cpu::registerComm(atb_ops::hccl_cpu::joinComm("table:" + hash, rank, size, false));
-  });
+  return guarded([&] { *comm = atb_ops::hccl_cpu::registerComm(atb_ops::hccl_cpu::joinRankTable(clusterInfo, rank)); });
 }
 
 // A comm name in `config` (hcclCommName) is what HcclGetCommName returns; the other options tune NPU
@@ -253,7 +244,7 @@ HcclResult HcclCommInitAll(uint32_t ndev, int32_t* devices, HcclComm* comms) {
   for (uint32_t r = 0; r < ndev; ++r) {
     threads.emplace_back([&, r] {
       try {
-        made[r] = atb_ops::hccl_cpu::joinComm(domain, r, ndev, true);
+        made[r] = atb_ops::hccl_cpu::joinThreads(domain, r, ndev);
       } catch (const c10::Error& e) {
         errors[r] = e.what_without_backtrace();
       }
@@ -474,6 +465,39 @@ HcclResult HcclAlltoAllV(const void* sendBuf, const void* sendCounts, const void
     }
     at::Tensor out = bytes(recvBuf, static_cast<uint64_t>(recvNumel), sendType);
     c.comm->alltoallv(bytes(sendBuf, static_cast<uint64_t>(sendNumel), sendType), l, out);
+  });
+}
+
+// AlltoAllV with every rank's counts in one matrix: row i is what rank i sends to each rank, packed in rank order in
+// its send buffer; this rank receives column `rank`, packed in source order.
+HcclResult HcclAlltoAllVC(const void* sendBuf, const void* sendCountMatrix, HcclDataType sendType, const void* recvBuf,
+                          HcclDataType recvType, HcclComm comm, aclrtStream /*stream*/) {
+  HCCL_CPU_FIND_COMM(comm);
+  HCCL_CPU_CHECK_TYPE(sendType);
+  if (sendType != recvType) return fail(HCCL_E_PARA, "HcclAlltoAllVC: sendType and recvType differ");
+  if (sendCountMatrix == nullptr) return fail(HCCL_E_PTR, "HcclAlltoAllVC: sendCountMatrix is null");
+  return guarded([&] {
+    const CpuComm& c = *live;
+    const uint32_t n = c.size;
+    const std::vector<int64_t> matrix = countsOf(sendCountMatrix, n * n);
+    atb_ops::AllToAllVLayout l;
+    int64_t sent = 0;
+    int64_t received = 0;
+    for (uint32_t j = 0; j < n; ++j) {
+      l.sendCounts.push_back(matrix[c.rank * n + j]);
+      l.sdispls.push_back(sent);
+      sent += l.sendCounts.back();
+      l.recvCounts.push_back(matrix[j * n + c.rank]);
+      l.rdispls.push_back(received);
+      received += l.recvCounts.back();
+    }
+    atb_ops::validateLayout(l, static_cast<int32_t>(n), sent, received);
+    const int64_t es = sizeOf(sendType);
+    for (auto* v : {&l.sendCounts, &l.sdispls, &l.recvCounts, &l.rdispls}) {
+      for (auto& x : *v) x *= es;
+    }
+    at::Tensor out = bytes(recvBuf, static_cast<uint64_t>(received), sendType);
+    c.comm->alltoallv(bytes(sendBuf, static_cast<uint64_t>(sent), sendType), l, out);
   });
 }
 

@@ -152,6 +152,27 @@ void allToAllV(HcclComm comm, uint32_t rank, uint32_t n) {
   expectOk(HcclAlltoAll(even.data(), 2, HCCL_DATA_TYPE_INT16, got.data(), 2, HCCL_DATA_TYPE_INT16, comm, nullptr),
            "HcclAlltoAll");
   expectEqual(got, evenWant, "HcclAlltoAll result");
+
+  // The count matrix form: rank i sends (i + 2 * j) % 3 elements (value i * 100 + j * 10 + index) to rank j; some
+  // pairs send nothing.
+  std::vector<uint64_t> matrix(static_cast<size_t>(n) * n);
+  for (uint32_t i = 0; i < n; ++i) {
+    for (uint32_t j = 0; j < n; ++j) matrix[i * n + j] = (i + 2 * j) % 3;
+  }
+  std::vector<float> vcSend, vcWant;
+  for (uint32_t j = 0; j < n; ++j) {
+    for (uint64_t k = 0; k < matrix[rank * n + j]; ++k) vcSend.push_back(static_cast<float>(rank * 100 + j * 10 + k));
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    for (uint64_t k = 0; k < matrix[i * n + rank]; ++k) vcWant.push_back(static_cast<float>(i * 100 + rank * 10 + k));
+  }
+  vcSend.push_back(-7.0f);  // never sent: not in the matrix
+  std::vector<float> vcRecv(vcWant.size() + 1, -1.0f);
+  expectOk(HcclAlltoAllVC(vcSend.data(), matrix.data(), HCCL_DATA_TYPE_FP32, vcRecv.data(), HCCL_DATA_TYPE_FP32, comm,
+                          nullptr),
+           "HcclAlltoAllVC");
+  vcWant.push_back(-1.0f);  // the element past the received ones stays as it was
+  expectEqual(vcRecv, vcWant, "HcclAlltoAllVC result");
 }
 
 void pointToPoint(HcclComm comm, uint32_t rank, uint32_t n) {

@@ -1,0 +1,111 @@
+#include "comm/bootstrap/tcp_store.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <vector>
+
+#include "core/host.h"
+#include "core/status.h"
+
+namespace atb_ops {
+namespace {
+
+std::string text(const sockaddr* a) {
+  char buf[INET_ADDRSTRLEN] = {0};
+  ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(a)->sin_addr, buf, sizeof(buf));
+  return buf;
+}
+
+bool loopback(const sockaddr* a) {
+  return (ntohl(reinterpret_cast<const sockaddr_in*>(a)->sin_addr.s_addr) >> 24) == 127;
+}
+
+// The first IPv4 address of an interface named in `names` (HCCL_SOCKET_IFNAME: comma-separated, '=' for an exact
+// match; a name without '=' also matches as a prefix), or of any non-loopback interface when `names` is empty.
+std::string interfaceAddress(const std::string& names) {
+  std::vector<std::pair<std::string, bool>> wanted;  // name, exact
+  std::stringstream list(names);
+  for (std::string item; std::getline(list, item, ',');) {
+    if (item.empty() || item[0] == '^') continue;  // exclusions: any other interface will do
+    const bool exact = item[0] == '=';
+    wanted.emplace_back(exact ? item.substr(1) : item, exact);
+  }
+  ifaddrs* all = nullptr;
+  if (::getifaddrs(&all) != 0) return "";
+  std::string found;
+  for (const ifaddrs* i = all; i != nullptr && found.empty(); i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET || (i->ifa_flags & IFF_UP) == 0) continue;
+    const std::string name = i->ifa_name;
+    bool match = wanted.empty() && !loopback(i->ifa_addr);
+    for (const auto& [w, exact] : wanted) match = match || (exact ? name == w : name.rfind(w, 0) == 0);
+    if (match) found = text(i->ifa_addr);
+  }
+  ::freeifaddrs(all);
+  return found;
+}
+
+std::string hostNameAddress() {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  addrinfo* res = nullptr;
+  if (::getaddrinfo(hostName().c_str(), nullptr, &hints, &res) != 0) return "";
+  std::string found;
+  for (const addrinfo* a = res; a != nullptr && found.empty(); a = a->ai_next) {
+    if (!loopback(a->ai_addr)) found = text(a->ai_addr);
+  }
+  ::freeaddrinfo(res);
+  return found;
+}
+
+}  // namespace
+
+std::string reachableAddress() {
+  if (const char* ip = std::getenv("HCCL_IF_IP"); ip != nullptr && *ip != '\0') return ip;
+  if (const char* names = std::getenv("HCCL_SOCKET_IFNAME"); names != nullptr && *names != '\0') {
+    const std::string found = interfaceAddress(names);
+    ATB_CHECK(!found.empty(), ERROR_INVALID_PARAM, "HCCL_SOCKET_IFNAME='", names,
+              "' names no interface of this host that is up with an IPv4 address");
+    return found;
+  }
+  if (std::string byName = hostNameAddress(); !byName.empty()) return byName;
+  if (std::string any = interfaceAddress(""); !any.empty()) return any;
+  return "127.0.0.1";
+}
+
+c10::intrusive_ptr<c10d::Store> serveStore(uint16_t port, std::chrono::milliseconds timeout, uint16_t* chosen) {
+  c10d::TCPStoreOptions opts;
+  opts.port = port;
+  opts.isServer = true;
+  opts.waitWorkers = false;
+  opts.timeout = timeout;
+  try {
+    auto store = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", opts);
+    if (chosen != nullptr) *chosen = store->getPort();
+    return store;
+  } catch (const std::exception& e) {
+    ATB_FAIL(ERROR_RT_FAIL, "cannot serve a TCPStore on port ", port, " of this host: ", e.what());
+  }
+}
+
+c10::intrusive_ptr<c10d::Store> joinStore(const std::string& host, uint16_t port, std::chrono::milliseconds timeout) {
+  c10d::TCPStoreOptions opts;
+  opts.port = port;
+  opts.isServer = false;
+  opts.timeout = timeout;
+  try {
+    return c10::make_intrusive<c10d::TCPStore>(host, opts);
+  } catch (const std::exception& e) {
+    ATB_FAIL(ERROR_COMM_TIMEOUT, "cannot reach the TCPStore at ", host, ":", port,
+             " within ATB_OPS_TIMEOUT=", std::chrono::duration<double>(timeout).count(), " s: ", e.what());
+  }
+}
+
+}  // namespace atb_ops

@@ -1,0 +1,29 @@
+// A torch.distributed TCPStore for ranks that have nothing else to meet on across hosts: HCCL's root info names
+// one that its maker serves, a rank table one that its first server's first rank serves. torch's own store: no
+// transport of atb_ops' own.
+#pragma once
+
+#include <c10/util/intrusive_ptr.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace c10d {
+class Store;
+}
+
+namespace atb_ops {
+
+// Serves a TCPStore on `port` of every interface of this host (0: the system picks one; the one it got is put
+// in `*chosen`). Raises ERROR_RT_FAIL naming the port when it cannot (in use, ...).
+c10::intrusive_ptr<c10d::Store> serveStore(uint16_t port, std::chrono::milliseconds timeout, uint16_t* chosen);
+// A client of the TCPStore at host:port, retrying until `timeout`; raises ERROR_COMM_TIMEOUT naming the address.
+c10::intrusive_ptr<c10d::Store> joinStore(const std::string& host, uint16_t port, std::chrono::milliseconds timeout);
+
+// The address ranks on other hosts reach this one at, as HCCL chooses it: HCCL_IF_IP; else the IPv4 address of
+// the first interface HCCL_SOCKET_IFNAME names ("eth0", "eth0,ib0", "=eth0"); else this host name's address when
+// it is not a loopback one; else the first non-loopback IPv4 interface address; else 127.0.0.1.
+std::string reachableAddress();
+
+}  // namespace atb_ops
