@@ -54,13 +54,12 @@ ATB_AFTER_INIT = """
 # HcclCommInitRootInfo, then HcclAllReduce and HcclAllGather. Prints {"wrong"} or {"error"}.
 HCCL_ROOT_INFO = """
     import ctypes, json, os, sys, time
-    import atb_ops
+    from tests.hccl_ctypes import HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, check, hccl
     rank, size, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-    lib = ctypes.CDLL(os.path.join(os.path.dirname(atb_ops.__file__), "ascend_home", "lib64", "libhccl.so"))
-    lib.atbOpsHcclCpuLastError.restype = ctypes.c_char_p
+    lib = hccl()
     info = ctypes.create_string_buffer(4108)
     if rank == 0:
-        assert lib.HcclGetRootInfo(info) == 0, lib.atbOpsHcclCpuLastError()
+        check(lib, lib.HcclGetRootInfo(info), "HcclGetRootInfo")
         with open(path + ".tmp", "wb") as f:
             f.write(info.raw)
         os.rename(path + ".tmp", path)
@@ -70,21 +69,15 @@ HCCL_ROOT_INFO = """
         with open(path, "rb") as f:
             ctypes.memmove(info, f.read(), 4108)
     comm = ctypes.c_void_p()
-
-    def check(rc, what):
-        if rc != 0:
-            print(json.dumps({"error": f"{what} rc {rc}: " + lib.atbOpsHcclCpuLastError().decode()}))
-            sys.exit(0)
-
-    check(lib.HcclCommInitRootInfo(ctypes.c_uint32(size), info, ctypes.c_uint32(rank), ctypes.byref(comm)),
+    check(lib, lib.HcclCommInitRootInfo(ctypes.c_uint32(size), info, ctypes.c_uint32(rank), ctypes.byref(comm)),
           "HcclCommInitRootInfo")
+    fp32, total = ctypes.c_int(HCCL_DATA_TYPE_FP32), ctypes.c_int(HCCL_REDUCE_SUM)
     send = (ctypes.c_float * 5)(*[rank * 10 + i for i in range(5)])
     recv = (ctypes.c_float * 5)()
-    check(lib.HcclAllReduce(send, recv, ctypes.c_uint64(5), ctypes.c_int(4), ctypes.c_int(0), comm, None),
-          "HcclAllReduce")  # 4: HCCL_DATA_TYPE_FP32, 0: HCCL_REDUCE_SUM
+    check(lib, lib.HcclAllReduce(send, recv, ctypes.c_uint64(5), fp32, total, comm, None), "HcclAllReduce")
     wrong = sum(recv[i] != sum(r * 10 + i for r in range(size)) for i in range(5))
     gathered = (ctypes.c_float * (5 * size))()
-    check(lib.HcclAllGather(send, gathered, ctypes.c_uint64(5), ctypes.c_int(4), comm, None), "HcclAllGather")
+    check(lib, lib.HcclAllGather(send, gathered, ctypes.c_uint64(5), fp32, comm, None), "HcclAllGather")
     wrong += sum(gathered[r * 5 + i] != r * 10 + i for r in range(size) for i in range(5))
     lib.HcclCommDestroy(comm)
     print(json.dumps({"wrong": wrong}))
@@ -92,23 +85,20 @@ HCCL_ROOT_INFO = """
 
 # argv: rank, table. HcclCommInitClusterInfo on a rank table listing two servers, then HcclAllReduce.
 HCCL_RANK_TABLE = """
-    import ctypes, json, os, sys
-    import atb_ops
+    import ctypes, json, sys
+    from tests.hccl_ctypes import HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, check, hccl
     rank, table = int(sys.argv[1]), sys.argv[2]
     size = len(json.load(open(table))["server_list"]) * 2
-    lib = ctypes.CDLL(os.path.join(os.path.dirname(atb_ops.__file__), "ascend_home", "lib64", "libhccl.so"))
-    lib.atbOpsHcclCpuLastError.restype = ctypes.c_char_p
+    lib = hccl()
     comm = ctypes.c_void_p()
-    rc = lib.HcclCommInitClusterInfo(table.encode(), ctypes.c_uint32(rank), ctypes.byref(comm))
-    if rc != 0:
-        print(json.dumps({"error": f"rc {rc}: " + lib.atbOpsHcclCpuLastError().decode()}))
-        sys.exit(0)
+    check(lib, lib.HcclCommInitClusterInfo(table.encode(), ctypes.c_uint32(rank), ctypes.byref(comm)),
+          "HcclCommInitClusterInfo")
     send = (ctypes.c_float * 4)(*[rank + i for i in range(4)])
     recv = (ctypes.c_float * 4)()
-    rc = lib.HcclAllReduce(send, recv, ctypes.c_uint64(4), ctypes.c_int(4), ctypes.c_int(0), comm, None)
-    wrong = sum(recv[i] != sum(r + i for r in range(size)) for i in range(4)) if rc == 0 else -1
+    check(lib, lib.HcclAllReduce(send, recv, ctypes.c_uint64(4), ctypes.c_int(HCCL_DATA_TYPE_FP32),
+                                 ctypes.c_int(HCCL_REDUCE_SUM), comm, None), "HcclAllReduce")
     lib.HcclCommDestroy(comm)
-    print(json.dumps({"wrong": wrong}))
+    print(json.dumps({"wrong": sum(recv[i] != sum(r + i for r in range(size)) for i in range(4))}))
 """
 
 # argv: rank, size. torch.distributed's own collectives on init_process_group("atb_ops") across hosts.
@@ -182,4 +172,7 @@ if rank == 0:
     with open(os.environ["RESULT"], "w") as f:
         json.dump(params.tolist(), f)
 dist.destroy_process_group()
+# torch's gloo groups abort now and then in their static teardown under torchrun ("terminate called without an
+# active exception", seen with and without atb_ops imported): the step is done, skip the teardown.
+os._exit(0)
 """

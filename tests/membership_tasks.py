@@ -3,15 +3,16 @@ fresh interpreter (tests.procs), printing one JSON line that the test checks aga
 
 from __future__ import annotations
 
-# argv: rank, size, job word (alpha|beta|...). One AllToAllVV2 of equal splits whose every element names (job,
-# source rank, index); prints {"wrong", "tags"} or {"error"}.
+# argv: rank, size, job tag (a number, or a word: alpha, beta, gamma). One AllToAllVV2 of equal splits whose every
+# element names (job, source rank, index); prints {"wrong", "tags"} or {"error"}. ROOT, BACKEND and DOMAIN from the
+# environment.
 ALLTOALL_BY_WORD = """
     import json, os, sys, torch, atb_ops
     rank, size, word = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-    tag = {"alpha": 1.0, "beta": 2.0, "gamma": 3.0}[word]
+    tag = {"alpha": 1.0, "beta": 2.0, "gamma": 3.0}.get(word) or float(word)
     op = torch.classes.OperationTorch.OperationTorch("AllToAllVV2Operation")
-    op.set_param(json.dumps({"rank": rank, "rankSize": size, "rankRoot": 0, "backend": "shm",
-                             "commDomain": os.environ.get("DOMAIN", "")}))
+    op.set_param(json.dumps({"rank": rank, "rankSize": size, "rankRoot": int(os.environ.get("ROOT", "0")),
+                             "backend": os.environ.get("BACKEND", "shm"), "commDomain": os.environ.get("DOMAIN", "")}))
     n = 8
     x = torch.arange(n * size, dtype=torch.float64) + 1000 * rank + 1e6 * tag
     c = torch.full((size,), n, dtype=torch.int64)
@@ -29,23 +30,18 @@ ALLTOALL_BY_WORD = """
 # argv: rank, job word, rank table path. HCCL's C API through ctypes: HcclCommInitClusterInfo on the table, then
 # an HcclAllGather of 4 floats naming (job, rank); prints {"wrong", "tags"} or {"error"}.
 HCCL_TABLE_ALLGATHER = """
-    import ctypes, json, os, sys
-    import atb_ops
+    import ctypes, json, sys
+    from tests.hccl_ctypes import HCCL_DATA_TYPE_FP32, check, hccl
     rank, word, table = int(sys.argv[1]), sys.argv[2], sys.argv[3]
     tag = {"alpha": 1, "beta": 2}[word]
-    lib = ctypes.CDLL(os.path.join(os.path.dirname(atb_ops.__file__), "ascend_home", "lib64", "libhccl.so"))
-    lib.atbOpsHcclCpuLastError.restype = ctypes.c_char_p
+    lib = hccl()
     comm = ctypes.c_void_p()
-    rc = lib.HcclCommInitClusterInfo(table.encode(), ctypes.c_uint32(rank), ctypes.byref(comm))
-    if rc != 0:
-        print(json.dumps({"error": f"rc {rc}: " + lib.atbOpsHcclCpuLastError().decode()}))
-        sys.exit(0)
+    check(lib, lib.HcclCommInitClusterInfo(table.encode(), ctypes.c_uint32(rank), ctypes.byref(comm)),
+          "HcclCommInitClusterInfo")
     send = (ctypes.c_float * 4)(*[tag * 100 + rank * 10 + i for i in range(4)])
     recv = (ctypes.c_float * 8)()
-    rc = lib.HcclAllGather(send, recv, ctypes.c_uint64(4), ctypes.c_int(4), comm, None)  # 4: HCCL_DATA_TYPE_FP32
-    if rc != 0:
-        print(json.dumps({"error": f"rc {rc}: " + lib.atbOpsHcclCpuLastError().decode()}))
-        sys.exit(0)
+    check(lib, lib.HcclAllGather(send, recv, ctypes.c_uint64(4), ctypes.c_int(HCCL_DATA_TYPE_FP32), comm, None),
+          "HcclAllGather")
     want = [tag * 100 + r * 10 + i for r in range(2) for i in range(4)]
     got = list(recv)
     lib.HcclCommDestroy(comm)
@@ -282,6 +278,8 @@ SETTING_DIFFERS = """
         print(json.dumps({"error": str(e).splitlines()[0], "seconds": time.monotonic() - began}))
     if variable == "ATB_OPS_CPU_PATH":
         dist.destroy_process_group()
+    sys.stdout.flush()
+    os._exit(0)  # torch's gloo group can abort in its static teardown ("terminate called without an active exception")
 """
 
 # argv: rank. Several collectives with ordinary tensors (peers read them in place where the kernel lets them) and

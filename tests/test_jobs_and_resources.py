@@ -15,30 +15,12 @@ import uuid
 import pytest
 
 from atb_ops._launch import free_port
-from tests import procs, resource_tasks
+from tests import membership_tasks, procs, resource_tasks
 from tests.procs import clean_env, finish, run_ranks, start
 
 # One AllToAllVV2 of equal splits whose every element names (job, source rank, index): prints the number of
 # wrong elements, or the error.
-_ALLTOALL = """
-    import json, os, sys, torch, atb_ops
-    rank, size, tag = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
-    op = torch.classes.OperationTorch.OperationTorch("AllToAllVV2Operation")
-    op.set_param(json.dumps({"rank": rank, "rankSize": size, "rankRoot": int(os.environ.get("ROOT", "0")),
-                             "backend": os.environ.get("BACKEND", "shm"), "commDomain": os.environ.get("DOMAIN", "")}))
-    n = 8
-    x = torch.arange(n * size, dtype=torch.float64) + 1000 * rank + 1e6 * tag
-    c = torch.full((size,), n, dtype=torch.int64)
-    d = torch.arange(size, dtype=torch.int64) * n
-    try:
-        out = op.execute([x, c, d, c, d, torch.empty(n * size)])[0].reshape(-1)
-    except RuntimeError as e:
-        print(json.dumps({"error": str(e).splitlines()[0]}))
-        sys.exit(0)
-    want = torch.cat([torch.arange(rank * n, (rank + 1) * n, dtype=torch.float64) + 1000 * j + 1e6 * tag
-                      for j in range(size)])
-    print(json.dumps({"wrong": int((out != want).sum()), "tags": sorted({int(v // 1e6) for v in out.tolist()})}))
-"""
+_ALLTOALL = membership_tasks.ALLTOALL_BY_WORD
 
 
 def _reports(exits: list[procs.Exit]) -> list[dict]:

@@ -1,6 +1,5 @@
 #include "comm/host_span.h"
 
-#include <c10/util/StringUtil.h>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <algorithm>
@@ -14,24 +13,11 @@
 namespace atb_ops {
 namespace {
 
-// "ranks 0-1 on 'h0', ranks 2-3 on 'h1'": each host by its name (the identity's first part), with its ranks.
-std::string describeHosts(const std::vector<std::string>& hosts) {
-  std::vector<std::pair<std::string, std::vector<int64_t>>> groups;
-  for (size_t r = 0; r < hosts.size(); ++r) {
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == hosts[r]; });
-    if (it == groups.end()) {
-      groups.push_back({hosts[r], {static_cast<int64_t>(r)}});
-    } else {
-      it->second.push_back(static_cast<int64_t>(r));
-    }
-  }
-  std::string out;
-  for (const auto& [host, ranks] : groups) {
-    if (!out.empty()) out += ", ";
-    out +=
-        (ranks.size() == 1 ? "rank " : "ranks ") + formatRanks(ranks) + " on '" + host.substr(0, host.find('/')) + "'";
-  }
-  return out;
+// Each rank's host by its name (the identity's first part, core/host.h).
+std::vector<std::string> hostNames(const std::vector<std::string>& hosts) {
+  std::vector<std::string> names;
+  for (const std::string& h : hosts) names.push_back(h.substr(0, h.find('/')));
+  return names;
 }
 
 }  // namespace
@@ -47,8 +33,8 @@ CommConfig placeAcrossHosts(const CommConfig& c) {
   if (std::all_of(hosts.begin(), hosts.end(), [&](const std::string& h) { return h == hosts[0]; })) return c;
   ATB_CHECK(c.requestedBackend != "shm", ERROR_INVALID_PARAM, "backend 'shm' moves data through the shared memory of ",
             "one host, but the ", c.rankSize, " ranks of commDomain '", c.commDomain,
-            "' are on several: ", describeHosts(hosts),
-            "; use backend 'auto', 'hccl' or 'lccl' (shared memory within a host, gloo ", "between hosts) or 'gloo'");
+            "' are on several: ", formatRanksByLabel(hostNames(hosts)),
+            "; use backend 'auto', 'hccl' or 'lccl' (shared memory within a host, gloo between hosts) or 'gloo'");
   CommConfig across = c;
   across.backend = "gloo";
   return across;

@@ -181,4 +181,24 @@ std::string formatRanks(const std::vector<int64_t>& ranks) {
   return os.str();
 }
 
+std::string formatRanksByLabel(const std::vector<std::string>& labelOfRank) {
+  std::vector<std::pair<std::string, std::vector<int64_t>>> groups;
+  for (size_t r = 0; r < labelOfRank.size(); ++r) {
+    const std::string& label = labelOfRank[r];
+    if (label.empty()) continue;
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == label; });
+    if (it == groups.end()) {
+      groups.push_back({label, {static_cast<int64_t>(r)}});
+    } else {
+      it->second.push_back(static_cast<int64_t>(r));
+    }
+  }
+  std::string out;
+  for (const auto& [label, ranks] : groups) {
+    if (!out.empty()) out += ", ";
+    out += (ranks.size() == 1 ? "rank " : "ranks ") + formatRanks(ranks) + " on '" + label + "'";
+  }
+  return out;
+}
+
 }  // namespace atb_ops

@@ -76,4 +76,8 @@ void validateVLayout(const VLayout& layout, int64_t rankSize, int64_t capacity, 
 // Rank lists in messages: "1, 3" or, for long runs, "1-9999 (9999 ranks)".
 std::string formatRanks(const std::vector<int64_t>& ranks);
 
+// "ranks 0-1 on 'h0', rank 2 on 'h1'": the ranks grouped by their label (labelOfRank[r]), groups in order of
+// first appearance; ranks whose label is empty are left out.
+std::string formatRanksByLabel(const std::vector<std::string>& labelOfRank);
+
 }  // namespace atb_ops

@@ -99,6 +99,15 @@ std::vector<Claim> liveClaims(const std::string& dir) {
   return claims;
 }
 
+// The claimants of each rank of a scope.
+std::map<int32_t, std::vector<pid_t>> claimsByRank(const std::vector<Claim>& claims, uint64_t scopeHash) {
+  std::map<int32_t, std::vector<pid_t>> byRank;
+  for (const Claim& c : claims) {
+    if (c.scopeHash == scopeHash) byRank[c.rank].push_back(c.pid);
+  }
+  return byRank;
+}
+
 std::string verdictPath(const std::string& dir, uint64_t scopeHash) {
   return dir + "/amb." + hex16(scopeHash);
 }
@@ -200,30 +209,31 @@ void JobCensus::refuse(const std::string& why, bool tellOthers) {
   ATB_FAIL(ERROR_INVALID_PARAM, describe(), ": ", why);
 }
 
+void JobCensus::refuseDuplicates(std::map<int32_t, std::vector<pid_t>> byRank, const char* when) {
+  for (auto& [rank, pids] : byRank) {
+    if (pids.size() < 2) continue;
+    std::sort(pids.begin(), pids.end());
+    refuse(c10::str("cannot tell which processes form this job: two processes claim rank ", rank,
+                    " of this communicator", when, " (pids ", c10::Join(", ", pids),
+                    "), so two jobs meet here and none of them may pair; set ATB_OPS_JOB_ID to a value of its own in "
+                    "each job's environment (or initialise torch.distributed, or pass each job its own rank table "
+                    "or commDomain)"),
+           true);
+  }
+}
+
 void JobCensus::awaitUnambiguous(Clock::time_point deadline) {
   const pid_t parent = ::getppid();
   int attempt = 0;
   while (true) {
     checkVerdict();
     const std::vector<Claim> claims = liveClaims(dir_);
-    std::map<int32_t, std::vector<pid_t>> byRank;
-    std::set<pid_t> claimed;
-    for (const Claim& c : claims) {
-      claimed.insert(c.pid);
-      if (c.scopeHash == scopeHash_) byRank[c.rank].push_back(c.pid);
-    }
-    for (auto& [rank, pids] : byRank) {
-      if (pids.size() < 2) continue;
-      std::sort(pids.begin(), pids.end());
-      refuse(c10::str("cannot tell which processes form this job: two processes claim rank ", rank,
-                      " of this communicator (pids ", c10::Join(", ", pids),
-                      "), so two jobs meet here and none of them may pair; set ATB_OPS_JOB_ID to a value of its own in "
-                      "each job's environment (or initialise torch.distributed, or pass each job its own rank table "
-                      "or commDomain)"),
-             true);
-    }
+    const std::map<int32_t, std::vector<pid_t>> byRank = claimsByRank(claims, scopeHash_);
+    refuseDuplicates(byRank, "");
     if (!parentScoped_) return;
     // Siblings that may still claim a rank here: young ones that have claimed nothing yet.
+    std::set<pid_t> claimed;
+    for (const Claim& c : claims) claimed.insert(c.pid);
     const uint64_t now = ticksSinceBoot();
     const uint64_t settle = kSettleSeconds * ticksPerSecond();
     std::vector<int64_t> undeclared;
@@ -249,19 +259,7 @@ void JobCensus::awaitUnambiguous(Clock::time_point deadline) {
 
 void JobCensus::recheck() {
   checkVerdict();
-  std::map<int32_t, std::vector<pid_t>> byRank;
-  for (const Claim& c : liveClaims(dir_)) {
-    if (c.scopeHash == scopeHash_) byRank[c.rank].push_back(c.pid);
-  }
-  for (auto& [rank, pids] : byRank) {
-    if (pids.size() < 2) continue;
-    std::sort(pids.begin(), pids.end());
-    refuse(c10::str("cannot tell which processes form this job: a second process claimed rank ", rank,
-                    " of this communicator while it was being made (pids ", c10::Join(", ", pids),
-                    "): two jobs meet here; set ATB_OPS_JOB_ID to a value of its own in each "
-                    "job's environment"),
-           true);
-  }
+  refuseDuplicates(claimsByRank(liveClaims(dir_), scopeHash_), " (the second arrived while it was being made)");
 }
 
 std::string JobCensus::strangers() const {

@@ -11,7 +11,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "comm/bootstrap/private_dir.h"
 #include "core/options.h"
@@ -63,6 +65,8 @@ class JobCensus {
 
  private:
   [[noreturn]] void refuse(const std::string& why, bool tellOthers);
+  // Refuses (and tells every claimant) when a rank of this scope has two claimants; `when` adds to the message.
+  void refuseDuplicates(std::map<int32_t, std::vector<pid_t>> byRank, const char* when);
   void checkVerdict() const;
   std::string describe() const;
 

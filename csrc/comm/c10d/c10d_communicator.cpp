@@ -149,22 +149,11 @@ std::string C10dCommunicator::deadPeers() const {
 
 std::string C10dCommunicator::remotePeers() const {
   const int64_t here = hostHash();
-  std::vector<std::pair<std::string, std::vector<int64_t>>> hosts;
+  std::vector<std::string> remote(peerHostNames_.size());
   for (size_t r = 0; r < peerHosts_.size(); ++r) {
-    if (peerHosts_[r] == here) continue;
-    auto it = std::find_if(hosts.begin(), hosts.end(), [&](const auto& h) { return h.first == peerHostNames_[r]; });
-    if (it == hosts.end()) {
-      hosts.push_back({peerHostNames_[r], {static_cast<int64_t>(r)}});
-    } else {
-      it->second.push_back(static_cast<int64_t>(r));
-    }
+    if (peerHosts_[r] != here) remote[r] = peerHostNames_[r];
   }
-  std::string out;
-  for (const auto& [name, ranks] : hosts) {
-    if (!out.empty()) out += ", ";
-    out += (ranks.size() == 1 ? "rank " : "ranks ") + formatRanks(ranks) + " on '" + name + "'";
-  }
-  return out;
+  return formatRanksByLabel(remote);
 }
 
 void C10dCommunicator::waitFor(const c10::intrusive_ptr<c10d::Work>& work, const char* what) const {
