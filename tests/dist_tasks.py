@@ -73,6 +73,16 @@ def seed_001(rank: int, world_size: int, path: str):
         return ones, ad.all_gather(mine)
 
 
+def large_all_gather(rank: int, world_size: int, path: str) -> int:
+    """An all_gather of 1 MiB + 6 bytes per rank (gloo moves ones of 1 MiB and more as an all-to-all in which a
+    rank's own block does not travel); returns the number of wrong elements."""
+    with cpu_path(path):
+        n = (1 << 19) + 3
+        out = ad.all_gather(torch.arange(n, dtype=torch.int16) + 7 * rank)
+        want = torch.cat([torch.arange(n, dtype=torch.int16) + 7 * r for r in range(world_size)])
+        return int((out.reshape(-1) != want).sum())
+
+
 def alltoallv_api(rank: int, world_size: int, x: torch.Tensor, layout, path: str):
     with cpu_path(path):
         return ad.all_to_all_v(x, *[torch.tensor(v, dtype=torch.int64) for v in layout])

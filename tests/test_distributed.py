@@ -51,6 +51,12 @@ def test_seed_001_all_gather(rank_pools, path):
         assert torch.equal(mine, want)
 
 
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("world_size", [2, 3])
+def test_large_all_gather(rank_pools, world_size, path):
+    assert rank_pools(world_size).run(dist_tasks.large_all_gather, path) == [0] * world_size
+
+
 def _random_layout(rng, n):
     counts = rng.integers(0, 4, (n, n))
     counts[rng.random((n, n)) < 0.3] = 0

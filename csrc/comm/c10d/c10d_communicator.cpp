@@ -250,17 +250,33 @@ void C10dCommunicator::doAllgather(const at::Tensor& send, at::Tensor& recv) {
   at::Tensor in = bytesOf(send);
   at::Tensor out = bytesOf(recv);
   // gloo's allgather is 3-4x slower than its all_to_all_single moving the same bytes once messages reach
-  // megabytes (measured on loopback, 2 ranks: 16 MiB each, 53 ms vs 15 ms), so large ones go as an
-  // all-to-all of size() copies of the input; small ones keep allgather's lower latency.
+  // megabytes (measured on loopback, 2 ranks: 16 MiB each, 53 ms vs 15 ms), so large ones go as an all-to-all
+  // of the input to every other rank; small ones keep allgather's lower latency. The own block does not travel
+  // (across two emulated hosts on a 10 Gbit/s link, 8 MiB each: 14.5 ms with it, 11.5 ms without).
   constexpr int64_t kAllToAllFromBytes = int64_t{1} << 20;
-  if (size() > 1 && in.numel() >= kAllToAllFromBytes) {
-    at::Tensor copies = at::empty({size(), in.numel()}, in.options());
-    if (options().hugePages) adviseHugePages(copies);
-    copies.copy_(in.unsqueeze(0).expand({size(), in.numel()}));
-    copies = copies.view({-1});
-    std::vector<int64_t> inSplits(static_cast<size_t>(size()), in.numel());
-    std::vector<int64_t> outSplits = inSplits;
-    waitFor(backend_->alltoall_base(out, copies, outSplits, inSplits), "allgather");
+  const int64_t n = in.numel();
+  if (size() > 1 && n >= kAllToAllFromBytes) {
+    const int64_t others = size() - 1;
+    const auto* inBegin = static_cast<const char*>(in.data_ptr());
+    const auto* outBegin = static_cast<const char*>(out.data_ptr());
+    // An input inside the output (gathering in place) would be overwritten while it is read: work on a copy.
+    if (inBegin < outBegin + out.numel() && outBegin < inBegin + n) in = in.clone();
+    at::Tensor copies = in;  // two ranks: the one block to send is the input itself
+    if (others > 1) {
+      copies = at::empty({others, n}, in.options());
+      if (options().hugePages) adviseHugePages(copies);
+      copies.copy_(in.unsqueeze(0).expand({others, n}));
+      copies = copies.view({-1});
+    }
+    std::vector<int64_t> inSplits(static_cast<size_t>(size()), n);
+    inSplits[rank()] = 0;
+    std::vector<int64_t> outSplits = inSplits;           // two vectors: the backend moves from what it is given
+    at::Tensor received = out.narrow(0, 0, others * n);  // the blocks arrive packed, without this rank's
+    waitFor(backend_->alltoall_base(received, copies, outSplits, inSplits), "allgather");
+    auto* base = static_cast<char*>(out.data_ptr());
+    const int64_t after = size() - 1 - rank();  // blocks of higher ranks move up one slot, then this rank's goes in
+    if (after > 0) std::memmove(base + (rank() + 1) * n, base + rank() * n, static_cast<size_t>(after * n));
+    std::memcpy(base + rank() * n, in.data_ptr(), static_cast<size_t>(n));
     return;
   }
   waitFor(backend_->_allgather_base(out, in), "allgather");
