@@ -368,3 +368,40 @@ LABELS_SHARING_A_PREFIX = """
         print(json.dumps({"error": str(e).splitlines()[0]}))
     dist.destroy_process_group()
 """
+
+# argv: rank. Rank 0 keeps one operation for every call; rank 1 makes a new one for each call and drops the last
+# (as ATB's send/recv test does per dtype): Send/Recv and AllGather, three rounds. Prints {"wrong"} or {"error"}.
+REMADE_EACH_CALL = """
+    import json, os, sys, torch
+    if os.environ.get("EMULATE") == "1":
+        import torch_npu  # noqa: F401  backend "hccl": HCCL's C API on CPU ranks
+    import atb_ops
+    rank = int(sys.argv[1])
+    backend = os.environ.get("BACKEND", "shm")
+
+    def make(name, **extra):
+        op = torch.classes.OperationTorch.OperationTorch(name)
+        op.set_param(json.dumps({"rank": rank, "rankSize": 2, "backend": backend, "commDomain": "remade", **extra}))
+        return op
+
+    wrong = 0
+    kept = {}
+    try:
+        for round_, dtype in enumerate((torch.float32, torch.int32, torch.float16)):
+            value = torch.arange(6).to(dtype) + 10 * round_
+            if rank == 0:
+                send = kept.setdefault("send", make("SendOperation", destRank=1))
+                send.execute([value])
+                gather = kept.setdefault("gather", make("AllGatherOperation"))
+            else:
+                (got,) = make("RecvOperation", srcRank=0).execute([torch.empty(6, dtype=dtype)])
+                wrong += int((got != value).sum())
+                gather = make("AllGatherOperation")
+            (g,) = gather.execute([value + rank])
+            wrong += int((g != torch.stack([value, value + 1])).sum())
+            del gather
+    except RuntimeError as e:
+        print(json.dumps({"error": str(e).splitlines()[0]}))
+        sys.exit(0)
+    print(json.dumps({"wrong": wrong}))
+"""

@@ -331,3 +331,21 @@ def test_call_labels_that_share_31_characters_still_differ(tmp_path):
                                   120)):
         assert "error" in report and "operation" in report["error"], report
         assert "torch.distributed.redu~" in report["error"], report
+
+
+@pytest.mark.parametrize("backend", ["shm", "hccl"])
+def test_a_rank_that_remakes_its_operation_each_call_meets_one_that_keeps_it(backend):
+    """ATB's send/recv test makes a new RecvOperation per dtype on the receiving ranks while the senders keep
+    theirs. atb_ops releases a communicator with its last operation (ATB pools them for the process's life), so the
+    sender's next call finds its peer gone before any data moves (ERROR_COMM_PEER_LEFT) and moves to the fresh
+    communicator the receiver's new operation is making: every round's values arrive, on shm and on HCCL's C API on
+    CPU (under the NPU emulation), within seconds."""
+    env = clean_env(ATB_OPS_TIMEOUT="60", ATB_OPS_JOB_ID=uuid.uuid4().hex, BACKEND=backend)
+    if backend == "hccl":
+        from atb_ops.emulation import launcher
+
+        env["EMULATE"] = "1"
+        env.update(launcher.emulation_env("cpu", base=env))
+    began = time.monotonic()
+    assert _reports(run_ranks(tasks.REMADE_EACH_CALL, 2, env, timeout_s=150)) == [{"wrong": 0}] * 2
+    assert time.monotonic() - began < 60

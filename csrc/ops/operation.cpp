@@ -43,13 +43,17 @@ std::vector<at::Tensor> Operation::execute(const std::vector<at::Tensor>& inputs
 }
 
 void Operation::runRetrying(const Plan& p, const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) {
-  try {
-    run(p, inputs, outputs);
-  } catch (const StatusError& e) {
-    if (!mayRetry(e)) throw;
-    run(p, inputs, outputs);
+  // A peer may release a communicator more than once in a row (a rank that re-makes its operations call after
+  // call): follow it a few times, then give up with its error.
+  constexpr int kMaxMoves = 16;
+  for (int move = 0;; ++move) {
+    try {
+      run(p, inputs, outputs);
+      return;
+    } catch (const StatusError& e) {
+      if (move == kMaxMoves || !mayRetry(e)) throw;
+    }
   }
-  ranOnce();
 }
 
 void Operation::executeOut(const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs) {
@@ -126,12 +130,11 @@ std::shared_ptr<Communicator> CommOperation::communicatorFor(const at::Tensor& x
   if (comm_ && commDevice_ == x.device()) return comm_;
   comm_ = acquireCommunicator(configFromParam(p, x.device()));
   commDevice_ = x.device();
-  commUsed_.store(false, std::memory_order_relaxed);
   return comm_;
 }
 
 bool CommOperation::mayRetry(const StatusError& error) {
-  if (error.status() != Status::ERROR_COMM_PEER_LEFT || commUsed_.load(std::memory_order_relaxed)) return false;
+  if (error.status() != Status::ERROR_COMM_PEER_LEFT) return false;
   std::lock_guard<std::mutex> lock(commMutex_);
   comm_.reset();  // failed, so the cache makes a fresh one
   return true;

@@ -6,7 +6,6 @@
 
 #include <ATen/core/Tensor.h>
 
-#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -63,12 +62,11 @@ class Operation {
   // A fresh output (the communicator may place it where peers reach it faster).
   virtual at::Tensor allocate(const TensorDesc& desc, const at::Tensor& firstInput) = 0;
   // Whether `run` may run once more after failing with `error`, before any data moved (the operation then
-  // takes a fresh communicator); and that a run succeeded.
+  // takes a fresh communicator).
   virtual bool mayRetry(const StatusError& error) {
     (void)error;
     return false;
   }
-  virtual void ranOnce() {}
 
  private:
   void runRetrying(const Plan& plan, const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs);
@@ -98,10 +96,11 @@ class CommOperation : public Operation {
   const CommParam& param() const;
   std::shared_ptr<Communicator> communicatorFor(const at::Tensor& x);
   at::Tensor allocate(const TensorDesc& desc, const at::Tensor& firstInput) override;
-  // The first call of this operation on a shared communicator finds that a peer released it (its operation was
-  // destroyed, later or earlier than this rank's): every rank then meets in a fresh one.
+  // A call finds, before any data moved, that a peer released the communicator (its last operation went: it was
+  // dropped earlier or later than this rank's, or a rank re-makes its operation per call, as ATB's tests do):
+  // this operation moves to a fresh one, which the peer's new operation is making. ATB keeps communicators in a
+  // process-wide pool instead; here they go with their last user, and the ranks meet again.
   bool mayRetry(const StatusError& error) override;
-  void ranOnce() override { commUsed_.store(true, std::memory_order_relaxed); }
   // Input count, x defined and of a supported dtype.
   void checkInputs(const std::vector<at::Tensor>& inputs, size_t expected) const;
   // Whether the param asks for one of ATB's own backends (hccl, lccl), whose extra checks then apply.
@@ -119,7 +118,6 @@ class CommOperation : public Operation {
   std::mutex commMutex_;                // threads sharing this operation ask for its communicator at once
   std::shared_ptr<Communicator> comm_;  // for commDevice_
   c10::Device commDevice_{c10::DeviceType::CPU};
-  std::atomic<bool> commUsed_{false};  // a run of this operation completed on comm_
 };
 
 }  // namespace atb_ops

@@ -192,11 +192,18 @@ void JobCensus::refuse(const std::string& why, bool tellOthers) {
       auto& v = *static_cast<VerdictRecord*>(f.base());
       int n = 0;
       for (const Claim& c : liveClaims(dir_)) {
-        if (c.scopeHash == scopeHash_ && n < kVerdictPids) {
+        if (c.scopeHash == scopeHash_ && n < kVerdictPids - 1) {
           v.pids[n] = c.pid;
           v.starts[n] = c.startTime;
           ++n;
         }
+      }
+      if (parentScoped_) {
+        // The scope is the parent's: the verdict holds while it lives, so a rank of either job that starts late
+        // (after the others failed and exited) is told too, instead of waiting alone for a partner.
+        v.pids[n] = ::getppid();
+        v.starts[n] = processStartTime(v.pids[n]);
+        ++n;
       }
       v.count = n;
       std::strncpy(v.reason, why.c_str(), sizeof(v.reason) - 1);

@@ -85,6 +85,12 @@ class HcclApi {
   virtual int32_t getCommAsyncError(CommHandle comm, int32_t* asyncError) = 0;
   // HcclGetErrorString where the library has it, else the result's name.
   virtual std::string errorString(int32_t hcclResult) = 0;
+  // Whether the call that just failed found that a peer released the communicator (its last user went): only
+  // HCCL on CPU can tell; on an NPU it is a failure like any other.
+  virtual bool peerLeft(int32_t hcclResult) {
+    (void)hcclResult;
+    return false;
+  }
 
   // --- collectives (HCCL), enqueued on `stream`; counts and displacements in elements ---
   virtual int32_t alltoAllV(const void* sendBuf, const uint64_t* sendCounts, const uint64_t* sdispls, int32_t sendType,

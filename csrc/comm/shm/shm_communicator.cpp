@@ -75,8 +75,9 @@ ShmCommunicator::ShmCommunicator(const CommConfig& config)
 }
 
 ShmCommunicator::~ShmCommunicator() {
-  // A communicator that failed told its peers why already (abortPeers); a healthy one tells them it left.
-  if (!failed()) att_.view.slot(rank()).released.store(1, std::memory_order_release);
+  // Peers waiting on this rank learn it left (a peer that gave up told them why first: checkHealth reads that
+  // before a release).
+  att_.view.slot(rank()).released.store(1, std::memory_order_release);
 }
 
 uint64_t ShmCommunicator::reachable(const void* data, uint64_t bytes, at::Tensor& keep) {
@@ -138,7 +139,7 @@ void ShmCommunicator::awaitPeers(const Call& c, Word word, Word waiters, Wanted 
                   att_.spin);
     }
   } catch (const c10::Error& e) {
-    abortPeers(e.what_without_backtrace());
+    giveUp(e);
     throw;
   }
 }
@@ -185,6 +186,14 @@ bool ShmCommunicator::allEager(const Call& c) const {
     if (att_.view.post(i, c.parity).eager == 0) return false;
   }
   return true;
+}
+
+void ShmCommunicator::giveUp(const c10::Error& e) {
+  // A peer that left is no reason to abort: every rank finds it for itself, and operations move to a fresh
+  // communicator, which an abort recorded here would make look like a death.
+  const auto* status = dynamic_cast<const StatusError*>(&e);
+  if (status != nullptr && status->status() == Status::ERROR_COMM_PEER_LEFT) return;
+  abortPeers(e.what_without_backtrace());
 }
 
 void ShmCommunicator::abortPeers(const std::string& reason) {
@@ -503,7 +512,7 @@ void ShmCommunicator::runPipeline(const Call& c, const PipeShards& shards) {
   try {
     runReducePipeline(att_.view, memory_, rank(), c.parity, shards, idle);
   } catch (const c10::Error& e) {
-    abortPeers(e.what_without_backtrace());
+    giveUp(e);
     throw;
   }
 }
@@ -551,7 +560,7 @@ void ShmCommunicator::waitWord(std::atomic<uint32_t>& word, std::atomic<uint32_t
   try {
     waitReached(word, waiters, target, WaitTarget{what, peer, memory_.pid(peer)}, options().timeout, health, att_.spin);
   } catch (const c10::Error& e) {
-    abortPeers(e.what_without_backtrace());
+    giveUp(e);
     throw;
   }
 }

@@ -84,6 +84,8 @@ class ShmCommunicator final : public Communicator {
   int64_t reduceEagerLimit() const;
   void runPipeline(const Call& c, const PipeShards& shards);
   void abortPeers(const std::string& reason);
+  // abortPeers with the error that ended this rank's wait (none for a peer that left: ERROR_COMM_PEER_LEFT).
+  void giveUp(const c10::Error& e);
   // Raises when a peer process is gone or a peer gave up; runs while waits sleep.
   void checkHealth(const char* what) const;
 

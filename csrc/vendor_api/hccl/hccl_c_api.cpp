@@ -29,9 +29,11 @@ using atb_ops::hccl_cpu::CpuComm;
 namespace {
 
 thread_local std::string lastError;
+thread_local int32_t lastStatus = 0;  // atb_ops::Status of this thread's last failure
 
-HcclResult fail(HcclResult code, const std::string& why) {
+HcclResult fail(HcclResult code, const std::string& why, atb_ops::Status status = atb_ops::Status::ERROR_HCCL_FAIL) {
   lastError = why;
+  lastStatus = static_cast<int32_t>(status);
   return code;
 }
 
@@ -55,7 +57,7 @@ HcclResult guarded(F&& body) {
     lastError.clear();
     return HCCL_SUCCESS;
   } catch (const atb_ops::StatusError& e) {
-    return fail(toHcclResult(e.status()), e.what_without_backtrace());
+    return fail(toHcclResult(e.status()), e.what_without_backtrace(), e.status());
   } catch (const c10::Error& e) {
     return fail(HCCL_E_INTERNAL, e.what_without_backtrace());
   } catch (const std::exception& e) {
@@ -184,6 +186,12 @@ extern "C" {
 // Not part of HCCL: the full text of this thread's last failure (HcclGetErrorString only names codes).
 __attribute__((visibility("default"))) const char* atbOpsHcclCpuLastError() {
   return lastError.c_str();
+}
+
+// Not part of HCCL: the atb_ops status of this thread's last failure (a peer that released the communicator is
+// told apart from one that died, which HCCL's codes cannot say).
+__attribute__((visibility("default"))) int32_t atbOpsHcclCpuLastStatus() {
+  return lastStatus;
 }
 
 HcclResult HcclGetRootInfo(HcclRootInfo* rootInfo) {

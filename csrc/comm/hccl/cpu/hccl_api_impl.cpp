@@ -14,6 +14,7 @@
 #include "core/reduce.h"
 
 extern "C" const char* atbOpsHcclCpuLastError();
+extern "C" int32_t atbOpsHcclCpuLastStatus();
 
 namespace atb_ops::hccl {
 
@@ -65,6 +66,10 @@ class CpuHcclApi final : public HcclApi {
     const HcclResult rc = HcclGetCommAsyncError(comm, &async);
     *asyncError = async;
     return rc;
+  }
+  bool peerLeft(int32_t hcclResult) override {
+    return hcclResult != HCCL_SUCCESS &&
+           atbOpsHcclCpuLastStatus() == static_cast<int32_t>(Status::ERROR_COMM_PEER_LEFT);
   }
   std::string errorString(int32_t hcclResult) override {
     const std::string detail = atbOpsHcclCpuLastError();
