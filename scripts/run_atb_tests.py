@@ -33,9 +33,11 @@ every file runs exactly as published. ``--check-fixes`` only checks that every f
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -269,11 +271,17 @@ def run_file(test: TestFile, device: str, timeout: float) -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([*filter(None, [env.get("PYTHONPATH")]), *map(str, test.python_path)])
     start = time.monotonic()
+    # A session of its own: on a timeout the whole file goes, the ranks it started too (they outlive their parent
+    # otherwise and wait in their rendezvous until ATB_OPS_TIMEOUT, under a later file's feet).
+    child = subprocess.Popen(command, cwd=test.cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                             start_new_session=True)
     try:
-        proc = subprocess.run(command, cwd=test.cwd, capture_output=True, text=True, timeout=timeout, check=False,
-                              env=env)
-    except subprocess.TimeoutExpired as e:
-        out = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        stdout, stderr = child.communicate(timeout=timeout)
+        proc = subprocess.CompletedProcess(command, child.returncode, stdout, stderr)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)
+        out, _ = child.communicate()
         return {"name": test.name, "verdict": "TIMEOUT", "children": [], "tests_run": 0, "skipped": 0,
                 "seconds": round(time.monotonic() - start, 1), "tail": out[-2000:], "fixes": list(test.fixes)}
     output = proc.stdout + proc.stderr
