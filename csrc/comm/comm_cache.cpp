@@ -10,6 +10,7 @@
 
 #include "comm/backend_registry.h"
 #include "comm/communicator.h"
+#include "core/process.h"
 #include "core/status.h"
 
 namespace atb_ops {
@@ -126,6 +127,7 @@ std::vector<std::shared_ptr<Communicator>> liveCommunicators(const std::string& 
 }
 
 void clearCommunicatorCache(bool shutdown) {
+  if (shutdown) markProcessExiting();
   Cache& c = cache();
   std::map<Key, Entry> doomed;
   {

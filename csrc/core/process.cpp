@@ -22,6 +22,7 @@ namespace atb_ops {
 namespace {
 
 std::atomic<pid_t> cachedPid{0};
+std::atomic<bool> exiting{false};
 
 void forgetCachedPid() {
   cachedPid.store(0, std::memory_order_relaxed);
@@ -38,6 +39,14 @@ pid_t thisProcessId() {
   const pid_t self = ::getpid();
   cachedPid.store(self, std::memory_order_relaxed);
   return self;
+}
+
+void markProcessExiting() {
+  exiting.store(true, std::memory_order_release);
+}
+
+bool processExiting() {
+  return exiting.load(std::memory_order_acquire);
 }
 
 bool processAlive(pid_t pid) {

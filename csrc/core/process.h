@@ -30,6 +30,12 @@ struct Sibling {
 // Reads /proc; processes of other users are not listed.
 std::vector<Sibling> unscopedSiblings();
 
+// Set once this process has begun to exit (Python's atexit, through clearCommunicatorCache(shutdown)):
+// communicators torn down from then on belong to a process that is going, so peers must learn of a death,
+// not of a release they could follow into a new communicator.
+void markProcessExiting();
+bool processExiting();
+
 // Now, and a tick's length, in the clock of processStartTime (clock ticks since boot).
 uint64_t ticksSinceBoot();
 uint64_t ticksPerSecond();

@@ -76,8 +76,9 @@ ShmCommunicator::ShmCommunicator(const CommConfig& config)
 
 ShmCommunicator::~ShmCommunicator() {
   // Peers waiting on this rank learn it left (a peer that gave up told them why first: checkHealth reads that
-  // before a release).
-  att_.view.slot(rank()).released.store(1, std::memory_order_release);
+  // before a release). A process on its way out does not say so: it will not follow them into a new
+  // communicator, and its peers must hear of its death (checkHealth sees its pid gone).
+  if (!processExiting()) att_.view.slot(rank()).released.store(1, std::memory_order_release);
 }
 
 uint64_t ShmCommunicator::reachable(const void* data, uint64_t bytes, at::Tensor& keep) {
