@@ -106,6 +106,10 @@ assert host.to("npu", torch.float16).dtype == torch.float16
 assert host.to(torch.device("npu:0")).data_ptr() != host.data_ptr()
 assert host.to("cpu").data_ptr() == host.data_ptr()  # non-NPU names pass through untouched
 assert host.to(torch.float32).dtype == torch.float32
+# A bare index is the accelerator's, which torch_npu makes the NPU (ATB: x.to(torch.npu.current_device())).
+t = host.to(torch.npu.current_device())
+assert t.device.type == "cpu" and t.data_ptr() != host.data_ptr() and torch.equal(t, host)
+assert host.to(1, torch.float16).dtype == torch.float16 and torch.zeros(2, device=0).device.type == "cpu"
 for make in (
     lambda d: torch.zeros(2, 3, device=d), lambda d: torch.ones(2, device=d), lambda d: torch.empty(4, device=d),
     lambda d: torch.full((2,), 7, device=d), lambda d: torch.arange(5, device=d), lambda d: torch.rand(2, device=d),
@@ -121,6 +125,7 @@ assert torch.device("npu:3").type == "npu" and str(torch.device("npu:3")) == "np
 m = torch.nn.Linear(2, 2)
 w = m.weight
 assert m.npu() is m and m.weight is w and m.to("npu:0") is m and m.weight.device.type == "cpu"
+assert m.to(0) is m and m.weight.device.type == "cpu"
 buf = io.BytesIO()
 torch.save({"x": host}, buf)
 buf.seek(0)

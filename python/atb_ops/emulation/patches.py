@@ -44,9 +44,15 @@ def _names_npu(value: Any) -> bool:
     return devices.is_npu_name(value)
 
 
-def _wrap(fn: Callable[..., Any], copy_to_npu: bool = False) -> Callable[..., Any]:
+def _is_index(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _wrap(fn: Callable[..., Any], copy_to_npu: bool = False, method_to: bool = False) -> Callable[..., Any]:
     """A wrapper of `fn` that translates NPU names among its positional and device keyword arguments.
 
+    A bare index as the device (``device=0``, or ``tensor.to(0)`` with method_to) names the accelerator,
+    which torch_npu makes the NPU: ATB's scripts write ``x.to(torch.npu.current_device())``.
     With copy_to_npu (Tensor.to), moving a CPU tensor "to the NPU" under --device cpu copies it, as a
     host-to-device transfer would, so a script that later writes into one never changes the other.
     """
@@ -56,12 +62,20 @@ def _wrap(fn: Callable[..., Any], copy_to_npu: bool = False) -> Callable[..., An
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         to_npu = False
+        if method_to and len(args) > 1 and _is_index(args[1]):
+            args = (args[0], devices.real_device(args[1]), *args[2:])
+            to_npu = True
         if args:
-            to_npu = any(_names_npu(a) for a in args)
-            if to_npu:
+            named = any(_names_npu(a) for a in args)
+            if named:
                 args = tuple(devices.translate(a) for a in args)
+            to_npu = to_npu or named
         for key in DEVICE_KWARGS:
             if key in kwargs:
+                if key != "map_location" and _is_index(kwargs[key]):
+                    kwargs[key] = devices.real_device(kwargs[key])
+                    to_npu = True
+                    continue
                 to_npu = to_npu or _names_npu(kwargs[key])
                 kwargs[key] = _translate_any(kwargs[key])
         if copy_to_npu and to_npu and config.emulated_device() == "cpu" and "copy" not in kwargs:
@@ -171,9 +185,11 @@ def install() -> None:
         if fn is not None:
             setattr(torch, name, _wrap(fn))
     for name in TENSOR_METHODS:
-        setattr(torch.Tensor, name, _wrap(getattr(torch.Tensor, name), copy_to_npu=name == "to"))
+        setattr(
+            torch.Tensor, name, _wrap(getattr(torch.Tensor, name), copy_to_npu=name == "to", method_to=name == "to")
+        )
     for name in MODULE_METHODS:
-        setattr(torch.nn.Module, name, _wrap(getattr(torch.nn.Module, name)))
+        setattr(torch.nn.Module, name, _wrap(getattr(torch.nn.Module, name), method_to=name == "to"))
     torch.Tensor.npu = _tensor_npu
     torch.Tensor.is_npu = property(_is_npu)
     torch.nn.Module.npu = _module_npu
