@@ -3,26 +3,17 @@
 from __future__ import annotations
 
 import contextlib
-import os
 
 import torch
 import torch.distributed as dist
 
 from atb_ops import distributed as ad
+from tests.procs import environment
 
 
-@contextlib.contextmanager
-def cpu_path(path: str):
+def cpu_path(path: str) -> contextlib.AbstractContextManager[None]:
     """Force the CPU path (shm / group) for the calls inside."""
-    old = os.environ.get("ATB_OPS_CPU_PATH")
-    os.environ["ATB_OPS_CPU_PATH"] = path
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop("ATB_OPS_CPU_PATH", None)
-        else:
-            os.environ["ATB_OPS_CPU_PATH"] = old
+    return environment({"ATB_OPS_CPU_PATH": path})
 
 
 def seed_000(rank: int, world_size: int, path: str):

@@ -12,28 +12,13 @@ import json
 import os
 import random
 import threading
-from contextlib import contextmanager
 
 import torch
 
 from tests.golden import DTYPES
+from tests.procs import environment
 
 SENTINEL = 0x7F  # outside every dtype's value range below (|v| <= 125, bool 0/1, floats NaN/huge)
-
-
-@contextmanager
-def environment(env: dict[str, str] | None):
-    """Sets variables for the block (they are read when a communicator is created), then restores them."""
-    saved = {k: os.environ.get(k) for k in (env or {})}
-    os.environ.update(env or {})
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def values(src: int, dst: int, count: int, dtype: torch.dtype, call: int) -> torch.Tensor:
@@ -256,7 +241,7 @@ def arena_off_on_rank0_main(rank: int, world_size: int, job: str, matrices: list
         os.environ["ATB_OPS_SHM_ARENA"] = "0"
     try:
         wrong = run_matrices(rank, world_size, "float32", matrices, "fastpath_arena_off", 2, 4, None, "both")
-        results.put((rank, wrong, arena_state(rank, world_size)))
+        results.put((rank, "", (wrong, arena_state(rank, world_size))))
     except BaseException:  # noqa: BLE001 - reported to the test
         results.put((rank, traceback.format_exc(), None))
 

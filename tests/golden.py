@@ -11,18 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-DTYPES: dict[str, torch.dtype] = {
-    "int8": torch.int8,
-    "int16": torch.int16,
-    "int32": torch.int32,
-    "int64": torch.int64,
-    "float16": torch.float16,
-    "bfloat16": torch.bfloat16,
-    "float32": torch.float32,
-    "uint8": torch.uint8,
-    "bool": torch.bool,
-    "float64": torch.float64,
-}
+from atb_ops.bench.workload import DTYPES  # the dtypes every backend moves, by name (one table for all)
 
 # A byte pattern no test writes on purpose: an element still holding it was never received.
 SENTINEL_BYTE = 0xA5

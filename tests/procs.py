@@ -1,5 +1,6 @@
 """Rank processes started apart from the pool: each a fresh interpreter running a snippet, so a crash, an
-abort or a hang there cannot take pytest down, and every exit status is returned to be checked."""
+abort or a hang there cannot take pytest down, and every exit status is returned to be checked; and the
+environment of ranks (a job's variables left out, or set for a block and restored)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +40,22 @@ def clean_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in JOB_VARIABLES}
     env.update(extra)
     return env
+
+
+@contextmanager
+def environment(env: dict[str, str] | None) -> Iterator[None]:
+    """Sets variables of this process for the block (atb_ops reads them when a communicator or a process is
+    made), then restores each to what it was, unset included."""
+    saved = {k: os.environ.get(k) for k in (env or {})}
+    os.environ.update(env or {})
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def start(code: str, args: list[str], env: dict[str, str]) -> subprocess.Popen:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from atb_ops._launch import free_port  # noqa: F401  (tests import it from here too)
+from tests.procs import environment
 
 
 def _worker(rank: int, world_size: int, env: dict[str, str], tasks: mp.Queue, results: mp.Queue) -> None:
@@ -69,17 +70,9 @@ class RankPool:
         ]
         # Started with the job's variables in their environment from the first instruction (spawn copies
         # os.environ), so other processes see them as ranks of a job of their own (/proc/<pid>/environ).
-        saved = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)
-        try:
+        with environment(env):
             for p in self._procs:
                 p.start()
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
 
     def run(self, fn: Callable[..., Any], *args: Any, per_rank: Sequence[tuple] | None = None) -> list[Any]:
         """Run fn(rank, world_size, *args, *per_rank[rank]) on every rank; results in rank order.

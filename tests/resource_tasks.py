@@ -8,6 +8,8 @@ import os
 
 import torch
 
+from tests.procs import environment
+
 # argv: rank, field ("rankSize" or "rankRoot"), bootstrap ("node-local" or "store"). Rank 1 disagrees with
 # rank 0 on `field`; prints {"error", "seconds"}.
 CREATION_DISAGREEMENT = """
@@ -131,16 +133,9 @@ def split_setting_differs(rank: int, world_size: int, domain: str) -> int:
     """Rank 0 (the root, and the busy receiver) has ATB_OPS_SHM_SPLIT=1, rank 1 (its sender) 0. Rank 1 sends
     4 Mi float32 to rank 0, rank 0 sends 1 Ki to rank 1; execute_out into sentinel-filled outputs. Returns the
     number of output elements that are not what was sent."""
-    old = os.environ.get("ATB_OPS_SHM_SPLIT")
-    os.environ["ATB_OPS_SHM_SPLIT"] = "1" if rank == 0 else "0"
-    try:
+    with environment({"ATB_OPS_SHM_SPLIT": "1" if rank == 0 else "0"}):
         op = torch.classes.OperationTorch.OperationTorch("AllToAllVV2Operation")
         op.set_param(json.dumps({"rank": rank, "rankSize": 2, "backend": "shm", "commDomain": domain}))
-    finally:
-        if old is None:
-            os.environ.pop("ATB_OPS_SHM_SPLIT", None)
-        else:
-            os.environ["ATB_OPS_SHM_SPLIT"] = old
     big, small, self_n = 4 << 20, 1024, 16
     send = [self_n, small] if rank == 0 else [big, self_n]
     recv = [self_n, big] if rank == 0 else [small, self_n]

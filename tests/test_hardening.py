@@ -17,6 +17,7 @@ import pytest
 
 from atb_ops import doctor
 from tests import hardening_tasks
+from tests.procs import run_ranks
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -200,14 +201,11 @@ def test_something_at_the_rendezvous_name_fails_both_ranks_fast(kind):
                 print(f"{time.time() - start:.1f}", str(e)[:400])
         """
         env = {**os.environ, "ATB_OPS_JOB_ID": job, "ATB_OPS_TIMEOUT": "60"}
-        procs = [subprocess.Popen([sys.executable, "-c", textwrap.dedent(code), str(r)], stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT) for r in range(2)]
-        outputs = [p.communicate(timeout=120) for p in procs]
-        for p, (out, err) in zip(procs, outputs, strict=True):
-            assert p.returncode == 0, err[-2000:]
-            seconds, message = out.strip().split(" ", 1)
+        for rank in run_ranks(code, 2, env, timeout_s=120):
+            assert rank.returncode == 0, rank.stderr[-2000:]
+            seconds, message = rank.stdout.strip().split(" ", 1)
             assert message.startswith("ERROR_RT_FAIL") and str(path) in message, message
-            assert float(seconds) < 10, out  # at once, not after ATB_OPS_TIMEOUT
+            assert float(seconds) < 10, rank.stdout  # at once, not after ATB_OPS_TIMEOUT
         # The root unlinked what it made; nothing new is left in the folder.
         assert set(folder.iterdir()) == before
     finally:
@@ -236,11 +234,8 @@ def test_stale_record_of_a_dead_root_is_replaced():
     """
     env = {**os.environ, "ATB_OPS_JOB_ID": job, "ATB_OPS_TIMEOUT": "30"}
     try:
-        procs = [subprocess.Popen([sys.executable, "-c", textwrap.dedent(code), str(r)], stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT) for r in range(2)]
-        outputs = [p.communicate(timeout=90) for p in procs]
-        for p, (out, err) in zip(procs, outputs, strict=True):
-            assert p.returncode == 0 and out.strip() == "[[0.0, 1.0]]", out + err[-2000:]
+        for rank in run_ranks(code, 2, env, timeout_s=90):
+            assert rank.returncode == 0 and rank.stdout.strip() == "[[0.0, 1.0]]", rank.stdout + rank.stderr[-2000:]
     finally:
         path.unlink(missing_ok=True)
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.test_hccl_mock import HCCL_DTYPE, STREAM_BASE, calls_on, close_all, fresh_mock, make_comms, run_ranks
+from tests.test_hccl_mock import HCCL_DTYPE, STREAM_BASE, calls_on, close_all, fresh_mock, make_comms, run_threads
 
 HCCL_REDUCE_OP = {"sum": 0, "prod": 1, "max": 2, "min": 3}  # HcclReduceOp in hccl_types.h
 N = 3
@@ -68,7 +68,7 @@ def test_all_reduce_count_is_elements(dtype, op):
     try:
         xs = _inputs(dtype, 10)
         outs = [torch.empty_like(x) for x in xs]
-        run_ranks(N, lambda r: comms[r].allreduce(xs[r], outs[r], op))
+        run_threads(N, lambda r: comms[r].allreduce(xs[r], outs[r], op))
         for r, comm in enumerate(comms):
             call = _the_call(comm, "HcclAllReduce")
             assert call["count"] == 10 and call["dataType"] == HCCL_DTYPE[dtype] and call["op"] == HCCL_REDUCE_OP[op]
@@ -83,7 +83,7 @@ def test_reduce_scatter_recv_count_is_elements_per_rank():
     try:
         xs = _inputs(torch.float32, 4 * N)
         outs = [torch.empty(4) for _ in range(N)]
-        run_ranks(N, lambda r: comms[r].reduce_scatter(xs[r], outs[r]))
+        run_threads(N, lambda r: comms[r].reduce_scatter(xs[r], outs[r]))
         for r, comm in enumerate(comms):
             call = _the_call(comm, "HcclReduceScatter")
             assert call["recvCount"] == 4 and call["sendBuf"] == xs[r].data_ptr()
@@ -97,7 +97,7 @@ def test_all_gather_send_count_is_elements_per_rank():
     try:
         xs = _inputs(torch.int16, 6)
         outs = [torch.empty(6 * N, dtype=torch.int16) for _ in range(N)]
-        run_ranks(N, lambda r: comms[r].allgather(xs[r], outs[r]))
+        run_threads(N, lambda r: comms[r].allgather(xs[r], outs[r]))
         for r, comm in enumerate(comms):
             call = _the_call(comm, "HcclAllGather")
             assert call["count"] == 6 and call["dataType"] == HCCL_DTYPE[torch.int16]
@@ -110,7 +110,7 @@ def test_broadcast_count_and_root():
     comms = make_comms(N)
     try:
         xs = _inputs(torch.float16, 7)
-        run_ranks(N, lambda r: comms[r].broadcast(xs[r], 2))
+        run_threads(N, lambda r: comms[r].broadcast(xs[r], 2))
         for r, comm in enumerate(comms):
             call = _the_call(comm, "HcclBroadcast")
             assert call["count"] == 7 and call["root"] == 2 and call["buf"] == xs[r].data_ptr()
@@ -125,7 +125,7 @@ def test_reduce_scatterv_arrays_are_elements():
         counts, displs = [2, 0, 5], [9, 0, 2]  # gaps, an empty rank, out of order
         xs = _inputs(torch.float32, 12)
         outs = [torch.full((counts[r],), -1.0) for r in range(N)]
-        run_ranks(N, lambda r: comms[r].reduce_scatterv(xs[r], counts, displs, outs[r]))
+        run_threads(N, lambda r: comms[r].reduce_scatterv(xs[r], counts, displs, outs[r]))
         for r, comm in enumerate(comms):
             call = _the_call(comm, "HcclReduceScatterV")
             assert call["sendCounts"] == counts and call["sendDispls"] == displs and call["recvCount"] == counts[r]
@@ -139,7 +139,7 @@ def test_all_gatherv_arrays_are_elements():
         counts, displs = [3, 1, 2], [3, 0, 6]
         xs = [_inputs(torch.int32, 3)[r][: counts[r]] for r in range(N)]
         outs = [torch.full((8,), -7, dtype=torch.int32) for _ in range(N)]
-        run_ranks(N, lambda r: comms[r].allgatherv(xs[r], counts, displs, outs[r]))
+        run_threads(N, lambda r: comms[r].allgatherv(xs[r], counts, displs, outs[r]))
         for r, comm in enumerate(comms):
             call = _the_call(comm, "HcclAllGatherV")
             assert call["sendCount"] == counts[r]
@@ -153,7 +153,7 @@ def test_send_and_recv_counts_are_elements():
     try:
         x = torch.arange(9, dtype=torch.float64)
         got = torch.zeros(9, dtype=torch.float64)
-        run_ranks(2, lambda r: comms[0].send(x, 1) if r == 0 else comms[1].recv(got, 0))
+        run_threads(2, lambda r: comms[0].send(x, 1) if r == 0 else comms[1].recv(got, 0))
         send, recv = _the_call(comms[0], "HcclSend"), _the_call(comms[1], "HcclRecv")
         assert send["count"] == 9 and recv["count"] == 9
         assert send["dataType"] == recv["dataType"] == HCCL_DTYPE[torch.float64]
@@ -169,7 +169,7 @@ def test_the_host_waits_on_the_stream_only_when_blocking(monkeypatch, blocking):
     try:
         xs = _inputs(torch.float32, 8)
         outs = [torch.empty_like(x) for x in xs]
-        run_ranks(N, lambda r: comms[r].allreduce(xs[r], outs[r]))
+        run_threads(N, lambda r: comms[r].allreduce(xs[r], outs[r]))
         for comm in comms:
             assert _waited_after(comm, "HcclAllReduce") == (blocking == "1")
     finally:

@@ -8,7 +8,6 @@ really move their data; a few tests use real processes for the root-info exchang
 from __future__ import annotations
 
 import json
-import multiprocessing as mp
 import os
 import random
 import uuid
@@ -23,7 +22,7 @@ import torch.distributed as dist
 # atb_ops is first-party under the project's ruff config and third-party without it: keep it apart.
 # isort: off
 import atb_ops  # noqa: F401  (loads the native core)
-from atb_ops._launch import free_port
+from atb_ops._launch import free_port, run_ranks
 from tests.backends import TESTING_MOCKS
 
 # isort: on
@@ -64,8 +63,9 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:12]}"
 
 
-def run_ranks(n: int, fn: Callable[[int], Any]) -> list[Any]:
-    """Run fn(rank) on n threads at once; re-raise the first failure."""
+def run_threads(n: int, fn: Callable[[int], Any]) -> list[Any]:
+    """Run fn(rank) on n threads of this process at once (ranks of the mock's in-process worlds); re-raise the
+    first failure."""
     with ThreadPoolExecutor(max_workers=n) as pool:
         futures = [pool.submit(fn, r) for r in range(n)]
         return [f.result(timeout=60) for f in futures]
@@ -74,7 +74,7 @@ def run_ranks(n: int, fn: Callable[[int], Any]) -> list[Any]:
 def make_comms(n: int, **kwargs: Any) -> list[Any]:
     """n mock communicators made concurrently, one per thread, as n ranks would."""
     job = unique("job")
-    return run_ranks(n, lambda r: mock._HcclMockCommunicator(r, n, job_key=job, **kwargs))
+    return run_threads(n, lambda r: mock._HcclMockCommunicator(r, n, job_key=job, **kwargs))
 
 
 def close_all(comms: list[Any]) -> None:
@@ -161,7 +161,7 @@ def exchange(comms: list[Any], layout: dict[str, Any], dtype: torch.dtype) -> tu
         p = layout["ranks"][r]
         comms[r].alltoallv(inputs[r], p["send_counts"], p["sdispls"], p["recv_counts"], p["rdispls"], outs[r])
 
-    run_ranks(n, one)
+    run_threads(n, one)
     return inputs, outs, before
 
 
@@ -235,7 +235,7 @@ def test_seed_004_example_through_the_native_path() -> None:
     try:
         for dtype in SEED_DTYPES:
             outs = [torch.empty(sum(p[2]), dtype=dtype) for p in params]
-            run_ranks(2, lambda r, d=dtype, o=outs: comms[r].alltoallv(xs[r].to(d).reshape(-1), *params[r], o[r]))
+            run_threads(2, lambda r, d=dtype, o=outs: comms[r].alltoallv(xs[r].to(d).reshape(-1), *params[r], o[r]))
             for r in range(2):
                 assert outs[r].equal(want[r].to(dtype)), (r, dtype)
     finally:
@@ -249,7 +249,7 @@ def test_rank_receiving_nothing_still_takes_part_with_a_real_buffer() -> None:
         outs = [torch.empty(3), torch.empty(0)]
         sends = [torch.empty(0), torch.tensor([1.0, 2.0, 3.0])]
         layouts = [([0, 0], [0, 0], [0, 3], [0, 0]), ([3, 0], [0, 0], [0, 0], [0, 0])]
-        run_ranks(2, lambda r: comms[r].alltoallv(sends[r], *layouts[r], outs[r]))
+        run_threads(2, lambda r: comms[r].alltoallv(sends[r], *layouts[r], outs[r]))
         assert outs[0].tolist() == [1.0, 2.0, 3.0]
         for r in range(2):
             (call,) = calls_on(comms[r].handle, "HcclAlltoAllV")
@@ -346,14 +346,14 @@ def test_allgather_arguments_and_data() -> None:
     try:
         xs = [torch.arange(4, dtype=torch.bfloat16) + 10 * r for r in range(n)]
         outs = [torch.zeros(n * 4, dtype=torch.bfloat16) for _ in range(n)]
-        run_ranks(n, lambda r: comms[r].allgather(xs[r], outs[r]))
+        run_threads(n, lambda r: comms[r].allgather(xs[r], outs[r]))
         for r in range(n):
             assert outs[r].equal(torch.cat(xs))
             (call,) = calls_on(comms[r].handle, "HcclAllGather")
             assert call["count"] == 4 and call["dataType"] == HCCL_DTYPE[torch.bfloat16]
             assert call["stream"] == STREAM_BASE + r
         # Nothing to gather: no rank calls HCCL.
-        run_ranks(n, lambda r: comms[r].allgather(torch.empty(0), torch.empty(0)))
+        run_threads(n, lambda r: comms[r].allgather(torch.empty(0), torch.empty(0)))
         assert len(mock._hccl_mock_calls("HcclAllGather")) == n
     finally:
         close_all(comms)
@@ -362,7 +362,7 @@ def test_allgather_arguments_and_data() -> None:
 def test_barrier_waits_for_the_stream() -> None:
     comms = make_comms(2)
     try:
-        run_ranks(2, lambda r: comms[r].barrier())
+        run_threads(2, lambda r: comms[r].barrier())
         for comm in comms:
             assert len(calls_on(comm.handle, "HcclBarrier")) == 1
         assert len(mock._hccl_mock_calls("aclrtRecordEvent")) == 2
@@ -376,14 +376,15 @@ def test_barrier_waits_for_the_stream() -> None:
 
 def test_adopted_communicator_is_used_and_never_destroyed() -> None:
     handles = mock._hccl_mock_user_comms(2)
-    comms = run_ranks(2, lambda r: mock._HcclMockCommunicator(r, 2, hccl_comm=handles[r]))
+    comms = run_threads(2, lambda r: mock._HcclMockCommunicator(r, 2, hccl_comm=handles[r]))
     try:
         for r, comm in enumerate(comms):
             assert comm.handle == handles[r] and comm.origin == "adopted hcclComm"
         assert mock._hccl_mock_calls("HcclGetRootInfo") == []
         assert mock._hccl_mock_calls("HcclCommInitRootInfo") == []
         outs = [torch.zeros(2), torch.zeros(2)]
-        run_ranks(2, lambda r: comms[r].alltoallv(torch.tensor([r, r + 0.5]), [1, 1], [0, 1], [1, 1], [0, 1], outs[r]))
+        run_threads(2, lambda r: comms[r].alltoallv(torch.tensor([r, r + 0.5]), [1, 1], [0, 1], [1, 1], [0, 1],
+                                                    outs[r]))
         assert outs[0].tolist() == [0.0, 1.0] and outs[1].tolist() == [0.5, 1.5]
     finally:
         close_all(comms)
@@ -420,7 +421,7 @@ def test_multi_thread_mode_makes_all_comms_with_one_init_all() -> None:
     n = 3
     domain = unique("threads")
     devices = [5, 3, 4]
-    comms = run_ranks(
+    comms = run_threads(
         n, lambda r: mock._HcclMockCommunicator(r, n, comm_mode=1, comm_domain=domain, device_index=devices[r])
     )
     try:
@@ -458,7 +459,7 @@ def test_multi_thread_mode_names_the_rank_that_never_came(monkeypatch: pytest.Mo
 def test_root_info_made_once_by_root_and_shared_byte_for_byte() -> None:
     n = 3
     job = unique("job")
-    comms = run_ranks(n, lambda r: mock._HcclMockCommunicator(r, n, rank_root=1, job_key=job, device_index=r + 4))
+    comms = run_threads(n, lambda r: mock._HcclMockCommunicator(r, n, rank_root=1, job_key=job, device_index=r + 4))
     try:
         (made,) = mock._hccl_mock_calls("HcclGetRootInfo")
         assert len(made["rootInfo"]) == 4108
@@ -482,7 +483,7 @@ def test_rank_table_selects_init_cluster_info(tmp_path) -> None:
     table = tmp_path / "rank_table.json"
     table.write_text(json.dumps({"version": "1.0", "server_count": "1"}))
     mock._hccl_mock_configure(stream_base=STREAM_BASE, cluster_rank_size=2)
-    comms = run_ranks(2, lambda r: mock._HcclMockCommunicator(r, 2, rank_table_file=str(table)))
+    comms = run_threads(2, lambda r: mock._HcclMockCommunicator(r, 2, rank_table_file=str(table)))
     try:
         calls = sorted(mock._hccl_mock_calls("HcclCommInitClusterInfo"), key=lambda c: c["rank"])
         assert [(c["rankTableFile"].decode(), c["rank"]) for c in calls] == [(str(table), 0), (str(table), 1)]
@@ -527,11 +528,11 @@ def _process_rank(rank: int, n: int, domain: str, init_url: str | None, queue: A
             # The root removed its key once every rank had read it.
             stored = dist.distributed_c10d._get_default_store().check([f"atb_ops/hccl/{domain}/{n}/0/0"])
         comm.close()
-        queue.put((rank, init["rootInfo"], [m["rootInfo"] for m in made], stored, None))
+        queue.put((rank, "", (init["rootInfo"], [m["rootInfo"] for m in made], stored)))
         if init_url:
             dist.destroy_process_group()
     except Exception as e:  # noqa: BLE001  (reported to the parent, which fails the test)
-        queue.put((rank, None, None, None, repr(e)))
+        queue.put((rank, repr(e), None))
 
 
 @pytest.mark.parametrize("channel", ["node-local", "store"])
@@ -539,25 +540,13 @@ def test_root_info_exchange_across_processes(channel: str) -> None:
     n = 2
     domain = unique("procs")
     url = f"tcp://127.0.0.1:{free_port()}" if channel == "store" else None
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    procs = [ctx.Process(target=_process_rank, args=(r, n, domain, url, queue)) for r in range(n)]
-    for p in procs:
-        p.start()
-    try:
-        results = sorted(queue.get(timeout=120) for _ in range(n))
-    finally:
-        for p in procs:
-            p.join(timeout=60)
-            if p.is_alive():
-                p.kill()
-    errors = [r[4] for r in results if r[4]]
-    assert not errors, errors
-    root_made = results[0][2]
-    assert len(root_made) == 1 and results[1][2] == []  # only the root called HcclGetRootInfo
-    assert results[0][1] == results[1][1] == root_made[0]
+    got = run_ranks(_process_rank, n, (domain, url), timeout_s=120)  # raises naming a rank's error
+    init, made, stored = zip(*(got[r] for r in range(n)), strict=True)
+    root_made = made[0]
+    assert len(root_made) == 1 and made[1] == []  # only the root called HcclGetRootInfo
+    assert init[0] == init[1] == root_made[0]
     if channel == "store":
-        assert results[0][3] is False and results[1][3] is False
+        assert stored[0] is False and stored[1] is False
 
 
 # ---------------------------------------------------------------- errors, async errors, waiting

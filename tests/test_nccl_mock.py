@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 import textwrap
 import threading
 import uuid
@@ -23,6 +21,7 @@ import torch
 import atb_ops
 from atb_ops import _C, _hooks
 from tests.backends import TESTING_MOCKS
+from tests.procs import finish, start
 
 mock_lib = pytest.importorskip("atb_ops._testing", reason=TESTING_MOCKS)
 
@@ -438,15 +437,11 @@ def test_node_local_rendezvous_gives_every_process_the_roots_id(tmp_path: Path) 
     job = unique_job()
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(Path(atb_ops.__file__).parent.parent), env.get("PYTHONPATH", "")])
-    procs = [
-        subprocess.Popen([sys.executable, "-c", CHILD, str(r), "3", "1", job, str(tmp_path)], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env=env)
-        for r in (2, 0, 1)  # the root is not the first to start
-    ]
-    outputs = [p.communicate(timeout=240) for p in procs]
-    for p, (_, err) in zip(procs, outputs, strict=True):
-        assert p.returncode == 0, err
-    lines = {r: out.split() for r, (out, _) in zip((2, 0, 1), outputs, strict=True)}
+    order = (2, 0, 1)  # the root is not the first to start
+    exits = finish([start(CHILD, [str(r), "3", "1", job, str(tmp_path)], env) for r in order], timeout_s=240)
+    for e in exits:
+        assert e.returncode == 0, e.stderr
+    lines = {r: e.stdout.split() for r, e in zip(order, exits, strict=True)}
     drawn = lines[1][0]
     assert len(drawn) == 256
     assert [lines[r][0] for r in (0, 2)] == ["-", "-"]  # only the root draws an id

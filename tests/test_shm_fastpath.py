@@ -214,25 +214,14 @@ def test_arena_off():
 
 
 def test_arena_off_on_one_rank_turns_the_arena_routes_off():
-    import multiprocessing as mp
     import uuid
+
+    from atb_ops._launch import run_ranks
 
     n = 2
     matrices = [make(n, 4) for make in ALL]
-    ctx = mp.get_context("spawn")
-    results = ctx.Queue()
     job = f"fastpath-{uuid.uuid4().hex}"
-    procs = [ctx.Process(target=fastpath_tasks.arena_off_on_rank0_main, args=(r, n, job, matrices, results))
-             for r in range(n)]
-    for p in procs:
-        p.start()
-    try:
-        got = dict((r, (wrong, state)) for r, wrong, state in (results.get(timeout=120) for _ in range(n)))
-    finally:
-        for p in procs:
-            p.join(timeout=30)
-            if p.is_alive():
-                p.kill()
+    got = run_ranks(fastpath_tasks.arena_off_on_rank0_main, n, (job, matrices), timeout_s=120)
     assert got[0][0] == [0] * len(matrices), got[0][0]
     assert got[1][0] == [0] * len(matrices), got[1][0]
     assert not got[0][1]["info"]["enabled"] and got[1][1]["info"]["enabled"]
