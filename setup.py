@@ -272,7 +272,7 @@ def extensions() -> list:
     core = native_library(
         "atb_ops.lib.libatb_ops",
         sources("csrc/core/*.cpp", "csrc/comm/*.cpp", "csrc/comm/bootstrap/*.cpp", "csrc/comm/shm/*.cpp",
-                "csrc/comm/c10d/*.cpp", "csrc/comm/nccl/*.cpp", "csrc/comm/hccl/*.cpp", "csrc/ops/*.cpp",
+                "csrc/comm/gloo/*.cpp", "csrc/comm/nccl/*.cpp", "csrc/comm/hccl/*.cpp", "csrc/ops/*.cpp",
                 "csrc/framework/*.cpp", "csrc/quant/*.cpp") + nccl["sources"] + hccl["sources"] + kernels,
         python=False,
         cuda=bool(kernels) or nccl["cuda"],

@@ -19,7 +19,7 @@ class ProcessGroup;
 
 namespace atb_ops {
 
-// A torch.distributed group the caller already has (defined in comm/c10d/, the only user).
+// A torch.distributed group the caller already has (defined in comm/gloo/, the only user).
 struct ExistingGroup;
 // A store handed to the caller for this communicator alone (defined in comm/bootstrap/store_bootstrap.h).
 struct GivenStore;

@@ -20,9 +20,9 @@
 #include "comm/bootstrap/job_census.h"
 #include "comm/bootstrap/node_local_bootstrap.h"
 #include "comm/bootstrap/private_dir.h"
-#include "comm/c10d/c10d_communicator.h"
 #include "comm/comm_cache.h"
 #include "comm/communicator.h"
+#include "comm/gloo/gloo_communicator.h"
 #include "comm/shm/arena.h"
 #include "comm/shm/segment_layout.h"
 #include "core/host.h"
@@ -81,11 +81,11 @@ void installStoreProvider(py::object provider) {
 
 void installGlooFactory(py::object factory) {
   if (factory.is_none()) {
-    atb_ops::c10dcomm::setGlooFactory(nullptr);
+    atb_ops::gloo::setGlooFactory(nullptr);
     return;
   }
   auto* held = new py::object(std::move(factory));  // leaked on purpose, like the store provider
-  atb_ops::c10dcomm::setGlooFactory(
+  atb_ops::gloo::setGlooFactory(
       [held](const std::string& prefix, int32_t rank, int32_t size, std::chrono::milliseconds timeout,
              const c10::intrusive_ptr<c10d::Store>& store) -> c10::intrusive_ptr<c10d::Backend> {
         py::gil_scoped_acquire gil;

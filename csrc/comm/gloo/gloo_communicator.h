@@ -17,7 +17,7 @@
 
 #include "comm/communicator.h"
 
-namespace atb_ops::c10dcomm {
+namespace atb_ops::gloo {
 
 // Makes a gloo backend of `size` ranks under `prefix` of `store` (null: the job's store, made from
 // MASTER_ADDR/MASTER_PORT when there is none yet). Installed by the Python package: torch ships no gloo headers,
@@ -27,10 +27,10 @@ using GlooFactory = std::function<c10::intrusive_ptr<c10d::Backend>(const std::s
                                                                     const c10::intrusive_ptr<c10d::Store>& store)>;
 void setGlooFactory(GlooFactory factory);
 
-class C10dCommunicator final : public Communicator {
+class GlooCommunicator final : public Communicator {
  public:
-  explicit C10dCommunicator(const CommConfig& config);
-  ~C10dCommunicator() override;
+  explicit GlooCommunicator(const CommConfig& config);
+  ~GlooCommunicator() override;
 
  protected:
   // One all-gather of every rank's signature (and alltoallv's counts) before any data moves.
@@ -59,4 +59,4 @@ class C10dCommunicator final : public Communicator {
   std::vector<std::string> peerHostNames_;  // per rank: its host name, for messages
 };
 
-}  // namespace atb_ops::c10dcomm
+}  // namespace atb_ops::gloo

@@ -1,6 +1,6 @@
 // configForGroup lives with ExistingGroup: only this folder includes c10d's ProcessGroup header, which is
 // slow to compile.
-#include "comm/c10d/existing_group.h"
+#include "comm/gloo/existing_group.h"
 
 #include "comm/comm_config.h"
 

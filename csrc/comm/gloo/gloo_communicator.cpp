@@ -1,4 +1,4 @@
-#include "comm/c10d/c10d_communicator.h"
+#include "comm/gloo/gloo_communicator.h"
 
 #include <ATen/ops/empty.h>
 
@@ -14,14 +14,14 @@
 #include "comm/bootstrap/job_scope.h"
 #include "comm/bootstrap/private_dir.h"
 #include "comm/bootstrap/store_bootstrap.h"
-#include "comm/c10d/existing_group.h"
+#include "comm/gloo/existing_group.h"
 #include "core/host.h"
 #include "core/layout.h"
 #include "core/memory.h"
 #include "core/process.h"
 #include "core/status.h"
 
-namespace atb_ops::c10dcomm {
+namespace atb_ops::gloo {
 namespace {
 
 // A flat byte view of a contiguous tensor: gloo then needs no per-dtype support.
@@ -97,7 +97,7 @@ c10::intrusive_ptr<c10d::Backend> ownGlooGroup(const CommConfig& c, std::string&
 
 }  // namespace
 
-C10dCommunicator::C10dCommunicator(const CommConfig& c) : Communicator("gloo", c.rank, c.rankSize, c.options) {
+GlooCommunicator::GlooCommunicator(const CommConfig& c) : Communicator("gloo", c.rank, c.rankSize, c.options) {
   ATB_CHECK(c.handle == 0, ERROR_INVALID_PARAM, "backend 'gloo' takes no hcclComm handle, got ", c.handle);
   if (c.group) {
     group_ = c.group->group;
@@ -129,13 +129,13 @@ C10dCommunicator::C10dCommunicator(const CommConfig& c) : Communicator("gloo", c
   }
 }
 
-C10dCommunicator::~C10dCommunicator() {
+GlooCommunicator::~GlooCommunicator() {
   // A gloo group whose peers vanished can block its destructor on work that never completes: a failed
   // one is left to the process's end instead of hanging it.
   if (failed()) backend_.release();
 }
 
-std::string C10dCommunicator::deadPeers() const {
+std::string GlooCommunicator::deadPeers() const {
   std::string dead;
   const int64_t here = hostHash();
   for (size_t r = 0; r < peerPids_.size(); ++r) {
@@ -147,7 +147,7 @@ std::string C10dCommunicator::deadPeers() const {
   return dead;
 }
 
-std::string C10dCommunicator::remotePeers() const {
+std::string GlooCommunicator::remotePeers() const {
   const int64_t here = hostHash();
   std::vector<std::string> remote(peerHostNames_.size());
   for (size_t r = 0; r < peerHosts_.size(); ++r) {
@@ -156,7 +156,7 @@ std::string C10dCommunicator::remotePeers() const {
   return formatRanksByLabel(remote);
 }
 
-void C10dCommunicator::waitFor(const c10::intrusive_ptr<c10d::Work>& work, const char* what) const {
+void GlooCommunicator::waitFor(const c10::intrusive_ptr<c10d::Work>& work, const char* what) const {
   const auto timeout = options().timeout;
   std::string error;
   try {
@@ -182,7 +182,7 @@ void C10dCommunicator::waitFor(const c10::intrusive_ptr<c10d::Work>& work, const
            error);
 }
 
-void C10dCommunicator::crossCheck(const CallSignature& sig, const AllToAllVLayout* counts) {
+void GlooCommunicator::crossCheck(const CallSignature& sig, const AllToAllVLayout* counts) {
   // A fixed size whatever the call (the signature, then alltoallv's counts to and from each rank, zeros
   // otherwise): ranks that called different collectives still exchange matching messages and all raise.
   const int64_t n = size();
@@ -210,7 +210,7 @@ void C10dCommunicator::crossCheck(const CallSignature& sig, const AllToAllVLayou
   }
 }
 
-void C10dCommunicator::doAlltoallv(const at::Tensor& send, const AllToAllVLayout& l, at::Tensor& recv) {
+void GlooCommunicator::doAlltoallv(const at::Tensor& send, const AllToAllVLayout& l, at::Tensor& recv) {
   const int64_t es = send.element_size();
   at::Tensor sendBytes = bytesOf(send);
   at::Tensor recvBytes = bytesOf(recv);
@@ -246,7 +246,7 @@ void C10dCommunicator::doAlltoallv(const at::Tensor& send, const AllToAllVLayout
   }
 }
 
-void C10dCommunicator::doAllgather(const at::Tensor& send, at::Tensor& recv) {
+void GlooCommunicator::doAllgather(const at::Tensor& send, at::Tensor& recv) {
   at::Tensor in = bytesOf(send);
   at::Tensor out = bytesOf(recv);
   // gloo's allgather is 3-4x slower than its all_to_all_single moving the same bytes once messages reach
@@ -282,7 +282,7 @@ void C10dCommunicator::doAllgather(const at::Tensor& send, at::Tensor& recv) {
   waitFor(backend_->_allgather_base(out, in), "allgather");
 }
 
-void C10dCommunicator::doAllreduce(const at::Tensor& send, at::Tensor& recv, ReduceOp op) {
+void GlooCommunicator::doAllreduce(const at::Tensor& send, at::Tensor& recv, ReduceOp op) {
   const c10::ScalarType acc = accumulationType(send.scalar_type());
   if (!glooReduces(acc)) {
     Communicator::doAllreduce(send, recv, op);  // int16, bool: alltoallv of bytes, reduced here
@@ -299,7 +299,7 @@ void C10dCommunicator::doAllreduce(const at::Tensor& send, at::Tensor& recv, Red
   if (work.data_ptr() != recv.data_ptr()) recv.view({-1}).copy_(work);
 }
 
-void C10dCommunicator::doBroadcast(at::Tensor& tensor, int32_t root) {
+void GlooCommunicator::doBroadcast(at::Tensor& tensor, int32_t root) {
   std::vector<at::Tensor> tensors{bytesOf(tensor)};
   c10d::BroadcastOptions opts;
   opts.rootRank = root;
@@ -307,7 +307,7 @@ void C10dCommunicator::doBroadcast(at::Tensor& tensor, int32_t root) {
   waitFor(backend_->broadcast(tensors, opts), "broadcast");
 }
 
-void C10dCommunicator::doSend(const at::Tensor& tensor, int32_t peer) {
+void GlooCommunicator::doSend(const at::Tensor& tensor, int32_t peer) {
   // gloo aborts the process when a message is longer than the receive buffer: agree on sizes first.
   at::Tensor header = at::empty({2}, at::kLong);
   header[0] = static_cast<int64_t>(tensor.nbytes());
@@ -327,7 +327,7 @@ void C10dCommunicator::doSend(const at::Tensor& tensor, int32_t peer) {
   if (t[0].numel() > 0) waitFor(backend_->send(t, peer, 0), "send");
 }
 
-void C10dCommunicator::doRecv(at::Tensor& tensor, int32_t peer) {
+void GlooCommunicator::doRecv(at::Tensor& tensor, int32_t peer) {
   at::Tensor header = at::empty({2}, at::kLong);
   std::vector<at::Tensor> h{header};
   waitFor(backend_->recv(h, peer, 0), "recv (size check)");
@@ -346,13 +346,13 @@ void C10dCommunicator::doRecv(at::Tensor& tensor, int32_t peer) {
   if (t[0].numel() > 0) waitFor(backend_->recv(t, peer, 0), "recv");
 }
 
-void C10dCommunicator::doBarrier() {
+void GlooCommunicator::doBarrier() {
   c10d::BarrierOptions opts;
   opts.timeout = options().timeout;
   waitFor(backend_->barrier(opts), "barrier");
 }
 
-void C10dCommunicator::doShutdown() {
+void GlooCommunicator::doShutdown() {
   backend_.reset();
   group_.reset();
 }
@@ -365,9 +365,9 @@ void setGlooFactory(GlooFactory f) {
 namespace {
 const bool registered = [] {
   registerBackend("gloo", c10::DeviceType::CPU,
-                  [](const CommConfig& c) { return std::make_shared<C10dCommunicator>(c); });
+                  [](const CommConfig& c) { return std::make_shared<GlooCommunicator>(c); });
   return true;
 }();
 }  // namespace
 
-}  // namespace atb_ops::c10dcomm
+}  // namespace atb_ops::gloo
