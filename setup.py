@@ -7,20 +7,20 @@ What is built (all under the package folder, so a wheel and an in-place build lo
                                    quantisation kernels. No Python in it.
   atb_ops/lib/libatb_ops_torch.so  op_plugin/ TorchScript and dispatcher registrations: the class
                                    torch.classes.OperationTorch.OperationTorch and the torch.ops.atb_ops ops.
-  atb_ops/_C.*.so                  op_plugin/module.cpp: the Python module of the package.
+  atb_ops/_C.*.so                  op_plugin/python/: the Python module of the package.
   atb_ops/ascend_home/             a CANN-like folder ($ASCEND_HOME_PATH under `python -m atb_ops env`):
-      lib64/libhccl.so             csrc/vendor_api/hccl/: HCCL's C API on CPU ranks
-      lib64/libascendcl.so         csrc/vendor_api/acl/: the ACL runtime subset on CPU (no torch in it)
+      lib64/libhccl.so             csrc/emulated/hccl/: HCCL's C API on CPU ranks
+      lib64/libascendcl.so         csrc/emulated/acl/: the ACL runtime subset on CPU (no torch in it)
       include/{acl,hccl}/          include/{acl,hccl} (links in the source tree, files in a wheel)
-  atb_ops/atb_home/                ATB's layout ($ATB_HOME_PATH): lib/libatb.so (csrc/comm/hccl/cpu: the HCCL
-                                   backend over libhccl.so; csrc/vendor_api/atb: ATB's C++ API),
-                                   lib/libatb_test_framework.so, include/atb/
+  atb_ops/atb_home/                ATB's layout ($ATB_HOME_PATH): lib/libatb.so (csrc/emulated/atb/: ATB's C++
+                                   API, and in hccl_backend/ the HCCL backend over libhccl.so),
+                                   lib/libatb_test_framework.so (op_plugin/atb_home/), include/atb/
   atb_ops/_testing.*.so            tests/native/: recording mocks of HcclApi / NcclApi for the tests; never
                                    imported by atb_ops; built only on request (ATB_OPS_TESTING=1, which
                                    scripts/setup.sh sets for the test suite).
 
-Optional parts: the NCCL backend (csrc/comm/nccl/cuda) and the CUDA quantisation kernels when torch has CUDA and
-nccl.h / nvcc are found; the HCCL backend for NPUs (csrc/comm/hccl/npu) with the Ascend toolkit and torch_npu.
+Optional parts: the NCCL backend (csrc/comm/nccl/cuda/) and the CUDA quantisation kernels when torch has CUDA and
+nccl.h / nvcc are found; the HCCL backend for NPUs (csrc/comm/hccl/npu/) with the Ascend toolkit and torch_npu.
 What was built, and why an optional part was not, is announced on stderr and recorded in atb_ops/BUILT_PARTS.json
 (`python -m atb_ops doctor` shows it). See README "Install".
 """
@@ -294,19 +294,19 @@ def extensions() -> list:
     note("core", True, "operators, communicators, torch bindings", ("lib/libatb_ops.so", "lib/libatb_ops_torch.so"))
     # The vendors' C and C++ APIs on CPU, compiled against include/ (headers of our own): no fetch, every install.
     include = str(ROOT / "include")
-    hccl_cpu = native_library("atb_ops.ascend_home.lib64.libhccl", sources("csrc/vendor_api/hccl/*.cpp"),
+    hccl_cpu = native_library("atb_ops.ascend_home.lib64.libhccl", sources("csrc/emulated/hccl/*.cpp"),
                               python=False, include_dirs=[include], extra_link_args=["-Wl,-rpath,$ORIGIN/../../lib"])
     hccl_cpu.atb_needs = ["atb_ops.lib.libatb_ops"]
-    note("HCCL's C API on CPU", True, "csrc/vendor_api/hccl against include/hccl", ("ascend_home/lib64/libhccl.so",))
-    acl_cpu = native_library("atb_ops.ascend_home.lib64.libascendcl", sources("csrc/vendor_api/acl/*.cpp"),
+    note("HCCL's C API on CPU", True, "csrc/emulated/hccl against include/hccl", ("ascend_home/lib64/libhccl.so",))
+    acl_cpu = native_library("atb_ops.ascend_home.lib64.libascendcl", sources("csrc/emulated/acl/*.cpp"),
                              python=False, include_dirs=[include])
     acl_cpu.libraries = []  # plain C++: nothing of torch in it
-    note("ACL runtime on CPU", True, "csrc/vendor_api/acl against include/acl", ("ascend_home/lib64/libascendcl.so",))
-    # libatb.so: the HCCL backend over libhccl.so (csrc/comm/hccl/cpu, what the launcher loads) and ATB's C++ API
-    # (csrc/vendor_api/atb: CreateContext, CreateOperation<P>, ... over the csrc/ops operators), linked like ATB's
-    # own libatb.so against libhccl.so and libascendcl.so, which it finds beside it in ascend_home/lib64.
+    note("ACL runtime on CPU", True, "csrc/emulated/acl against include/acl", ("ascend_home/lib64/libascendcl.so",))
+    # libatb.so, all of csrc/emulated/atb/: ATB's C++ API (CreateContext, CreateOperation<P>, ... over the csrc/ops
+    # operators) and, in hccl_backend/, the HCCL backend over libhccl.so (what the launcher loads), linked like
+    # ATB's own libatb.so against libhccl.so and libascendcl.so, which it finds beside it in ascend_home/lib64.
     runner = native_library("atb_ops.atb_home.lib.libatb",
-                            sources("csrc/comm/hccl/cpu/*.cpp", "csrc/vendor_api/atb/*.cpp"), python=False,
+                            sources("csrc/emulated/atb/*.cpp", "csrc/emulated/atb/hccl_backend/*.cpp"), python=False,
                             include_dirs=[include], define_macros=[("ATB_OPS_VERSION", f'"{VERSION}"')],
                             extra_link_args=["-Wl,-rpath,$ORIGIN/../../lib",
                                              "-Wl,-rpath,$ORIGIN/../../ascend_home/lib64"])

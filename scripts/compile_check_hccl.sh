@@ -48,15 +48,16 @@ EOF
 )
 CXX="${CXX:-g++}"
 # <hccl/hccl.h> and <acl/acl.h> resolve to the wheel's: the CPU implementations of HCCL's and ACL's APIs
-# (csrc/vendor_api/, csrc/comm/hccl/cpu/), built against include/ by setup.py, are compiled here against the
-# vendor's declarations, so a definition that differs from the vendor's signature fails.
+# (csrc/emulated/hccl/, csrc/emulated/acl/, csrc/emulated/atb/hccl_backend/), built against include/ by setup.py,
+# are compiled here against the vendor's declarations, so a definition that differs from the vendor's signature
+# fails.
 COMMON=(-fsyntax-only -std=c++17 -fPIC -Wall -Wextra "${FLAGS[@]}" -I"$ROOT/csrc" -I"$ROOT"
         -isystem"$NPU_INC" -isystem"$NPU_INC/third_party/hccl/inc")
 
 # Every HCCL TU: the always-built logic, the toolkit-only real API and registration, HCCL's C API and the ACL
 # runtime on CPU and the runner over them, and the test-only mock and its bindings.
-mapfile -t TUS < <(ls csrc/comm/hccl/*.cpp csrc/comm/hccl/npu/*.cpp csrc/comm/hccl/cpu/*.cpp \
-                      csrc/vendor_api/hccl/*.cpp csrc/vendor_api/acl/*.cpp tests/native/hccl_mock*.cpp)
+mapfile -t TUS < <(ls csrc/comm/hccl/*.cpp csrc/comm/hccl/npu/*.cpp csrc/emulated/atb/hccl_backend/*.cpp \
+                      csrc/emulated/hccl/*.cpp csrc/emulated/acl/*.cpp tests/native/hccl_mock*.cpp)
 [ "${#TUS[@]}" -gt 0 ] || { echo "[hccl-check] FAILED: no HCCL translation units found"; exit 1; }
 # --skip-built (scripts/test.sh, right after the build): TUs the build just compiled without vendor headers are
 # not compiled twice; the NPU-only ones never are built here, and the CPU implementations of the vendor APIs
@@ -64,7 +65,7 @@ mapfile -t TUS < <(ls csrc/comm/hccl/*.cpp csrc/comm/hccl/npu/*.cpp csrc/comm/hc
 if [ "${1:-}" = "--skip-built" ]; then
   kept=()
   for tu in "${TUS[@]}"; do
-    if [[ "$tu" != csrc/vendor_api/* && "$tu" != csrc/comm/hccl/cpu/* ]] &&
+    if [[ "$tu" != csrc/emulated/* ]] &&
        compgen -G "build/temp.*/${tu%.cpp}.o" > /dev/null; then echo "[hccl-check] built  $tu (by setup.py)"
     else kept+=("$tu"); fi
   done

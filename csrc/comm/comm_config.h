@@ -1,6 +1,6 @@
 // What a backend needs to build (or adopt) a communicator, built in ONE place from whatever asks: an ATB
 // param (csrc/ops), a torch op or binding over a torch.distributed group (op_plugin), HCCL's C API on CPU
-// (csrc/hccl_cpu). Backend choice, with the hccl/lccl fallback policy, is decided here too.
+// (csrc/emulated/hccl/). Backend choice, with the hccl/lccl fallback policy, is decided here too.
 #pragma once
 
 #include <c10/core/Device.h>

@@ -4,7 +4,7 @@
 // Backends: hccl, lccl (ATB's), and every atb_ops backend.
 
 #include "core/status.h"
-#include "ops/operation.h"
+#include "ops/operation_base.h"
 #include "ops/operation_registry.h"
 
 namespace atb_ops {

@@ -9,7 +9,7 @@
 
 #include "core/layout.h"
 #include "core/status.h"
-#include "ops/operation.h"
+#include "ops/operation_base.h"
 #include "ops/operation_registry.h"
 
 namespace atb_ops {

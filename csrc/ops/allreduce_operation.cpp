@@ -8,7 +8,7 @@
 // and outDataType may also be ACL_BF16.
 
 #include "core/status.h"
-#include "ops/operation.h"
+#include "ops/operation_base.h"
 #include "ops/operation_registry.h"
 #include "quant/int8_all_reduce.h"
 

@@ -3,7 +3,7 @@
 //   outputs: none (execute returns an empty list, as ATB's binding does; read x afterwards)
 
 #include "core/status.h"
-#include "ops/operation.h"
+#include "ops/operation_base.h"
 #include "ops/operation_registry.h"
 
 namespace atb_ops {

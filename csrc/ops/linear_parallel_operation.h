@@ -9,7 +9,7 @@
 #include <memory>
 
 #include "ops/linear_parallel_param.h"
-#include "ops/operation.h"
+#include "ops/operation_base.h"
 
 namespace atb_ops {
 

@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "ops/operation.h"
+#include "ops/operation_base.h"
 
 namespace atb_ops {
 

@@ -4,7 +4,7 @@
 //   output : [a, *]
 
 #include "core/status.h"
-#include "ops/operation.h"
+#include "ops/operation_base.h"
 #include "ops/operation_registry.h"
 
 namespace atb_ops {

@@ -11,7 +11,7 @@
 
 #include "core/layout.h"
 #include "core/status.h"
-#include "ops/operation.h"
+#include "ops/operation_base.h"
 #include "ops/operation_registry.h"
 
 namespace atb_ops {

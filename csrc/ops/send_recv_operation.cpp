@@ -4,7 +4,7 @@
 // The sizes and dtypes of a matching pair must agree: a mismatch raises on both ranks, no data moves.
 
 #include "core/status.h"
-#include "ops/operation.h"
+#include "ops/operation_base.h"
 #include "ops/operation_registry.h"
 
 namespace atb_ops {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/operation.h"
+#include "ops/operation_base.h"
 
 namespace atb_ops {
 

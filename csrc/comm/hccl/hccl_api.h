@@ -3,7 +3,8 @@
 // The backend logic (count arrays, path choice, communicator ownership, root-info exchange) is written
 // against this interface with opaque types only, so it compiles without the Ascend headers, is always
 // built into libatb_ops, unit-tested with a recording mock (tests/native/hccl_mock_api.h), and run with
-// real data on CPU ranks through HCCL's own C API as implemented by csrc/hccl_cpu (cpu/). The NPU
+// real data on CPU ranks through HCCL's own C API as atb_ops implements it (csrc/emulated/hccl/), by the
+// implementation in csrc/emulated/atb/hccl_backend/ (part of the emulation's libatb.so). The NPU
 // implementation (npu/hccl_api_impl.cpp) is compiled only when the Ascend toolkit is found; both
 // static_assert every constant below against hccl_types.h.
 #pragma once

@@ -1,7 +1,7 @@
 // The "hccl" backend's communicator: HCCL collectives on torch_npu's current stream of the tensor's device,
 // all through HcclApi, so this logic is built everywhere, tested through a recording mock, and run with
-// real data on CPU ranks over csrc/hccl_cpu. The NPU build (npu/) and the CPU runner (cpu/) only supply an
-// HcclApi and register the backend.
+// real data on CPU ranks over csrc/emulated/hccl/. The NPU build (npu/) and the CPU runner
+// (csrc/emulated/atb/hccl_backend/) only supply an HcclApi and register the backend.
 #pragma once
 
 #include <cstdint>
