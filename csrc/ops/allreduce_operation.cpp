@@ -7,6 +7,7 @@
 // ATB allows quantisation only on backend "lccl" (and float16 output); here any CPU/CUDA backend runs it too,
 // and outDataType may also be ACL_BF16.
 
+#include "core/acl_codes.h"
 #include "core/status.h"
 #include "ops/operation_base.h"
 #include "ops/operation_registry.h"
@@ -18,8 +19,6 @@ namespace {
 constexpr int32_t kUnquant = 0;
 constexpr int32_t kPerTensor = 1;
 constexpr int32_t kPerChannel = 2;
-constexpr int32_t kAclFloat16 = 1;
-constexpr int32_t kAclBf16 = 27;
 constexpr int64_t kMaxChannels = int64_t{1} << 22;
 
 class AllReduceOperation final : public CommOperation {
@@ -44,7 +43,7 @@ class AllReduceOperation final : public CommOperation {
   void readParam(JsonFields& fields, const CommParam& common) override {
     opName_ = fields.string("allReduceType", "sum");
     quantType_ = fields.int32("quantType", kUnquant);
-    outDataType_ = fields.int32("outDataType", -1);
+    outDataType_ = fields.int32("outDataType", acl::kDtUndefined);
     ATB_CHECK(opName_ == "sum" || opName_ == "prod" || opName_ == "max" || opName_ == "min", ERROR_INVALID_PARAM,
               name(), " param 'allReduceType' is '", opName_, "'; expected one of sum, prod, max, min");
     op_ = parseReduceOp(opName_, name() + " param 'allReduceType'");
@@ -59,7 +58,7 @@ class AllReduceOperation final : public CommOperation {
               " a quantised all-reduce must use allReduceType "
               "'sum', got '",
               opName_, "'");
-    ATB_CHECK(outDataType_ == kAclFloat16 || outDataType_ == kAclBf16, ERROR_INVALID_PARAM, name(),
+    ATB_CHECK(outDataType_ == acl::kFloat16 || outDataType_ == acl::kBf16, ERROR_INVALID_PARAM, name(),
               " param 'outDataType' is ", outDataType_,
               "; a quantised all-reduce needs 1 (ACL_FLOAT16) or 27 (ACL_BF16)");
   }
@@ -81,7 +80,7 @@ class AllReduceOperation final : public CommOperation {
 
  private:
   bool quantized() const { return quantType_ != kUnquant; }
-  c10::ScalarType outDtype() const { return outDataType_ == kAclBf16 ? at::kBFloat16 : at::kHalf; }
+  c10::ScalarType outDtype() const { return outDataType_ == acl::kBf16 ? at::kBFloat16 : at::kHalf; }
 
   // ATB's dtype rules for its own backends (the emulated device is an Atlas A2, "Ascend910B").
   void checkDtype(const at::Tensor& x) const {
@@ -131,7 +130,7 @@ class AllReduceOperation final : public CommOperation {
   std::string opName_ = "sum";
   ReduceOp op_ = ReduceOp::kSum;
   int32_t quantType_ = kUnquant;
-  int32_t outDataType_ = -1;
+  int32_t outDataType_ = acl::kDtUndefined;
 };
 
 const bool registered =

@@ -9,9 +9,6 @@
 namespace atb_ops {
 namespace {
 
-constexpr int32_t kAclDtUndefined = -1;
-constexpr int32_t kAclFloat16 = 1;
-constexpr int32_t kAclBf16 = 27;
 constexpr int kMinLocalExperts = 1;
 constexpr int kMaxLocalExperts = 16;
 constexpr int kRsvBytes = 52;
@@ -147,7 +144,7 @@ void validateLinearParallelParam(const LinearParallelParam& p) {
             p.quantGroupSize);
   ATB_CHECK(p.quantType != LinearParallelParam::QUANT_TYPE_PER_GROUP || p.quantGroupSize > 0, ERROR_INVALID_PARAM, op,
             " quantType 2 (per group) needs 'quantGroupSize' > 0, got ", p.quantGroupSize);
-  ATB_CHECK(p.outDataType == kAclDtUndefined || p.outDataType == kAclFloat16 || p.outDataType == kAclBf16,
+  ATB_CHECK(p.outDataType == acl::kDtUndefined || p.outDataType == acl::kFloat16 || p.outDataType == acl::kBf16,
             ERROR_INVALID_PARAM, op, " param 'outDataType' is ", p.outDataType,
             "; expected -1 (ACL_DT_UNDEFINED), 1 (ACL_FLOAT16) or 27 (ACL_BF16)");
   if (p.graphRunner()) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/acl_codes.h"
 #include "core/json_fields.h"
 #include "core/params.h"
 
@@ -52,7 +53,7 @@ struct LinearParallelParam {
   bool keepIntermediate = false;  // ALL_GATHER_LINEAR: also output the gathered x
   QuantType quantType = QUANT_TYPE_UNQUANT;
   int32_t quantGroupSize = 0;
-  int32_t outDataType = -1;  // aclDataType; -1 (ACL_DT_UNDEFINED): the input's dtype
+  int32_t outDataType = acl::kDtUndefined;  // aclDataType; ACL_DT_UNDEFINED: the input's dtype
   TwoDimTPInfo twoDimTPInfo;
   MoeInfo moeInfo;
 

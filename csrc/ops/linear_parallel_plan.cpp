@@ -7,6 +7,7 @@
 #include <string>
 #include <tuple>
 
+#include "core/acl_codes.h"
 #include "core/status.h"
 
 namespace atb_ops {
@@ -20,8 +21,6 @@ constexpr int64_t kMaxMoeOutputRows = 204800;  // ATB's MAX_OUTPUT_SIZE
 constexpr int64_t kMaxMoeK = 24000;            // ATB's MAX_K
 constexpr int64_t kMc2MinK = 256;              // mc2: k in [256, 65535)
 constexpr int64_t kMc2MaxK = 65535;
-constexpr int32_t kAclFloat16 = 1;
-constexpr int32_t kAclBf16 = 27;
 
 // ATB's short dtype names (its ini tables and logs).
 const char* dtypeName(ScalarType t) {
@@ -132,7 +131,7 @@ std::pair<ScalarType, LinearMath> checkDtypes(const P& p, const LinearParallelIn
                                               const std::vector<at::Tensor>& inputs, bool biasEmpty) {
   const ScalarType x = inputs[r.x].scalar_type();
   const ScalarType out =
-      p.outDataType == kAclFloat16 ? ScalarType::Half : (p.outDataType == kAclBf16 ? ScalarType::BFloat16 : x);
+      p.outDataType == acl::kFloat16 ? ScalarType::Half : (p.outDataType == acl::kBf16 ? ScalarType::BFloat16 : x);
   std::vector<ScalarType> actual;
   for (const auto& a : namedRoles(r)) actual.push_back(inputs[a.first].scalar_type());
   const auto roles = namedRoles(r);

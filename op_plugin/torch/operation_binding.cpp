@@ -3,6 +3,7 @@
 #include <chrono>
 #include <sstream>
 
+#include "core/acl_codes.h"
 #include "op_plugin/torch/gil_release.h"
 
 namespace atb_ops {
@@ -13,25 +14,6 @@ using Clock = std::chrono::steady_clock;
 double microseconds(Clock::duration d) {
   return std::chrono::duration<double, std::micro>(d).count();
 }
-
-// aclDataType numbers, as ATB's infer_shape reports dtypes.
-int aclDataType(c10::ScalarType t) {
-  switch (t) {
-    case at::kFloat: return 0;
-    case at::kHalf: return 1;
-    case at::kChar: return 2;
-    case at::kInt: return 3;
-    case at::kByte: return 4;
-    case at::kShort: return 6;
-    case at::kLong: return 9;
-    case at::kDouble: return 11;
-    case at::kBool: return 12;
-    case at::kBFloat16: return 27;
-    default: return -1;
-  }
-}
-
-constexpr int kAclFormatNd = 2;
 
 }  // namespace
 
@@ -56,8 +38,8 @@ std::string OperationBinding::inferShape(const std::vector<at::Tensor>& inputs) 
   std::ostringstream dtypes, formats, shapes;
   for (size_t i = 0; i < descs.size(); ++i) {
     const char* sep = i == 0 ? "" : ", ";
-    dtypes << sep << aclDataType(descs[i].dtype);
-    formats << sep << kAclFormatNd;
+    dtypes << sep << acl::dataTypeOf(descs[i].dtype);  // aclDataType numbers, as ATB's infer_shape reports them
+    formats << sep << acl::kFormatNd;
     shapes << sep << '[';
     for (size_t d = 0; d < descs[i].shape.size(); ++d) shapes << (d ? ", " : "") << descs[i].shape[d];
     shapes << ']';

@@ -1,37 +1,23 @@
 #include "emulated/atb/dtypes.h"
 
+#include "core/acl_codes.h"
+
 namespace atb_ops::atb_api {
 
+// The numbers core/acl_codes.h writes for the code that sees no vendor header, against ACL's own.
+static_assert(acl::kDtUndefined == ACL_DT_UNDEFINED && acl::kFloat == ACL_FLOAT && acl::kFloat16 == ACL_FLOAT16 &&
+                  acl::kInt8 == ACL_INT8 && acl::kInt32 == ACL_INT32 && acl::kUint8 == ACL_UINT8 &&
+                  acl::kInt16 == ACL_INT16 && acl::kInt64 == ACL_INT64 && acl::kDouble == ACL_DOUBLE &&
+                  acl::kBool == ACL_BOOL && acl::kBf16 == ACL_BF16,
+              "aclDataType codes moved: update core/acl_codes.h");
+static_assert(acl::kFormatNd == ACL_FORMAT_ND, "ACL_FORMAT_ND moved: update core/acl_codes.h");
+
 std::optional<c10::ScalarType> scalarTypeOf(aclDataType dtype) {
-  switch (dtype) {
-    case ACL_FLOAT: return c10::ScalarType::Float;
-    case ACL_FLOAT16: return c10::ScalarType::Half;
-    case ACL_INT8: return c10::ScalarType::Char;
-    case ACL_INT32: return c10::ScalarType::Int;
-    case ACL_UINT8: return c10::ScalarType::Byte;
-    case ACL_INT16: return c10::ScalarType::Short;
-    case ACL_INT64: return c10::ScalarType::Long;
-    case ACL_DOUBLE: return c10::ScalarType::Double;
-    case ACL_BOOL: return c10::ScalarType::Bool;
-    case ACL_BF16: return c10::ScalarType::BFloat16;
-    default: return std::nullopt;
-  }
+  return acl::scalarTypeOf(static_cast<int32_t>(dtype));
 }
 
 aclDataType aclDataTypeOf(c10::ScalarType dtype) {
-  switch (dtype) {
-    case c10::ScalarType::Float: return ACL_FLOAT;
-    case c10::ScalarType::Half: return ACL_FLOAT16;
-    case c10::ScalarType::Char: return ACL_INT8;
-    case c10::ScalarType::Int: return ACL_INT32;
-    case c10::ScalarType::Byte: return ACL_UINT8;
-    case c10::ScalarType::Short: return ACL_INT16;
-    case c10::ScalarType::Long: return ACL_INT64;
-    case c10::ScalarType::Double: return ACL_DOUBLE;
-    case c10::ScalarType::Bool: return ACL_BOOL;
-    case c10::ScalarType::BFloat16: return ACL_BF16;
-    default: return ACL_DT_UNDEFINED;
-  }
+  return static_cast<aclDataType>(acl::dataTypeOf(dtype));
 }
 
 uint64_t elementBytes(aclDataType dtype) {

@@ -12,8 +12,7 @@
 
 namespace atb_ops::atb_api {
 
-// ACL_FLOAT 0 float32, ACL_FLOAT16 1 float16, ACL_INT8 2, ACL_INT32 3, ACL_UINT8 4, ACL_INT16 6, ACL_INT64 9,
-// ACL_DOUBLE 11 float64, ACL_BOOL 12, ACL_BF16 27 bfloat16; nullopt for the others.
+// The dtypes of core/acl_codes.h (ACL_FLOAT float32, ACL_FLOAT16, ..., ACL_BF16 bfloat16); nullopt for the others.
 std::optional<c10::ScalarType> scalarTypeOf(aclDataType dtype);
 // The inverse, for InferShape; ACL_DT_UNDEFINED for a dtype outside the list above.
 aclDataType aclDataTypeOf(c10::ScalarType dtype);
