@@ -1,6 +1,6 @@
 """The hccl backend against HCCL's documented C API, through the recording mock (no HCCL-on-CPU code runs).
 
-HCCL on CPU (csrc/hccl_cpu) and the hccl backend are written in this project, so a misreading of HCCL's API
+HCCL on CPU (csrc/emulated/hccl/) and the hccl backend are written in this project, so a misreading of HCCL's API
 (counts in bytes instead of elements, displacements in bytes, send/recv items swapped, reading results before
 the stream is done) would be shared by both and pass everywhere else. These expectations are written from the
 public CANN HCCL API reference (hiascend.com, CANN 8.0 "HCCL API reference", C interfaces), one entry per

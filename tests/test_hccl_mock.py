@@ -1,4 +1,4 @@
-"""The HCCL backend's logic on CPU, through the recording mock of HcclApi (csrc/comm/hccl/mock_hccl_api.h).
+"""The HCCL backend's logic on CPU, through the recording mock of HcclApi (tests/native/hccl_mock_api.h).
 
 Ranks are threads of this process (the C++ side releases the GIL), so the mock's in-process worlds
 really move their data; a few tests use real processes for the root-info exchange. Every expected value

@@ -3,7 +3,7 @@
 //   rankTableFile set   -> HcclCommInitClusterInfo(rankTableFile, rank);
 //   commMode 1 (thread) -> the ranks are threads of this process: once all have arrived, one
 //                          HcclCommInitAll(rankSize, devices) makes every rank's communicator;
-//   otherwise           -> rankRoot's HcclGetRootInfo, exchanged (hccl_bootstrap.h), then HcclCommInitRootInfo.
+//   otherwise           -> rankRoot's HcclGetRootInfo, exchanged (comm/bootstrap/), then HcclCommInitRootInfo.
 #pragma once
 
 #include <memory>

@@ -1,7 +1,8 @@
 // Links the real NcclApi (csrc/comm/nccl/cuda/nccl_api_impl.cpp) and the backend logic against libnccl and
 // runs what works on any machine: NCCL's error strings, drawing a unique id, and creating a one-rank
 // communicator, which without a GPU must fail as ERROR_NCCL_FAIL carrying NCCL's own words, with nothing
-// leaked. Built and run by scripts/nccl_link_smoke.sh; prints one line per check, exits non-zero on a failure.
+// leaked. Built and run by scripts/compile_check_nccl.sh --link; prints one line per check, exits non-zero on a
+// failure.
 #include <c10/util/Exception.h>
 
 #include <cstdio>
