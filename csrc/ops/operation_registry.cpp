@@ -21,12 +21,16 @@ bool registerOperation(const std::string& name, std::function<std::unique_ptr<Op
   return true;
 }
 
+std::vector<std::string> registeredOperations() {
+  std::vector<std::string> known;
+  for (const auto& kv : table()) known.push_back(kv.first);
+  return known;
+}
+
 std::unique_ptr<Operation> createOperation(const std::string& name) {
   auto it = table().find(name);
   if (it == table().end()) {
-    std::vector<std::string> known;
-    for (const auto& kv : table()) known.push_back(kv.first);
-    ATB_FAIL(ERROR_INVALID_PARAM, "unknown operation '", name, "'; known: ", c10::Join(", ", known));
+    ATB_FAIL(ERROR_INVALID_PARAM, "unknown operation '", name, "'; known: ", c10::Join(", ", registeredOperations()));
   }
   return it->second();
 }

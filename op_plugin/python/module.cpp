@@ -35,6 +35,7 @@
 #include "op_plugin/python/operation_class.h"
 #include "op_plugin/python/python_errors.h"
 #include "op_plugin/torch/comm_handles.h"
+#include "ops/operation_registry.h"
 #include "quant/quant.h"
 
 namespace py = pybind11;
@@ -129,6 +130,7 @@ PYBIND11_MODULE(_C, m) {
   m.doc() = "atb_ops native core: ATB operations and communicators";
 
   m.def("backends", &atb_ops::registeredBackends, "Backends built into this atb_ops, as 'name (device)'.");
+  m.def("operation_names", &atb_ops::registeredOperations, "The ATB operators built into this atb_ops, sorted.");
   m.def("communicator_count", &atb_ops::cachedCommunicatorCount, "Live communicators in the cache.");
   m.def(
       "communicator_stats",
