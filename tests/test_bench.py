@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -83,6 +84,55 @@ def test_report_figures_and_row():
     assert "vs gloo" in report.header(["t"], "atb", columns)
 
 
+def test_report_rounds_show_median_best_and_spread():
+    f = report.figures({"time_s": 2e-3, "best_s": 1e-3, "spread": 1.5, "rounds_s": [1e-3, 2e-3, 4e-3], "wrong": 0},
+                       1 << 20, 1 / 2)
+    assert f["time_us"] == pytest.approx(2000.0) and f["best_us"] == pytest.approx(1000.0)
+    mpi = report.figures({"time_s": 3e-3, "best_s": 3e-3, "spread": 0.0, "rounds_s": [3e-3] * 3, "wrong": 0},
+                         1 << 20, 1 / 2)
+    columns = [report.Column("mpi", "mpi", "speedup", "atb", "self")]
+    line = report.row_line({"bytes": 1 << 20, "count": 1 << 18, "figures": {"atb": f, "mpi": mpi}}, "float32",
+                           columns, rounds=True)
+    words = line.split()
+    assert words[3:6] == ["2000.0", "1000.0", "150.0%"] and words[-1] == "1.50x"  # ratio of the medians
+    head = report.header(["t"], "atb", columns, rounds=True).splitlines()[-1]
+    assert head.split().count("best(us)") == 2 and len(head) >= len(line) - 2
+
+
+def test_pages_are_the_same_for_every_library():
+    from atb_ops.bench import pages
+
+    assert pages.env_for("huge") == {"ATB_OPS_HUGEPAGES": "1"} and pages.env_for("small") == {"ATB_OPS_HUGEPAGES": "0"}
+    assert "THP mode" in pages.describe("huge") and "ATB_OPS_HUGEPAGES=0" in pages.describe("small")
+    small = torch.zeros(1024)
+    assert pages.give_same_pages("huge", [small]) == 0 and pages.give_same_pages("small", [torch.zeros(4 << 20)]) == 0
+    with pytest.raises(ValueError, match="pages must be one of"):
+        pages.give_same_pages("giant", [])
+    # 16 MiB touched: its whole 2 MiB pages are collapsed where the kernel has THP and free huge pages (advice:
+    # the kernel may refuse); what it reports collapsed must show in the mapping's AnonHugePages.
+    big = torch.ones(4 << 20)
+    got = pages.give_same_pages("huge", [big])
+    assert got % (2 << 20) == 0 and got <= 16 << 20, got
+    if got:
+        assert _anon_huge_bytes(big.data_ptr(), big.nbytes) >= got
+    assert torch.equal(big, torch.ones(4 << 20))  # the data stays
+
+
+def _anon_huge_bytes(address: int, nbytes: int) -> int:
+    """AnonHugePages of the mappings in /proc/self/smaps that overlap [address, address + nbytes) (the advice
+    splits the tensor's mapping at huge-page boundaries)."""
+    total, inside = 0, False
+    with open(f"/proc/{os.getpid()}/smaps") as f:
+        for line in f:
+            head = line.split()[0]
+            if "-" in head and not head.endswith(":"):
+                lo, hi = (int(x, 16) for x in head.split("-"))
+                inside = lo < address + nbytes and address < hi
+            elif inside and head == "AnonHugePages:":
+                total += int(line.split()[1]) * 1024
+    return total
+
+
 def _run_bench(args: list[str], tmp_path) -> tuple[str, dict]:
     out_json = tmp_path / "bench.json"
     proc = subprocess.run(
@@ -137,7 +187,14 @@ def test_bench_skewed_three_ranks_rounds(tmp_path):
          "--rounds", "2", "--no-mpi", "--no-gloo"],
         tmp_path,
     )
-    assert "pattern skewed (spread 8)" in stdout and "best of 2 rounds" in stdout
+    assert "pattern skewed (spread 8)" in stdout and "median of 2 rounds" in stdout
+    header = next(line for line in stdout.splitlines() if "size" in line and "count" in line)
+    assert "best(us)" in header and "spread" in header
+    for row in doc["rows"]:
+        atb = row["figures"]["atb"]
+        low, high = sorted(atb["rounds_us"])
+        assert atb["time_us"] == pytest.approx((low + high) / 2) and atb["best_us"] == pytest.approx(low)
+        assert atb["spread"] == pytest.approx((high - low) / atb["time_us"])
     assert [r["figures"]["atb"]["wrong"] for r in doc["rows"]] == [0, 0]
     assert [r["figures"]["shared"]["wrong"] for r in doc["rows"]] == [0, 0]
     assert [r["figures"]["torchscript"]["wrong"] for r in doc["rows"]] == [0, 0]

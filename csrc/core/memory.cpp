@@ -69,6 +69,23 @@ void adviseHugePages(const at::Tensor& t) {
 #endif
 }
 
+uint64_t collapseHugePages(const void* data, size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  const uintptr_t huge = hugePageBytes();
+  if (huge == 0 || data == nullptr) return 0;
+  const Units pages = wholeUnits(data, bytes, huge);
+  if (pages.bytes() == 0) return 0;
+  void* range = reinterpret_cast<void*>(pages.first);
+  // MADV_HUGEPAGE first, so that pages the buffer loses later (swap, migration) come back huge.
+  (void)::madvise(range, pages.bytes(), MADV_HUGEPAGE);
+  return ::madvise(range, pages.bytes(), MADV_COLLAPSE) == 0 ? pages.bytes() : 0;
+#else
+  (void)data;
+  (void)bytes;
+  return 0;
+#endif
+}
+
 uint64_t ReusedBufferPages::onUse(const void* data, size_t bytes) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   if (bytes < kMinBytes) return 0;
@@ -87,12 +104,7 @@ uint64_t ReusedBufferPages::onUse(const void* data, size_t bytes) {
   it->lastUse = clock_;
   if (it->collapsed) return 0;
   it->collapsed = true;  // one attempt per buffer, whatever the kernel answers
-  const Units pages = wholeUnits(data, bytes, huge);
-  if (pages.bytes() == 0) return 0;
-  void* range = reinterpret_cast<void*>(pages.first);
-  // MADV_HUGEPAGE first, so that pages the buffer loses later (swap, migration) come back huge.
-  (void)::madvise(range, pages.bytes(), MADV_HUGEPAGE);
-  return ::madvise(range, pages.bytes(), MADV_COLLAPSE) == 0 ? pages.bytes() : 0;
+  return collapseHugePages(data, bytes);
 #else
   (void)data;
   (void)bytes;

@@ -16,6 +16,11 @@ namespace atb_ops {
 // ATB_OPS_HUGEPAGES=0.
 void adviseHugePages(const at::Tensor& t);
 
+// Collapses the whole transparent huge pages inside [data, data + bytes) onto huge pages (MADV_HUGEPAGE, then
+// MADV_COLLAPSE); returns the bytes collapsed, 0 where THP is off or the kernel refuses. What ReusedBufferPages
+// does to a reused buffer, also offered to the benchmark so every library it times gets the same memory.
+uint64_t collapseHugePages(const void* data, size_t bytes);
+
 // Buffers that a caller passes call after call (execute_out's inputs and outputs): the second time one of
 // at least kMinBytes is seen at the same address with the same size, its whole huge pages are collapsed onto
 // transparent huge pages (MADV_HUGEPAGE, then MADV_COLLAPSE, Linux 6.1+). Peers copy such buffers with

@@ -28,6 +28,7 @@
 #include "core/host.h"
 #include "core/interrupt.h"
 #include "core/layout.h"
+#include "core/memory.h"
 #include "core/options.h"
 #include "core/status.h"
 #include "op_plugin/python/c10d_binding.h"
@@ -252,6 +253,22 @@ PYBIND11_MODULE(_C, m) {
         return t.device().is_cpu() && atb_ops::shm::Arena::instance().contains(t.data_ptr(), t.nbytes());
       },
       py::arg("tensor"), "Whether the tensor's memory lies in the shared-memory arena.");
+  m.def(
+      "collapse_huge_pages",
+      [](const at::Tensor& t) -> uint64_t {
+        // The same rule as a communicator's reused buffers: CPU, at least kMinBytes, ATB_OPS_HUGEPAGES on.
+        if (!t.defined() || !t.device().is_cpu() || t.nbytes() < atb_ops::ReusedBufferPages::kMinBytes ||
+            !atb_ops::readOptions().hugePages) {
+          return 0;
+        }
+        py::gil_scoped_release release;  // a collapse can take tens of milliseconds
+        return atb_ops::collapseHugePages(t.data_ptr(), t.nbytes());
+      },
+      py::arg("tensor"),
+      "Collapses a CPU tensor's whole transparent huge pages onto huge pages, as atb_ops does to the buffers an "
+      "operation is given call after call (tensors of 4 MiB and more, ATB_OPS_HUGEPAGES on); returns the bytes "
+      "collapsed (0 where THP is off or the kernel refuses). The benchmark gives every library's buffers the "
+      "same memory with it.");
   m.def(
       "_quant_cpu_isa",
       [](const std::string& request) {

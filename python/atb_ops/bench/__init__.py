@@ -34,8 +34,13 @@ group with backend "atb_ops" (atb_ops.bench.c10d), beside the same call on gloo 
 Each is checked once per size (output pre-filled with a sentinel, every element compared with what its
 sender wrote: ``#wrong``), warmed up (``--warmup``), then timed over ``--iters`` back-to-back calls
 (default: as many as fit in about 0.25 s, at least 5). ``--rounds R`` repeats every size R times, the
-libraries alternating, and reports each one's best round: on a shared machine this keeps a burst of
-someone else's load from landing on one library only.
+libraries alternating (on a shared machine this keeps a burst of someone else's load from landing on one
+library only), and reports each library's median round, its best round and the spread of its rounds
+((slowest - fastest) / median).
+
+Every library gets the same memory (``--pages``, atb_ops.bench.pages): by default the buffers each one is
+timed on (4 MiB and more) are collapsed onto transparent huge pages exactly as atb_ops collapses its own;
+``--pages small`` collapses nobody's. The table's title says which, and the kernel's THP mode.
 
 Columns, as nccl-tests: ``size`` is the bytes the busiest rank receives (or sends, if more) per call,
 ``count`` the same in elements; ``time`` is the mean time per call, max over ranks; ``algbw = size /
@@ -64,6 +69,7 @@ import multiprocessing as mp
 import os
 import platform
 import queue
+import statistics
 import sys
 import time
 import uuid
@@ -72,7 +78,7 @@ from typing import Any
 import torch
 
 from atb_ops._launch import free_port
-from atb_ops.bench import collectives, report, workload
+from atb_ops.bench import collectives, pages, report, workload
 from atb_ops.bench.ranks import BenchConfig
 
 DEFAULT_SIZES = "1K:256M"
@@ -159,7 +165,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--warmup", "-w", type=int, default=5, help="untimed calls per size (default 5)")
     p.add_argument("--budget", type=float, default=0.25, help="seconds of timed calls per size when --iters is 0")
     p.add_argument("--rounds", "-r", type=int, default=1,
-                   help="repeat the whole run, libraries alternating, and report each one's best round (default 1)")
+                   help="repeat the whole run, libraries alternating, and report each one's median round, best "
+                        "round and spread (default 1)")
+    p.add_argument("--pages", choices=list(pages.CHOICES), default="huge",
+                   help="the memory every library's buffers get: huge (collapsed onto transparent huge pages as "
+                        "atb_ops does its own, default) or small (nobody's collapsed, ATB_OPS_HUGEPAGES=0)")
     p.add_argument("--bind", choices=["auto", "core", "none"], default="auto",
                    help="pin rank r to CPU r (core), or not (none); auto: core when ranks fit the CPUs, as mpirun "
                    "does by default. Applies to atb_ops, gloo and Open MPI alike")
@@ -230,6 +240,7 @@ class Ranks:
             "ATB_OPS_JOB_ID": f"bench-{uuid.uuid4().hex}",
             "ATB_OPS_TIMEOUT": str(int(min(timeout_s, 600))),
             "OMP_NUM_THREADS": "1",
+            **pages.env_for(cfg.pages),
         }
         self.procs = [ctx.Process(target=target, args=(r, cfg.to_json(), env, self.results, self.commands[r]))
                       for r in range(cfg.world_size)]
@@ -278,23 +289,27 @@ class Ranks:
                 p.join(timeout=5)
 
 
-def _best(entries: list[dict[str, Any] | None]) -> dict[str, Any] | None:
-    """The fastest round's time; the most wrong elements any round saw."""
+def _rounds(entries: list[dict[str, Any] | None]) -> dict[str, Any] | None:
+    """A library's rounds of one size: the median round's time (the table's time), the best, the spread
+    ((slowest - fastest) / median) and every round's time; the most wrong elements any round saw."""
     got = [e for e in entries if e is not None and e.get("time_s") == e.get("time_s")]
     if not got:
         return None
-    return {"time_s": min(e["time_s"] for e in got), "wrong": max(int(e["wrong"]) for e in got)}
+    times = [float(e["time_s"]) for e in got]
+    median = statistics.median(times)
+    return {"time_s": median, "best_s": min(times), "spread": (max(times) - min(times)) / median if median else 0.0,
+            "rounds_s": times, "wrong": max(int(e["wrong"]) for e in got)}
 
 
 def _make_row(raw: list[dict[str, Any]], mpi_raw: list[dict[str, Any] | None], args: argparse.Namespace,
               others: list[str]) -> dict[str, Any]:
-    """One table row from every round of one size: each library's best round."""
+    """One table row from every round of one size: each library's median round (best and spread beside it)."""
     first = raw[0]
     nbytes = first["bytes"]
     factor = collectives.bus_factor(args.op, args.world_size)
-    figs = {key: report.figures(_best([r.get(key) for r in raw]), nbytes, factor)
+    figs = {key: report.figures(_rounds([r.get(key) for r in raw]), nbytes, factor)
             for key in ("atb", "torchscript", "shared", "dist", "dist_single", "dist_scatter", "gloo")}
-    figs["mpi"] = report.figures(_best(mpi_raw), nbytes, factor)
+    figs["mpi"] = report.figures(_rounds(mpi_raw), nbytes, factor)
     memcpy = [r["memcpy_s"] for r in raw if r.get("memcpy_s") and r["memcpy_s"] == r["memcpy_s"]]
     return {
         "size": first["size"], "bytes": nbytes, "count": first["count"], "type": args.dtype,
@@ -313,6 +328,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         sizes=args.size_list, dtype=args.dtype,
         pattern=args.pattern, spread=args.spread, seed=args.seed, iters=args.iters, warmup=args.warmup,
         budget_s=args.budget, gloo=not args.no_gloo, check=not args.no_check, shared=not args.no_shared,
+        pages=args.pages,
         torchscript=not args.no_torchscript and not c10d_api,
         bind=args.bind if args.bind != "auto" else ("core" if args.world_size <= len(os.sched_getaffinity(0))
                                                      else "none"),
@@ -361,7 +377,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         notes.append(f"Open MPI: {mpi_job.library}")
     cores = os.cpu_count() or 1
     pattern = args.pattern + (f" (spread {args.spread:g})" if args.pattern == "skewed" else "")
-    rounds = (f"best of {args.rounds} rounds (libraries alternate size by size); " if args.rounds > 1 else "")
+    rounds = (f"median of {args.rounds} rounds (libraries alternate size by size; best and spread beside it); "
+              if args.rounds > 1 else "")
     title = [
         (f"atb_ops bench: torch.distributed.{gloo_fn} on backend 'atb_ops' (reused buffers), "
          f"{args.world_size} rank(s), {args.dtype}, " if c10d_api else
@@ -374,10 +391,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         f"size: {SIZE_MEANING[args.op]}; time: {rounds}mean per call, max over ranks; algbw = size/time"
         f" (GB/s = 1e9 B/s); busbw = algbw*{BUS_FORMULA[args.op]}; speedup = their time / atb_ops time;"
         " vs MPI = Open MPI's time / this column's time; x exec = its time / execute_out's time",
+        pages.describe(args.pages),
     ]
     rows: list[dict[str, Any]] = []
     try:
-        print(report.header([*title, *notes], labels["atb"], columns), flush=True)
+        print(report.header([*title, *notes], labels["atb"], columns, args.rounds > 1), flush=True)
         for index, size in enumerate(cfg.sizes):
             raw: list[dict[str, Any]] = []
             mpi_raw: list[dict[str, Any] | None] = []
@@ -393,7 +411,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 ranks.run(index, round_no, raw.append)
             row = _make_row(raw, mpi_raw, args, [k for k in others])
             rows.append(row)
-            print(report.row_line(row, args.dtype, columns), flush=True)
+            print(report.row_line(row, args.dtype, columns, args.rounds > 1), flush=True)
     finally:
         ranks.close()
         if mpi_job is not None:

@@ -70,7 +70,8 @@ def _run_rank(rank: int, cfg: BenchConfig, results: Any, commands: Any) -> None:
 
 
 def _alltoall_buffers(cfg: BenchConfig, size: int, rank: int, dtype: torch.dtype) -> tuple[Any, ...]:
-    """(call args builder, output, check) for all_to_all_single on the bench's alltoallv layout."""
+    """(call args builder, output, check, bytes, count, reused buffers) for all_to_all_single on the bench's
+    alltoallv layout."""
     plan = plan_for(cfg, size, rank)
     lay = plan.layout
     seq = workload.sequence_for(plan.matrix, dtype)
@@ -83,11 +84,12 @@ def _alltoall_buffers(cfg: BenchConfig, size: int, rank: int, dtype: torch.dtype
 
         return functools.partial(dist.all_to_all_single, out, send, lay.recv_counts, lay.send_counts, group=group)
 
-    return call, out, lambda: workload.count_wrong(out, lay, rank, cfg.seed, seq), plan.bytes, plan.count
+    return call, out, lambda: workload.count_wrong(out, lay, rank, cfg.seed, seq), plan.bytes, plan.count, (send, out)
 
 
 def _collective_buffers(cfg: BenchConfig, size: int, rank: int, dtype: torch.dtype) -> tuple[Any, ...]:
-    """(call args builder, output, check) for the other collectives (collectives.py's data and goldens)."""
+    """(call args builder, output, check, bytes, count, reset, reused buffers) for the other collectives
+    (collectives.py's data and goldens)."""
     import torch.distributed as dist
 
     n, kind = cfg.world_size, cfg.op
@@ -119,7 +121,7 @@ def _collective_buffers(cfg: BenchConfig, size: int, rank: int, dtype: torch.dty
             elif kind == "broadcast":
                 workload.poison(x)
 
-    return call, out, check, nbytes, count, reset
+    return call, out, check, nbytes, count, reset, (x,) if out is x else (x, out)
 
 
 def _run_size(rank: int, cfg: BenchConfig, index: int, round_no: int, results: Any, dist: Any, ours: Any,
@@ -128,12 +130,12 @@ def _run_size(rank: int, cfg: BenchConfig, index: int, round_no: int, results: A
     dtype = workload.DTYPES[cfg.dtype]
     size = cfg.sizes[index]
     if cfg.op == "alltoallv":
-        call, out, check, nbytes, count = _alltoall_buffers(cfg, size, rank, dtype)
+        call, out, check, nbytes, count, reused = _alltoall_buffers(cfg, size, rank, dtype)
 
         def reset() -> None:
             workload.poison(out)
     else:
-        call, out, check, nbytes, count, reset = _collective_buffers(cfg, size, rank, dtype)
+        call, out, check, nbytes, count, reset, reused = _collective_buffers(cfg, size, rank, dtype)
     timed: dict[str, tuple[float, float]] = {}
     for key, group, label in (("atb", ours, "atb_ops"), ("gloo", None, "gloo")):
         if key == "gloo" and not cfg.gloo:
@@ -147,5 +149,5 @@ def _run_size(rank: int, cfg: BenchConfig, index: int, round_no: int, results: A
             reset()
             fn()
             wrong = check()
-        timed[key] = (time_loop(fn, cfg, reduce_max, dist.barrier, lambda: None), wrong)
+        timed[key] = (time_loop(fn, cfg, reduce_max, dist.barrier, lambda: None, reused), wrong)
     _report(rank, index, round_no, size, nbytes, count, timed, results, reduce)

@@ -52,6 +52,8 @@ class MpiJob:
 
     def __init__(self, cfg_json: str, world_size: int, bind: str = "none", timeout_s: float = 600.0) -> None:
         import atb_ops
+        from atb_ops.bench import pages
+        from atb_ops.bench.ranks import BenchConfig
 
         self.timeout_s = timeout_s
         self.dir = Path(tempfile.mkdtemp(prefix="atb_ops_bench_mpi."))
@@ -60,7 +62,10 @@ class MpiJob:
             os.mkfifo(self.dir / f"cmd.{r}", 0o600)
         os.mkfifo(self.dir / "results", 0o600)
         python_dir = str(Path(atb_ops.__file__).resolve().parent.parent)
+        same_env = [arg for k, v in pages.env_for(BenchConfig.from_json(cfg_json).pages).items()
+                    for arg in ("-x", f"{k}={v}")]
         self.cmd = ["mpirun", "-n", str(world_size), *MPIRUN_FLAGS, *BIND_FLAGS[bind], "-x", f"PYTHONPATH={python_dir}",
+                    *same_env,
                     sys.executable, "-m", "atb_ops.bench.mpi", str(self.dir / "config.json"), str(self.dir)]
         self.log = open(self.dir / "log", "w+")  # noqa: SIM115 - closed in close()
         self.proc = subprocess.Popen(self.cmd, stdout=self.log, stderr=subprocess.STDOUT)
@@ -181,7 +186,8 @@ def main(argv: list[str] | None = None) -> int:
                 workload.poison(result)
             call()
             wrong = collectives.count_wrong(result, want)
-        seconds = comm.allreduce(time_loop(call, cfg, reduce_max, comm.Barrier, lambda: None), op=MPI.MAX)
+        reused = (x,) if cfg.op == "broadcast" else (x, out)
+        seconds = comm.allreduce(time_loop(call, cfg, reduce_max, comm.Barrier, lambda: None, reused), op=MPI.MAX)
         return {"index": index, "size": size, "time_s": seconds, "wrong": comm.allreduce(wrong, op=MPI.SUM)}
 
     def run_size(index: int) -> dict[str, Any]:
@@ -202,7 +208,8 @@ def main(argv: list[str] | None = None) -> int:
             workload.poison(out)
             call()
             wrong = workload.count_wrong(out, lay, rank, cfg.seed, seq)
-        seconds = comm.allreduce(time_loop(call, cfg, reduce_max, comm.Barrier, lambda: None), op=MPI.MAX)
+        seconds = comm.allreduce(time_loop(call, cfg, reduce_max, comm.Barrier, lambda: None, (send, out)),
+                                 op=MPI.MAX)
         return {"index": index, "size": size, "time_s": seconds, "wrong": comm.allreduce(wrong, op=MPI.SUM)}
 
     with open(serve_dir / f"cmd.{rank}") as commands:

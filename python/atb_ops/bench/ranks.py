@@ -18,13 +18,13 @@ import json
 import os
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import torch
 
-from atb_ops.bench import collectives, workload
+from atb_ops.bench import collectives, pages, workload
 
 
 @dataclass
@@ -48,6 +48,7 @@ class BenchConfig:
     torchscript: bool = True  # also time execute_out through torch.classes.OperationTorch.OperationTorch
     check: bool = True
     bind: str = "none"  # "core": rank r runs on allowed CPU r % count (as mpirun --bind-to core)
+    pages: str = "huge"  # pages.CHOICES: the memory every library's buffers get
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -94,8 +95,12 @@ def auto_iters(cfg: BenchConfig, est_s: float) -> int:
 
 
 def time_loop(fn: Callable[[], Any], cfg: BenchConfig, reduce_max: Callable[[float], float],
-              barrier: Callable[[], None], sync: Callable[[], None]) -> float:
-    """Mean seconds per call of fn on this rank, after warm-up; every rank runs the same count."""
+              barrier: Callable[[], None], sync: Callable[[], None], buffers: Sequence[torch.Tensor] = ()) -> float:
+    """Mean seconds per call of fn on this rank, after warm-up; every rank runs the same count.
+
+    `buffers` (the tensors fn reads and writes every call) first get the memory cfg.pages names, whichever
+    library fn calls."""
+    pages.give_same_pages(cfg.pages, buffers)
     for _ in range(cfg.warmup):
         fn()
     sync()
@@ -245,7 +250,7 @@ def _time_global_scatter(rank: int, cfg: BenchConfig, size: int, lay: Any, send:
     if cfg.check:
         rank_major = _rank_major(call().reshape(-1).cpu(), global_, len(lay.recv_counts), 2)
         wrong = workload.count_wrong(rank_major, lay, rank, cfg.seed, seq)
-    return time_loop(call, cfg, reduce_max, dist.barrier, sync), wrong
+    return time_loop(call, cfg, reduce_max, dist.barrier, sync, (send,)), wrong
 
 
 def _run_size(rank: int, cfg: BenchConfig, index: int, round_no: int, results: Any, ops: tuple[Any, Any],
@@ -270,7 +275,7 @@ def _run_size(rank: int, cfg: BenchConfig, index: int, round_no: int, results: A
     op.set_varaintpack_param(json.dumps(lay.pack()))
     inputs, outputs = [send, infer], [out]
 
-    def checked_time(call: Callable[[], Any], result: torch.Tensor) -> tuple[float, int]:
+    def checked_time(call: Callable[[], Any], result: torch.Tensor, source: torch.Tensor) -> tuple[float, int]:
         """The checked call (`result` starts as a sentinel), then the timed loop: (seconds per call, #wrong)."""
         wrong = 0
         if cfg.check:
@@ -278,16 +283,16 @@ def _run_size(rank: int, cfg: BenchConfig, index: int, round_no: int, results: A
             call()
             sync()
             wrong = workload.count_wrong(result.reshape(-1).cpu(), lay, rank, cfg.seed, seq)
-        return time_loop(call, cfg, reduce_max, dist.barrier, sync), wrong
+        return time_loop(call, cfg, reduce_max, dist.barrier, sync, (source, result)), wrong
 
-    atb_s, wrong = checked_time(functools.partial(execute_out, inputs, outputs), out)
+    atb_s, wrong = checked_time(functools.partial(execute_out, inputs, outputs), out, send)
 
     ts_s, ts_wrong = float("nan"), 0
     if ts_op is not None:
         if rank == 0:
             results.put(("progress", f"{workload.format_bytes(size)}: atb_ops {cfg.backend}, OperationTorch"))
         ts_op.set_varaintpack_param(json.dumps(lay.pack()))
-        ts_s, ts_wrong = checked_time(functools.partial(ts_op.execute_out, inputs, outputs), out)
+        ts_s, ts_wrong = checked_time(functools.partial(ts_op.execute_out, inputs, outputs), out, send)
 
     shared_s, shared_wrong = float("nan"), 0
     if cfg.shared and device.type == "cpu" and cfg.backend in ("shm", "auto", "hccl"):
@@ -299,7 +304,7 @@ def _run_size(rank: int, cfg: BenchConfig, index: int, round_no: int, results: A
         s_send.copy_(send)
         s_out = atb_ops.shm_empty(1, lay.recv_numel, dtype=dtype)
         s_inputs, s_outputs = [s_send, infer], [s_out]
-        shared_s, shared_wrong = checked_time(functools.partial(execute_out, s_inputs, s_outputs), s_out)
+        shared_s, shared_wrong = checked_time(functools.partial(execute_out, s_inputs, s_outputs), s_out, s_send)
         del s_send, s_out, s_inputs, s_outputs
 
     timed: dict[str, tuple[float, float]] = {"atb": (atb_s, wrong), "torchscript": (ts_s, ts_wrong),
@@ -312,7 +317,7 @@ def _run_size(rank: int, cfg: BenchConfig, index: int, round_no: int, results: A
         dist_call = functools.partial(ad.all_to_all_v, send, lay.send_counts, lay.sdispls, lay.recv_counts,
                                       lay.rdispls)
         dist_wrong = workload.count_wrong(dist_call().cpu(), lay, rank, cfg.seed, seq) if cfg.check else 0
-        timed["dist"] = (time_loop(dist_call, cfg, reduce_max, dist.barrier, sync), dist_wrong)
+        timed["dist"] = (time_loop(dist_call, cfg, reduce_max, dist.barrier, sync, (send,)), dist_wrong)
         # Paddle's alltoall_single splits rows: one element per row here, straight into `out`.
         if rank == 0:
             results.put(("progress", f"{workload.format_bytes(size)}: atb_ops.distributed.alltoall_single"))
@@ -323,7 +328,8 @@ def _run_size(rank: int, cfg: BenchConfig, index: int, round_no: int, results: A
             workload.poison(out)
             single_call()
             single_wrong = workload.count_wrong(flat_out.cpu(), lay, rank, cfg.seed, seq)
-        timed["dist_single"] = (time_loop(single_call, cfg, reduce_max, dist.barrier, sync), single_wrong)
+        timed["dist_single"] = (time_loop(single_call, cfg, reduce_max, dist.barrier, sync, (send, flat_out)),
+                                single_wrong)
         timed["dist_scatter"] = _time_global_scatter(rank, cfg, size, lay, send, seq, results, reduce_max, dist, sync)
 
     gloo_s, gloo_wrong, gloo_call = float("nan"), 0.0, None
@@ -342,7 +348,7 @@ def _run_size(rank: int, cfg: BenchConfig, index: int, round_no: int, results: A
             workload.poison(out)
             gloo_call()
             gloo_wrong = workload.count_wrong(out.reshape(-1), lay, rank, cfg.seed, seq)
-        gloo_s = time_loop(gloo_call, cfg, reduce_max, dist.barrier, sync)
+        gloo_s = time_loop(gloo_call, cfg, reduce_max, dist.barrier, sync, (g_in, g_out))
 
     timed["gloo"] = (gloo_s, gloo_wrong)
     _report(rank, index, round_no, size, plan.bytes, plan.count, timed, results, reduce)
@@ -392,9 +398,10 @@ def _run_collective_size(rank: int, cfg: BenchConfig, index: int, round_no: int,
             return x, None
         return x, empty(n, numel_in, dtype=dtype) if kind == "allgather" else empty(numel_out, dtype=dtype)
 
-    def checked(call: Callable[[], Any], got: Callable[[], torch.Tensor], what: str) -> tuple[float, int]:
+    def checked(call: Callable[[], Any], got: Callable[[], torch.Tensor], what: str,
+                buffers: Sequence[torch.Tensor | None]) -> tuple[float, int]:
         """The checked call (what it writes starts as a sentinel; a broadcast root keeps its data), then
-        the timing."""
+        the timing on `buffers` (None entries: none)."""
         if rank == 0:
             results.put(("progress", f"{workload.format_bytes(size)}: {what}"))
         wrong = 0
@@ -404,21 +411,22 @@ def _run_collective_size(rank: int, cfg: BenchConfig, index: int, round_no: int,
             call()
             sync()
             wrong = collectives.count_wrong(got(), want)
-        return time_loop(call, cfg, reduce_max, dist.barrier, sync), wrong
+        reused = [b for b in buffers if b is not None]
+        return time_loop(call, cfg, reduce_max, dist.barrier, sync, reused), wrong
 
     timed: dict[str, tuple[float, float]] = {}
     x, out = buffers(functools.partial(torch.empty, device=device))
     result = x if out is None else out
     timed["atb"] = checked(functools.partial(execute_out, [x], [] if out is None else [out]), lambda: result,
-                           f"atb_ops {cfg.backend}")
+                           f"atb_ops {cfg.backend}", (x, out))
     if ts_op is not None:
         ts_call = functools.partial(ts_op.execute_out, [x], [] if out is None else [out])
-        timed["torchscript"] = checked(ts_call, lambda: result, f"atb_ops {cfg.backend}, OperationTorch")
+        timed["torchscript"] = checked(ts_call, lambda: result, f"atb_ops {cfg.backend}, OperationTorch", (x, out))
     if cfg.shared and device.type == "cpu" and cfg.backend in ("shm", "auto", "hccl"):
         s_x, s_out = buffers(atb_ops.shm_empty)
         s_result = s_x if s_out is None else s_out
         s_call = functools.partial(execute_out, [s_x], [] if s_out is None else [s_out])
-        timed["shared"] = checked(s_call, lambda: s_result, f"atb_ops {cfg.backend}, shm_empty buffers")
+        timed["shared"] = checked(s_call, lambda: s_result, f"atb_ops {cfg.backend}, shm_empty buffers", (s_x, s_out))
         del s_x, s_out, s_result, s_call
     if cfg.api:
         calls = {"allreduce": lambda: ad.all_reduce(mine), "reduce_scatter": lambda: ad.reduce_scatter(mine),
@@ -428,7 +436,7 @@ def _run_collective_size(rank: int, cfg: BenchConfig, index: int, round_no: int,
         def d_call() -> None:
             last[0] = calls[kind]()
 
-        timed["dist"] = checked(d_call, lambda: last[0], f"atb_ops.distributed, {kind}")
+        timed["dist"] = checked(d_call, lambda: last[0], f"atb_ops.distributed, {kind}", (mine,))
     if cfg.gloo and device.type == "cpu":
         g_x, g_out = buffers(torch.empty)
         if kind == "allreduce":
@@ -439,7 +447,7 @@ def _run_collective_size(rank: int, cfg: BenchConfig, index: int, round_no: int,
             if cfg.check:
                 dist.all_reduce(g_x)
                 g_wrong = collectives.count_wrong(g_x, want)
-            g_s = time_loop(functools.partial(dist.all_reduce, g_x), cfg, reduce_max, dist.barrier, sync)
+            g_s = time_loop(functools.partial(dist.all_reduce, g_x), cfg, reduce_max, dist.barrier, sync, (g_x,))
             timed["gloo"] = (g_s, g_wrong)
         else:
             if kind == "broadcast":
@@ -448,5 +456,5 @@ def _run_collective_size(rank: int, cfg: BenchConfig, index: int, round_no: int,
                 g_call, g_result = functools.partial(dist.all_gather_into_tensor, g_out.view(-1), g_x), g_out
             else:
                 g_call, g_result = functools.partial(dist.reduce_scatter_tensor, g_out, g_x), g_out
-            timed["gloo"] = checked(g_call, lambda: g_result, f"gloo, {kind}")
+            timed["gloo"] = checked(g_call, lambda: g_result, f"gloo, {kind}", (g_x, g_out))
     _report(rank, index, round_no, size, nbytes, count, timed, results, reduce)

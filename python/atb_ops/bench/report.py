@@ -18,22 +18,30 @@ def figures(entry: dict[str, Any] | None, nbytes: int, bus_factor: float) -> dic
         return None
     t = entry["time_s"]
     algbw = nbytes / t / 1e9 if t > 0 else 0.0
-    return {
+    figs = {
         "time_us": t * 1e6,
         "algbw": algbw,
         "busbw": algbw * bus_factor,
         "wrong": int(entry["wrong"]),
     }
+    if "best_s" in entry:  # several rounds: time is their median
+        figs.update(best_us=entry["best_s"] * 1e6, spread=entry["spread"],
+                    rounds_us=[r * 1e6 for r in entry["rounds_s"]])
+    return figs
 
 
 CELL = 35  # time(us) algbw busbw #wrong
+ROUNDS_CELL = 18  # best(us) spread, after the time when there are several rounds
 RATIO = 8
 
 
-def _cell(f: dict[str, float] | None, width: int = CELL) -> str:
+def _cell(f: dict[str, float] | None, rounds: bool = False) -> str:
     if f is None:
-        return f"{'--':>{width}}"
-    return f"{f['time_us']:10.1f} {f['algbw']:8.2f} {f['busbw']:8.2f} {f['wrong']:6d}"
+        return f"{'--':>{CELL + (ROUNDS_CELL if rounds else 0)}}"
+    text = f"{f['time_us']:10.1f} "
+    if rounds:
+        text += f"{f.get('best_us', f['time_us']):10.1f} {100 * f.get('spread', 0.0):6.1f}% "
+    return text + f"{f['algbw']:8.2f} {f['busbw']:8.2f} {f['wrong']:6d}"
 
 
 def _ratio(faster: dict[str, float] | None, slower: dict[str, float] | None) -> str:
@@ -57,29 +65,34 @@ class Column:
     slower: str
 
 
-def header(title_lines: list[str], main_label: str, columns: list[Column]) -> str:
+def header(title_lines: list[str], main_label: str, columns: list[Column], rounds: bool = False) -> str:
+    """The title lines and the two header lines; `rounds`: cells carry best(us) and spread after the time."""
     lines = [f"# {t}" for t in title_lines]
-    group = f"{main_label:^{CELL}}"
-    units = f"{'time(us)':>10} {'algbw':>8} {'busbw':>8} {'#wrong':>6}"
+    width = CELL + (ROUNDS_CELL if rounds else 0)
+    group = f"{main_label:^{width}}"
+    cell = f"{'time(us)':>10} " + (f"{'best(us)':>10} {'spread':>7} " if rounds else "")
+    cell += f"{'algbw':>8} {'busbw':>8} {'#wrong':>6}"
+    units = cell
     for col in columns:
-        group += f"  {col.label:^{CELL + 1 + RATIO}}"
-        units += f"  {'time(us)':>10} {'algbw':>8} {'busbw':>8} {'#wrong':>6} {col.ratio_label:>{RATIO}}"
+        group += f"  {col.label:^{width + 1 + RATIO}}"
+        units += f"  {cell} {col.ratio_label:>{RATIO}}"
     lines.append("#")
     lines.append(f"# {'':>12} {'':>12} {'':>8}  {group.rstrip()}")
     lines.append(f"# {'size':>12} {'count':>12} {'type':>8}  {units}")
     return "\n".join(lines)
 
 
-def row_line(row: dict[str, Any], dtype: str, columns: list[Column]) -> str:
-    """One table row: the atb_ops figures, then each comparison column with its ratio."""
+def row_line(row: dict[str, Any], dtype: str, columns: list[Column], rounds: bool = False) -> str:
+    """One table row: the atb_ops figures, then each comparison column with its ratio (of the times shown:
+    medians when there are several rounds)."""
     figs = row["figures"]
-    text = f"  {row['bytes']:>12d} {row['count']:>12d} {dtype:>8}  {_cell(figs['atb'])}"
+    text = f"  {row['bytes']:>12d} {row['count']:>12d} {dtype:>8}  {_cell(figs['atb'], rounds)}"
     for col in columns:
 
         def pick(key: str, col: Column = col) -> dict[str, float] | None:
             return figs.get(col.key if key == "self" else key)
 
-        text += f"  {_cell(figs.get(col.key))} {_ratio(pick(col.faster), pick(col.slower))}"
+        text += f"  {_cell(figs.get(col.key), rounds)} {_ratio(pick(col.faster), pick(col.slower))}"
     return text
 
 
