@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -295,6 +296,10 @@ def test_bench_c10d_api(tmp_path, op):
     stdout, doc = _run_bench(["--op", op, "--api", "c10d", *extra, "-s", "1K,64K", "-i", "2", "-w", "0", "--no-mpi"],
                              tmp_path)
     assert "on backend 'atb_ops'" in stdout and "atb_ops c10d backend" in stdout
+    assert "on backend 'fake' (does nothing)" in stdout
+    above = re.search(r"# atb_ops above floor  : (.*) us per call", stdout)
+    assert above and len(re.findall(r"[+-]\d+\.\d", above.group(1))) == len(doc["rows"]) == 2, stdout
     for row in doc["rows"]:
-        assert set(row["figures"]) == {"atb", "gloo"}, row["figures"]
+        assert set(row["figures"]) == {"atb", "floor", "gloo"}, row["figures"]
         assert all(f["wrong"] == 0 for f in row["figures"].values()), row["figures"]
+        assert row["figures"]["floor"]["time_us"] > 0

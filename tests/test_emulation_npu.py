@@ -259,3 +259,36 @@ def test_device_cuda_on_a_real_gpu():
     )
     proc = run_emulated(code, device="cuda")
     assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), output_of(proc)
+
+
+OPERATION_CLASS = """
+import json, os, pytest, torch, torch_npu, atb_ops
+cls = torch.classes.OperationTorch.OperationTorch
+fast = os.environ.get("ATB_OPS_TORCHSCRIPT_CLASS") != "1"
+assert (cls is atb_ops.Operation) == fast, cls
+op = cls("AllGatherOperation")
+assert fast != isinstance(op, torch.ScriptObject)
+assert json.loads(op.set_param(json.dumps({"rank": 0, "rankSize": 1, "backend": "shm"}))) == {"result": 0}
+x = torch.arange(5.0).npu()
+assert torch.equal(op.execute([x])[0], x.reshape(1, 5)) and op.name() == "AllGatherOperation"
+out = torch.full((1, 5), -7.0)
+op.execute_out([x], [out])
+assert torch.equal(out, x.reshape(1, 5))
+assert json.loads(op.infer_shape([x]))["shape"] == [[1, 5]]
+op.set_tensor_list([x], "bias")  # accepted and ignored by both
+bad = cls("AllGatherOperation")
+with pytest.raises(RuntimeError, match="rankSize"):
+    bad.set_param(json.dumps({"rank": 0, "rankSize": 0, "backend": "shm"}))
+with pytest.raises(RuntimeError, match="unknown|not an operation|Operation"):
+    cls("NoSuchOperation")
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("keep_torchscript", [False, True])
+def test_operation_class_under_the_emulation(keep_torchscript):
+    # Under `atb_ops run`, torch.classes.OperationTorch.OperationTorch is the pybind class (no TorchScript
+    # dispatch per call, ~2.6 us); ATB_OPS_TORCHSCRIPT_CLASS=1 keeps the TorchScript class. Same answers.
+    env = {"ATB_OPS_TORCHSCRIPT_CLASS": "1"} if keep_torchscript else None
+    proc = run_emulated(OPERATION_CLASS, extra_env=env)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), output_of(proc)

@@ -97,6 +97,7 @@ LABELS_OTHER = {
     "dist": "atb_ops.distributed.{dist}",
     "dist_single": "atb_ops.distributed.alltoall_single",
     "dist_scatter": "atb_ops.distributed.global_scatter, 2 experts/rank",
+    "floor": "torch's floor: {gloo} on backend 'fake' (does nothing)",
 }
 # --op -> (ATB operation, atb_ops.distributed function, gloo's call, Open MPI's call)
 OP_NAMES = {
@@ -308,7 +309,7 @@ def _make_row(raw: list[dict[str, Any]], mpi_raw: list[dict[str, Any] | None], a
     nbytes = first["bytes"]
     factor = collectives.bus_factor(args.op, args.world_size)
     figs = {key: report.figures(_rounds([r.get(key) for r in raw]), nbytes, factor)
-            for key in ("atb", "torchscript", "shared", "dist", "dist_single", "dist_scatter", "gloo")}
+            for key in ("atb", "torchscript", "shared", "dist", "dist_single", "dist_scatter", "floor", "gloo")}
     figs["mpi"] = report.figures(_rounds(mpi_raw), nbytes, factor)
     memcpy = [r["memcpy_s"] for r in raw if r.get("memcpy_s") and r["memcpy_s"] == r["memcpy_s"]]
     return {
@@ -358,10 +359,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     expert_api = cfg.api and args.op == "alltoallv"
     present = {"torchscript": cfg.torchscript, "shared": cfg.shared, "dist": cfg.api, "dist_single": expert_api,
                "dist_scatter": expert_api,
-               "gloo": cfg.gloo, "mpi": mpi_job is not None}
-    others = [k for k in ("torchscript", "shared", "dist", "dist_single", "dist_scatter", "gloo", "mpi") if present[k]]
+               "floor": c10d_api, "gloo": cfg.gloo, "mpi": mpi_job is not None}
+    others = [k for k in ("torchscript", "shared", "dist", "dist_single", "dist_scatter", "floor", "gloo", "mpi")
+              if present[k]]
     labels = {"atb": f"atb_ops c10d backend, {gloo_fn}" if c10d_api else f"atb_ops {args.backend}",
-              **{k: LABELS_OTHER[k].format(backend=args.backend, dist=dist_fn) for k in LABELS_OTHER},
+              **{k: LABELS_OTHER[k].format(backend=args.backend, dist=dist_fn, gloo=gloo_fn) for k in LABELS_OTHER},
               "gloo": f"gloo {gloo_fn}", "mpi": f"Open MPI {mpi_fn}"}
     labels = {k: v for k, v in labels.items() if k == "atb" or k in others}
     columns = []
@@ -370,6 +372,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             ratio = ("vs MPI", "self", "mpi") if present["mpi"] else ("vs torch", "self", "atb")
         elif k in ("dist", "dist_single", "dist_scatter"):
             ratio = ("x exec", "atb", "self")  # its time over execute_out's: the framework API's cost
+        elif k == "floor":
+            ratio = ("x floor", "self", "atb")  # atb_ops' time over torch's own per-call cost
         else:
             ratio = ("speedup", "atb", "self")
         columns.append(report.Column(k, labels[k], *ratio))
@@ -416,7 +420,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         ranks.close()
         if mpi_job is not None:
             mpi_job.close()
-    print(report.footer(rows, labels, args.world_size, cores), flush=True)
+    moved = {k: v for k, v in labels.items() if k != "floor"}  # the floor moves nothing: no bandwidth
+    print(report.footer(rows, moved, args.world_size, cores), flush=True)
+    if "floor" in labels:
+        print(report.above_floor(rows), flush=True)
     doc = {"config": {**json.loads(cfg.to_json()), "rounds": args.rounds}, "labels": labels,
            "host": {"cores": cores, "cpu": _cpu_model()}, "notes": notes, "rows": rows}
     doc["avg_busbw"] = {key: report.avg_busbw(rows, key) for key in labels}

@@ -6,6 +6,11 @@ one more group with ``backend="atb_ops"``. Per size each rank runs the same torc
 ``all_gather_into_tensor``, ``broadcast``) on the atb_ops group and then on the gloo group, with the same reused
 tensors: checked once (output pre-filled with a sentinel: ``#wrong``), warmed up and timed like every other
 column (``atb_ops.bench.ranks.time_loop``). Open MPI's column is the usual mpirun job.
+
+The **floor** column is the same call on a group of torch's own backend that moves nothing and completes at once
+(``FakeProcessGroup``, backend "fake" of ``torch.testing._internal.distributed.fake_pg``): what torch.distributed
+itself costs per call (argument checks, dispatch, work objects). atb_ops' time above it is what the backend adds.
+It is not checked (it writes nothing by design).
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ def _run_rank(rank: int, cfg: BenchConfig, results: Any, commands: Any) -> None:
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{os.environ['MASTER_PORT']}", rank=rank,
                             world_size=cfg.world_size)
     ours = dist.new_group(list(range(cfg.world_size)), backend="atb_ops")
+    floor = _floor_group(dist, cfg.world_size)
 
     def reduce(values: list[float], op: Any) -> list[float]:
         t = torch.tensor(values, dtype=torch.float64)
@@ -62,11 +68,18 @@ def _run_rank(rank: int, cfg: BenchConfig, results: Any, commands: Any) -> None:
     results.put(("ready", rank))
     while (command := commands.get()) is not None:
         index, round_no = command
-        _run_size(rank, cfg, index, round_no, results, dist, ours, reduce, reduce_max)
+        _run_size(rank, cfg, index, round_no, results, dist, (ours, floor), reduce, reduce_max)
         results.put(("ran", rank))
     dist.barrier()
     dist.destroy_process_group()
     results.put(("done", rank))
+
+
+def _floor_group(dist: Any, world_size: int) -> Any:
+    """A group of torch's backend that does nothing ("fake"), for the floor column."""
+    import torch.testing._internal.distributed.fake_pg  # noqa: F401  (registers backend "fake")
+
+    return dist.new_group(list(range(world_size)), backend="fake")
 
 
 def _alltoall_buffers(cfg: BenchConfig, size: int, rank: int, dtype: torch.dtype) -> tuple[Any, ...]:
@@ -124,9 +137,12 @@ def _collective_buffers(cfg: BenchConfig, size: int, rank: int, dtype: torch.dty
     return call, out, check, nbytes, count, reset, (x,) if out is x else (x, out)
 
 
-def _run_size(rank: int, cfg: BenchConfig, index: int, round_no: int, results: Any, dist: Any, ours: Any,
-              reduce: Callable[..., list[float]], reduce_max: Callable[[float], float]) -> None:
-    """One size: the checked call and the timed loop on the atb_ops group, then on gloo; rank 0 reports."""
+def _run_size(rank: int, cfg: BenchConfig, index: int, round_no: int, results: Any, dist: Any,
+              groups: tuple[Any, Any], reduce: Callable[..., list[float]],
+              reduce_max: Callable[[float], float]) -> None:
+    """One size: the checked call and the timed loop on the atb_ops group, then torch's floor (unchecked), then
+    gloo; rank 0 reports."""
+    ours, floor = groups
     dtype = workload.DTYPES[cfg.dtype]
     size = cfg.sizes[index]
     if cfg.op == "alltoallv":
@@ -137,7 +153,7 @@ def _run_size(rank: int, cfg: BenchConfig, index: int, round_no: int, results: A
     else:
         call, out, check, nbytes, count, reset, reused = _collective_buffers(cfg, size, rank, dtype)
     timed: dict[str, tuple[float, float]] = {}
-    for key, group, label in (("atb", ours, "atb_ops"), ("gloo", None, "gloo")):
+    for key, group, label in (("atb", ours, "atb_ops"), ("floor", floor, "torch's floor"), ("gloo", None, "gloo")):
         if key == "gloo" and not cfg.gloo:
             timed[key] = (float("nan"), 0)
             continue
@@ -145,7 +161,7 @@ def _run_size(rank: int, cfg: BenchConfig, index: int, round_no: int, results: A
             results.put(("progress", f"{workload.format_bytes(size)}: {CALLS[cfg.op]} on {label}"))
         fn = call(group)
         wrong = 0
-        if cfg.check:
+        if cfg.check and key != "floor":
             reset()
             fn()
             wrong = check()

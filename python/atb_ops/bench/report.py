@@ -121,6 +121,17 @@ def footer(rows: list[dict[str, Any]], labels: dict[str, str], world_size: int, 
     return "\n".join(lines)
 
 
+def above_floor(rows: list[dict[str, Any]]) -> str:
+    """The footer line of --api c10d: atb_ops' time above torch's floor (the same call on a backend that does
+    nothing), per size, in us."""
+    cells = []
+    for r in rows:
+        ours, floor = r["figures"].get("atb"), r["figures"].get("floor")
+        if ours and floor:
+            cells.append(f"{workload.format_bytes(r['bytes'])} {ours['time_us'] - floor['time_us']:+.1f}")
+    return "# atb_ops above floor  : " + (", ".join(cells) if cells else "--") + " us per call"
+
+
 def plot(path: str, rows: list[dict[str, Any]], labels: dict[str, str], title: str, world_size: int,
          cores: int) -> None:
     """algbw vs size per backend (log x), with the memcpy limit measured in the run."""

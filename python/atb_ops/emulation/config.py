@@ -16,6 +16,8 @@ HOME_ENV = "ATB_HOME_PATH"  # ATB's variable: the folder holding lib/libatb_test
 ASCEND_ENV = "ASCEND_HOME_PATH"  # CANN's variable: include/{acl,hccl}, lib64/{libascendcl,libhccl}.so
 TOOLKIT_ENV = "ASCEND_TOOLKIT_HOME"  # set by a real Ascend toolkit's set_env.sh
 LIBRARY_PATH_ENV = "LD_LIBRARY_PATH"
+# "1": torch.classes.OperationTorch.OperationTorch stays the TorchScript class (operation_class.py).
+TORCHSCRIPT_CLASS_ENV = "ATB_OPS_TORCHSCRIPT_CLASS"
 # Where Ascend toolkits install themselves by default; one of these present means a real toolkit is here.
 TOOLKIT_INSTALLS = ("/usr/local/Ascend/ascend-toolkit", "/usr/local/Ascend/cann")
 # The file that marks atb_ops' own ascend_home folder (so ASCEND_HOME_PATH pointing there is not a toolkit).
@@ -60,3 +62,8 @@ def cpu_npu_count() -> int:
     if count <= 0:
         raise ValueError(f"{COUNT_ENV}={raw!r}: expected a positive integer")
     return count
+
+
+def keeps_torchscript_class() -> bool:
+    """True when ATB_OPS_TORCHSCRIPT_CLASS=1 asks for the TorchScript class under the emulation."""
+    return os.environ.get(TORCHSCRIPT_CLASS_ENV, "").strip() == "1"

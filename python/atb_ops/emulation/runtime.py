@@ -14,7 +14,7 @@ from types import ModuleType
 
 import torch
 
-from atb_ops.emulation import config, npu, patches
+from atb_ops.emulation import config, npu, operation_class, patches
 
 _active = False
 
@@ -57,6 +57,7 @@ def activate() -> None:
     _name_npu_device()
     _register_torch_npu(npu)
     patches.install()
+    operation_class.install()
     if device == "cpu":
         _load_hccl_runner()
     _active = True
