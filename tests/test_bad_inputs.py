@@ -73,7 +73,8 @@ BAD_PARAMS = [
         json.dumps({**GOOD, "rankTableFile": "/nonexistent/rt.json"}),
         ["'rankTableFile' '/nonexistent/rt.json' does not exist"],
     ),
-    ("backend unknown", json.dumps({**GOOD, "backend": "mpi"}), ["'backend' is 'mpi'"]),
+    ("backend unknown", json.dumps({**GOOD, "backend": "mpi"}),
+     ["'backend' is 'mpi'", "accepts hccl, ", "nccl, shm, gloo or auto"]),
     ("rank as string", json.dumps({**GOOD, "rank": "0"}), ["'rank' must be an integer, got \"0\""]),
     ("hcclComm negative", json.dumps({**GOOD, "hcclComm": -4}), ["'hcclComm'", "-4"]),
 ]

@@ -58,7 +58,7 @@ BAD_PARAMS = [
     ("epSize beyond int8", {**MOE, "moeInfo": {"epSize": 300}}, ["'epSize' is 300", "-128, 127"]),
     ("moeInfo not an object", {"moeInfo": 3}, ["'moeInfo' must be an object, got 3"]),
     ("lcoc rankSize 3", {"rankSize": 3}, ["'lcoc' needs rankSize a power of 2, got 3"]),
-    ("backend", {"backend": "mpi"}, ["'backend' is 'mpi'"]),
+    ("backend", {"backend": "mpi"}, ["'backend' is 'mpi'", "expected hccl, lccl, lcoc, mc2, nccl, shm, gloo or auto"]),
     ("hccl type 1", {"backend": "hccl", "type": 1}, ["'hccl' runs LINEAR_ALL_REDUCE (0) only", "got type 1"]),
     ("lccl quantised", {"backend": "lccl", "quantType": 1}, ["'lccl' does not quantise", "got quantType 1"]),
     ("hccl keepIntermediate", {"backend": "hccl", "keepIntermediate": True}, ["no intermediate output"]),

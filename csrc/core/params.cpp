@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+
 #include "core/status.h"
 
 namespace atb_ops {
@@ -14,9 +16,23 @@ bool regularFile(const std::string& path) {
 
 }  // namespace
 
+const std::vector<std::string>& backendNames() {
+  static const std::vector<std::string> names{"hccl", "lccl", "nccl", "shm", "gloo", "auto"};
+  return names;
+}
+
 bool isKnownBackend(const std::string& backend) {
-  return backend == "hccl" || backend == "lccl" || backend == "nccl" || backend == "shm" || backend == "gloo" ||
-         backend == "auto";
+  const auto& names = backendNames();
+  return std::find(names.begin(), names.end(), backend) != names.end();
+}
+
+std::string listOfNames(const std::vector<std::string>& names) {
+  std::string text;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) text += i + 1 == names.size() ? " or " : ", ";
+    text += names[i];
+  }
+  return text;
 }
 
 CommParam readCommParam(JsonFields& f, const CommParam& d) {

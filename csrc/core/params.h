@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/json_fields.h"
 
@@ -32,7 +33,12 @@ CommParam readCommParam(JsonFields& fields, const CommParam& defaults = CommPara
 // field and value. Backend names are checked by the operator (each accepts its own list).
 void validateCommParam(const CommParam& p, const std::string& opName);
 
-// The backend names a param may carry anywhere.
+// Every backend name a communication param may carry, ATB's first (hccl, lccl), then atb_ops' own: the one
+// list that isKnownBackend, the operators' messages and LinearParallel's (which adds ATB's fused lcoc and mc2)
+// read. A new backend adds its name here (README "Adding a backend").
+const std::vector<std::string>& backendNames();
 bool isKnownBackend(const std::string& backend);
+// "a, b or c": `names` as a message lists them.
+std::string listOfNames(const std::vector<std::string>& names);
 
 }  // namespace atb_ops

@@ -1,6 +1,8 @@
 #include "ops/linear_parallel_param.h"
 
+#include <algorithm>
 #include <limits>
+#include <vector>
 
 #include "comm/comm_config.h"
 #include "core/options.h"
@@ -115,9 +117,19 @@ size_t LinearParallelParam::inputNum() const {
   return n;
 }
 
+// Every communication backend, and ATB's fused ones (lcoc, mc2), which run on hccl here.
+const std::vector<std::string>& linearParallelBackends() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> all = backendNames();
+    all.insert(all.begin() + 2, {"lcoc", "mc2"});
+    return all;
+  }();
+  return names;
+}
+
 bool isLinearParallelBackend(const std::string& b) {
-  return b == "hccl" || b == "lccl" || b == "lcoc" || b == "mc2" || b == "nccl" || b == "shm" || b == "gloo" ||
-         b == "auto";
+  const auto& names = linearParallelBackends();
+  return std::find(names.begin(), names.end(), b) != names.end();
 }
 
 CommParam communicatorParam(const LinearParallelParam& p) {
@@ -129,7 +141,7 @@ CommParam communicatorParam(const LinearParallelParam& p) {
 void validateLinearParallelParam(const LinearParallelParam& p) {
   const std::string op = kLinearParallelName;
   ATB_CHECK(isLinearParallelBackend(p.comm.backend), ERROR_INVALID_PARAM, op, " param 'backend' is '", p.comm.backend,
-            "'; expected hccl, lccl, lcoc, mc2 (ATB's), nccl, shm, gloo or auto");
+            "'; expected ", listOfNames(linearParallelBackends()));
   validateCommParam(p.comm, op);
   checkBackendAvailable(communicatorParam(p).backend, readOptions(), op);
   const uint32_t size = static_cast<uint32_t>(p.comm.rankSize);

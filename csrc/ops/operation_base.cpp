@@ -88,9 +88,14 @@ void CommOperation::setParam(const std::string& json) {
   const nlohmann::json obj = parseJsonObject(json, name_ + " param");
   JsonFields fields(obj, name_ + " param");
   CommParam p = readCommParam(fields, defaults());
-  ATB_CHECK(isKnownBackend(p.backend) && (p.backend != "lccl" || acceptsLccl()), ERROR_INVALID_PARAM, name_,
-            " param 'backend' is '", p.backend, "'; ", name_, " accepts ", acceptsLccl() ? "hccl, lccl" : "hccl",
-            " (ATB's), nccl, shm, gloo or auto");
+  if (!isKnownBackend(p.backend) || (p.backend == "lccl" && !acceptsLccl())) {
+    std::vector<std::string> accepted;
+    for (const std::string& b : backendNames()) {
+      if (b != "lccl" || acceptsLccl()) accepted.push_back(b);
+    }
+    ATB_FAIL(ERROR_INVALID_PARAM, name_, " param 'backend' is '", p.backend, "'; ", name_, " accepts ",
+             listOfNames(accepted));
+  }
   // ATB's rsv[] must stay zero; its JSON parser accepts the key.
   for (int64_t v : fields.int64Array("rsv", {})) {
     ATB_CHECK(v == 0, ERROR_INVALID_PARAM, name_, " param 'rsv' must be all zeros, got ", v);

@@ -60,10 +60,18 @@ std::string cpuIsa(const std::string& request);
 at::Tensor dequantizeSumInt8Cpu(const at::Tensor& q, const at::Tensor& scale, int64_t group, int64_t period,
                                 c10::ScalarType outDtype, const std::optional<at::Tensor>& exact, int64_t exactRow);
 
-// The argument checks every device shares (they raise ValueError / TypeError naming the values).
+// The argument checks every device shares (quant_checks.cpp; they raise ValueError / TypeError naming the
+// values), run before any data is read.
+bool isQuantFloating(c10::ScalarType t);  // float16, bfloat16, float32 or float64
 void checkQuantizeArgs(const at::Tensor& x, int64_t blockSize);
+void checkPackedArgs(int64_t blockSize, int64_t shardBlocks);
+void checkDequantizeArgs(const at::Tensor& q, const at::Tensor& scale, c10::ScalarType dtype, int64_t blockSize);
+void checkDequantizePackedArgs(const at::Tensor& packed, int64_t numel, int64_t blockSize, int64_t shardBlocks,
+                               c10::ScalarType dtype);
 void checkDequantizeSumArgs(const at::Tensor& q, const at::Tensor& scale, int64_t group, int64_t period,
                             c10::ScalarType outDtype);
+// dequantize_sum's optional exact term: floating, [len] like q's rows, on q's device, exactRow in [0, rows].
+void checkExactTerm(const at::Tensor& exact, int64_t exactRow, const at::Tensor& q);
 
 // Number of blocks of blockSize covering numel elements.
 inline int64_t numBlocks(int64_t numel, int64_t blockSize) {

@@ -193,10 +193,6 @@ at::Tensor dequantizeFrom(const Layout& in, const at::Tensor& like, c10::ScalarT
   return out;
 }
 
-bool isFloating(c10::ScalarType t) {
-  return t == at::kHalf || t == at::kBFloat16 || t == at::kFloat || t == at::kDouble;
-}
-
 }  // namespace
 
 std::tuple<at::Tensor, at::Tensor> quantizeInt8Cuda(const at::Tensor& x, int64_t blockSize, bool raiseOnNonFinite) {
@@ -228,16 +224,7 @@ at::Tensor quantizeInt8PackedCuda(const at::Tensor& x, int64_t blockSize, int64_
 }
 
 at::Tensor dequantizeInt8Cuda(const at::Tensor& q, const at::Tensor& scale, c10::ScalarType dtype, int64_t blockSize) {
-  // Dtype and shape checks
-  TORCH_CHECK_TYPE(q.scalar_type() == at::kChar, "dequantize_int8: q must be int8, got ", q.scalar_type());
-  TORCH_CHECK_TYPE(scale.scalar_type() == at::kFloat, "dequantize_int8: scale must be float32, got ",
-                   scale.scalar_type());
-  TORCH_CHECK_TYPE(isFloating(dtype), "dequantize_int8: dtype must be floating, got ", dtype);
-  TORCH_CHECK_VALUE(blockSize > 0, "dequantize_int8: block_size must be > 0, got ", blockSize);
-  const int64_t blocks = numBlocks(q.numel(), blockSize);
-  TORCH_CHECK_VALUE(scale.dim() == 1 && scale.numel() == blocks, "dequantize_int8: q has ", q.numel(),
-                    " elements, so block_size ", blockSize, " needs scale of shape [", blocks, "], got ",
-                    scale.sizes());
+  checkDequantizeArgs(q, scale, dtype, blockSize);
   const c10::cuda::CUDAGuard guard(q.device());
   const at::Tensor qc = q.contiguous();
   const at::Tensor sc = scale.contiguous();
@@ -248,16 +235,7 @@ at::Tensor dequantizeInt8Cuda(const at::Tensor& q, const at::Tensor& scale, c10:
 
 at::Tensor dequantizeInt8PackedCuda(const at::Tensor& packed, int64_t numel, int64_t blockSize, int64_t shardBlocks,
                                     c10::ScalarType dtype) {
-  // Dtype, layout and size checks
-  TORCH_CHECK_TYPE(packed.scalar_type() == at::kChar, "dequantize_int8_packed: packed must be int8, got ",
-                   packed.scalar_type());
-  TORCH_CHECK_TYPE(isFloating(dtype), "dequantize_int8_packed: dtype must be floating, got ", dtype);
-  TORCH_CHECK_VALUE(blockSize > 0 && shardBlocks > 0 && numel >= 0,
-                    "dequantize_int8_packed: block_size and shard_blocks must be > 0 and numel >= 0, got ", blockSize,
-                    ", ", shardBlocks, ", ", numel);
-  const int64_t bytes = numel + 4 * numBlocks(numel, blockSize);
-  TORCH_CHECK_VALUE(packed.dim() == 1 && packed.numel() == bytes, "dequantize_int8_packed: ", numel,
-                    " elements in blocks of ", blockSize, " pack into ", bytes, " bytes, got shape ", packed.sizes());
+  checkDequantizePackedArgs(packed, numel, blockSize, shardBlocks, dtype);
   const c10::cuda::CUDAGuard guard(packed.device());
   const at::Tensor pc = packed.contiguous();
   const Layout in{const_cast<int8_t*>(pc.const_data_ptr<int8_t>()), nullptr, numel, blockSize, shardBlocks};
@@ -270,15 +248,7 @@ at::Tensor dequantizeSumInt8Cuda(const at::Tensor& q, const at::Tensor& scale, i
   const c10::cuda::CUDAGuard guard(q.device());
   at::Tensor exact32;
   if (exact.has_value() && exact->defined()) {
-    // Dtype, shape and device checks
-    TORCH_CHECK_TYPE(isFloating(exact->scalar_type()), "dequantize_sum: exact must be floating, got ",
-                     exact->scalar_type());
-    TORCH_CHECK_VALUE(exact->dim() == 1 && exact->numel() == q.size(1), "dequantize_sum: exact must be [", q.size(1),
-                      "] like the rows, got ", exact->sizes());
-    TORCH_CHECK_VALUE(exact->device() == q.device(), "dequantize_sum: exact is on ", exact->device(), " but q on ",
-                      q.device());
-    TORCH_CHECK_VALUE(exactRow >= 0 && exactRow <= q.size(0), "dequantize_sum: exact_row must be in [0, ", q.size(0),
-                      "], got ", exactRow);
+    checkExactTerm(*exact, exactRow, q);
     exact32 = exact->to(at::kFloat).contiguous();
   }
   const int64_t len = q.size(1);
