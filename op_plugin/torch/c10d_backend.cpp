@@ -6,6 +6,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>  // configForGroup takes a (null) group
 
 #include <algorithm>
+#include <mutex>
 #include <utility>
 
 #include "comm/bootstrap/store_bootstrap.h"
@@ -18,16 +19,36 @@
 namespace atb_ops {
 namespace {
 
-// A Work that is already done (or done when `future` completes): wait() returns at once, and getFuture() is
-// the future DDP's reducer chains its gradient averaging on.
 c10::intrusive_ptr<c10::ivalue::Future> tensorFuture() {
-  return c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
+  return c10::make_intrusive<c10::ivalue::Future>(c10::ListType::ofTensors());
 }
 
+// A Work that is done when it is returned (every collective here completes before it returns): wait() returns at
+// once. The future DDP's reducer chains its gradient averaging on is made only when asked for: a completed future
+// per call (its IValue list, its storage scan, a Work wrapping it) cost ~0.3 us of the ~1.3 us this backend added
+// to torch's own call (1 KiB all_reduce, 2 ranks pinned, medians of 3 runs: +1.30 -> +0.97 us over FakeProcessGroup).
+class DoneWork : public c10d::Work {
+ public:
+  explicit DoneWork(std::vector<at::Tensor> outputs) : outputs_(std::move(outputs)) { finish(); }
+
+  std::vector<at::Tensor> result() override { return outputs_; }
+
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override {
+    std::call_once(made_, [this] {
+      future_ = tensorFuture();
+      future_->markCompleted(c10::IValue(outputs_));
+    });
+    return future_;
+  }
+
+ private:
+  std::vector<at::Tensor> outputs_;
+  std::once_flag made_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
 c10::intrusive_ptr<c10d::Work> doneWork(std::vector<at::Tensor> outputs) {
-  auto future = tensorFuture();
-  future->markCompleted(c10::IValue(std::move(outputs)));
-  return c10d::Work::create_from_future(future);
+  return c10::make_intrusive<DoneWork>(std::move(outputs));
 }
 
 // torch's reduce op as the framework body's name; AVG is a sum divided afterwards (reduceAverage).

@@ -49,7 +49,7 @@ bool crossCopy(pid_t pid, int32_t peer, bool write, char* local, uint64_t remote
       if (n < 0 && errno == EINTR) continue;
       error = std::string(write ? "process_vm_writev to" : "process_vm_readv from") + " rank " + std::to_string(peer) +
               " (pid " + std::to_string(pid) + ") failed: " + std::strerror(errno) +
-              (errno == EPERM ? " (ptrace is restricted here; use backend 'gloo')" : "");
+              (errno == EPERM ? " (refused after the probe at creation allowed it: did ptrace's scope change?)" : "");
       return false;
     }
     local += n;
