@@ -72,7 +72,7 @@ def _wrap(fn: Callable[..., Any], copy_to_npu: bool = False, method_to: bool = F
             to_npu = to_npu or named
         for key in DEVICE_KWARGS:
             if key in kwargs:
-                if key != "map_location" and _is_index(kwargs[key]):
+                if key == "device" and _is_index(kwargs[key]):
                     kwargs[key] = devices.real_device(kwargs[key])
                     to_npu = True
                     continue
