@@ -13,7 +13,7 @@
 #include "comm/call_signature.h"
 #include "comm/comm_cache.h"
 #include "core/status.h"
-#include "framework/collectives.h"
+#include "framework/torch_forms.h"
 #include "op_plugin/torch/gil_release.h"
 
 namespace atb_ops {
