@@ -1,15 +1,8 @@
 // HCCL's collectives and point-to-point calls on CPU ranks (see hccl_lifecycle.cpp for what this library is):
 // each checks its handle and arguments with HCCL's codes, then runs on the communicator's atb_ops transport.
-#include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
-#include <ATen/ops/from_blob.h>
 
-#include <cstdio>
-#include <cstring>
-#include <exception>
-#include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <hccl/hccl.h>
@@ -17,7 +10,6 @@
 #include "core/layout.h"
 #include "emulated/hccl/c_api_support.h"
 
-using atb_ops::hccl_cpu::CpuComm;
 using namespace atb_ops::hccl_cpu;  // NOLINT(google-build-using-namespace): the helpers every entry point uses
 
 extern "C" {

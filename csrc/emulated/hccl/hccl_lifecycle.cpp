@@ -5,13 +5,7 @@
 // full text is kept per thread (atbOpsHcclCpuLastError). This is not Huawei's library: it is installed as
 // $ASCEND_HOME_PATH/lib64/libhccl.so of atb_ops' CANN-like layout.
 // This file: root info, communicators' creation and destruction, queries and error strings.
-#include <ATen/ops/empty.h>
-#include <ATen/ops/empty_like.h>
-#include <ATen/ops/from_blob.h>
-
-#include <cstdio>
 #include <cstring>
-#include <exception>
 #include <memory>
 #include <string>
 #include <thread>
@@ -19,10 +13,8 @@
 
 #include <hccl/hccl.h>
 
-#include "core/layout.h"
 #include "emulated/hccl/c_api_support.h"
 
-using atb_ops::hccl_cpu::CpuComm;
 using namespace atb_ops::hccl_cpu;  // NOLINT(google-build-using-namespace): the helpers every entry point uses
 
 extern "C" {

@@ -40,7 +40,7 @@ def _cell(f: dict[str, float] | None, rounds: bool = False) -> str:
         return f"{'--':>{CELL + (ROUNDS_CELL if rounds else 0)}}"
     text = f"{f['time_us']:10.1f} "
     if rounds:
-        text += f"{f.get('best_us', f['time_us']):10.1f} {100 * f.get('spread', 0.0):6.1f}% "
+        text += f"{f['best_us']:10.1f} {100 * f['spread']:6.1f}% "
     return text + f"{f['algbw']:8.2f} {f['busbw']:8.2f} {f['wrong']:6d}"
 
 
