@@ -6,8 +6,8 @@
 # Each TU is compiled with `g++ -fsyntax-only` and the flags torch.utils.cpp_extension uses for
 # atb_ops._C (torch and Python include dirs, -std=c++17, the torch build's -D_GLIBCXX_USE_CXX11_ABI and
 # pybind11 ABI defines), plus torch_npu's include dir (hccl.h, hccl_types.h, acl/*.h, torch_npu/csrc/*).
-# The static_asserts in csrc/comm/hccl/npu/hccl_api_impl.cpp then check the opaque constants of
-# hccl_api.h (root-info size, HcclDataType and HcclResult codes) against the header.
+# The static_asserts in csrc/comm/hccl/hccl_entry_points.h (included by both HcclApi implementations) then check
+# the opaque constants of hccl_api.h (root-info size, HcclDataType and HcclResult codes) against the header.
 # scripts/compile_check_vendor_headers.sh checks include/ (our own headers) against the same wheel.
 #
 # Exits non-zero when any TU fails (or the headers cannot be had). scripts/test.sh runs it with --skip-built.

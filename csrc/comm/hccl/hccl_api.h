@@ -5,8 +5,9 @@
 // built into libatb_ops, unit-tested with a recording mock (tests/native/hccl_mock_api.h), and run with
 // real data on CPU ranks through HCCL's own C API as atb_ops implements it (csrc/emulated/hccl/), by the
 // implementation in csrc/emulated/atb/hccl_backend/ (part of the emulation's libatb.so). The NPU
-// implementation (npu/hccl_api_impl.cpp) is compiled only when the Ascend toolkit is found; both
-// static_assert every constant below against hccl_types.h.
+// implementation (npu/hccl_api_impl.cpp) is compiled only when the Ascend toolkit is found. Both share their HCCL
+// calls (hccl_entry_points.h, which static_asserts every constant below against the hccl_types.h it is built
+// against) and differ in the runtime half.
 #pragma once
 
 #include <array>
