@@ -5,12 +5,11 @@
 // Counts and displacements are in elements (flattened); recvCounts[rank] == sendCount; every rank passes the
 // same recvCounts and rdispls; sum(recvCounts) > 0 (ATB).
 
-#include <optional>
-
 #include "core/layout.h"
 #include "core/status.h"
 #include "ops/operation_base.h"
 #include "ops/operation_registry.h"
+#include "ops/variant_pack.h"
 
 namespace atb_ops {
 namespace {
@@ -19,6 +18,12 @@ struct Pack {
   std::vector<int64_t> sendCount;
   std::vector<int64_t> recvCounts;
   std::vector<int64_t> rdispls;
+};
+
+// What run() needs: the receive side, and how much of x this rank sends.
+struct Gather {
+  VLayout layout;
+  int64_t sendCount = 0;
 };
 
 class AllGatherVOperation final : public CommOperation {
@@ -36,7 +41,7 @@ class AllGatherVOperation final : public CommOperation {
     p.recvCounts = f.int64Array("recvCounts", {});
     p.rdispls = f.int64Array("rdispls", {});
     f.checkUnknownKeys();
-    pack_ = p;
+    pack_.set(std::move(p));
   }
 
   Plan plan(const std::vector<at::Tensor>& inputs) const override {
@@ -47,11 +52,12 @@ class AllGatherVOperation final : public CommOperation {
     ATB_CHECK(x.dim() >= 1, ERROR_INVALID_TENSOR_DIM_NUM, name(), " input x needs at least 1 dimension");
     ATB_CHECK(y.defined() && y.dim() == 1, ERROR_INVALID_TENSOR_DIM_NUM, name(), " input y must be 1-D, got shape ",
               y.defined() ? y.sizes() : c10::IntArrayRef{});
-    Plan p;
-    const int64_t sendCount = countInput(inputs[1], "sendCount", 1, pack_ ? &pack_->sendCount : nullptr)[0];
-    VLayout& layout = p.vlayout;
-    layout.counts = countInput(inputs[2], "recvCounts", n, pack_ ? &pack_->recvCounts : nullptr);
-    layout.displs = countInput(inputs[3], "rdispls", n, pack_ ? &pack_->rdispls : nullptr);
+    const std::shared_ptr<const Pack> pack = pack_.get();
+    auto gather = std::make_shared<Gather>();
+    const int64_t sendCount = countInput(inputs[1], "sendCount", 1, pack ? &pack->sendCount : nullptr)[0];
+    VLayout& layout = gather->layout;
+    layout.counts = countInput(inputs[2], "recvCounts", n, pack ? &pack->recvCounts : nullptr);
+    layout.displs = countInput(inputs[3], "rdispls", n, pack ? &pack->rdispls : nullptr);
     Shape shape = x.sizes().vec();
     shape[0] = y.size(0);
     int64_t outNumel = 1;
@@ -64,9 +70,8 @@ class AllGatherVOperation final : public CommOperation {
               "]=", layout.counts[rank], " must equal this rank's sendCount ", sendCount);
     ATB_CHECK(layout.total() > 0, ERROR_INVALID_PARAM, name(), " sum(recvCounts) must be > 0 (ATB), got ",
               c10::IntArrayRef(layout.counts));
-    p.count = sendCount;
-    p.outputs = {TensorDesc{x.scalar_type(), shape}};
-    return p;
+    gather->sendCount = sendCount;
+    return Plan{{TensorDesc{x.scalar_type(), shape}}, std::move(gather)};
   }
 
  protected:
@@ -83,13 +88,14 @@ class AllGatherVOperation final : public CommOperation {
   }
 
   void run(const Plan& planned, const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) override {
-    const at::Tensor x = inputs[0].contiguous().view({-1}).narrow(0, 0, planned.count);
+    const Gather& gather = planned.detailAs<Gather>();
+    const at::Tensor x = inputs[0].contiguous().view({-1}).narrow(0, 0, gather.sendCount);
     at::Tensor out = outputs[0].view({-1});
-    communicatorFor(x)->allgatherv(x, planned.vlayout, out);
+    communicatorFor(x)->allgatherv(x, gather.layout, out);
   }
 
  private:
-  std::optional<Pack> pack_;
+  VariantPackSlot<Pack> pack_;
 };
 
 const bool registered =

@@ -12,6 +12,7 @@
 #include "core/status.h"
 #include "ops/operation_base.h"
 #include "ops/operation_registry.h"
+#include "ops/variant_pack.h"
 
 namespace atb_ops {
 namespace {
@@ -22,17 +23,14 @@ class AllToAllVV2Operation final : public CommOperation {
  public:
   AllToAllVV2Operation() : CommOperation("AllToAllVV2Operation") {}
 
-  void setVariantPack(const std::string& json) override {
-    std::atomic_store(&pack_, std::make_shared<const AllToAllVLayout>(parseLayoutJson(json)));
-  }
+  void setVariantPack(const std::string& json) override { pack_.set(parseLayoutJson(json)); }
   size_t inputNum() const override { return 6; }
   size_t outputNum() const override { return 1; }
 
   Plan plan(const std::vector<at::Tensor>& inputs) const override {
-    Plan p;
-    p.alltoallv = layoutOf(inputs);
-    p.outputs = {TensorDesc{inputs[0].scalar_type(), Shape{1, p.alltoallv->totalRecv()}}};
-    return p;
+    std::shared_ptr<const AllToAllVLayout> layout = layoutOf(inputs);
+    const int64_t total = layout->totalRecv();
+    return Plan{{TensorDesc{inputs[0].scalar_type(), Shape{1, total}}}, std::move(layout)};
   }
 
  protected:
@@ -41,15 +39,14 @@ class AllToAllVV2Operation final : public CommOperation {
 
   void run(const Plan& planned, const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) override {
     const at::Tensor x = inputs[0].contiguous();  // as ATB's torch binding does
-    communicatorFor(x)->alltoallv(x, *planned.alltoallv, outputs[0]);
+    communicatorFor(x)->alltoallv(x, planned.detailAs<AllToAllVLayout>(), outputs[0]);
   }
 
  private:
   // Every check happens here, before any communication.
   std::shared_ptr<const AllToAllVLayout> layoutOf(const std::vector<at::Tensor>& inputs) const {
     const CommParam& prm = param();
-    // One snapshot of the pack per call: another thread may set a new one meanwhile.
-    const std::shared_ptr<const AllToAllVLayout> pack = std::atomic_load(&pack_);
+    const std::shared_ptr<const AllToAllVLayout> pack = pack_.get();
     ATB_CHECK(inputs.size() == 6 || (inputs.size() == 2 && pack != nullptr), ERROR_INVALID_IN_TENSOR_NUM, name(),
               " takes 6 inputs (x, sendCounts, sdispls, recvCounts, rdispls, tensorForInferShape), or 2 (x, "
               "tensorForInferShape) after set_varaintpack_param; got ",
@@ -62,7 +59,10 @@ class AllToAllVV2Operation final : public CommOperation {
       for (int i = 0; i < 4; ++i) {
         *fields[i] = hostInt64(inputs[1 + i], name(), kCountNames[i], prm.rankSize, "rankSize");
       }
-      if (pack) checkAgreesWithPack(read, *pack);
+      if (pack) {
+        const std::vector<int64_t>* packed[] = {&pack->sendCounts, &pack->sdispls, &pack->recvCounts, &pack->rdispls};
+        for (int i = 0; i < 4; ++i) checkAgreesWithPack(*fields[i], kCountNames[i], packed[i]);
+      }
       layout = std::make_shared<const AllToAllVLayout>(std::move(read));
     }
     const int64_t total = validateLayout(*layout, prm.rankSize, inputs[0].numel());
@@ -73,18 +73,7 @@ class AllToAllVV2Operation final : public CommOperation {
     return layout;
   }
 
-  void checkAgreesWithPack(const AllToAllVLayout& fromTensors, const AllToAllVLayout& pack) const {
-    const std::vector<int64_t>* a[] = {&fromTensors.sendCounts, &fromTensors.sdispls, &fromTensors.recvCounts,
-                                       &fromTensors.rdispls};
-    const std::vector<int64_t>* b[] = {&pack.sendCounts, &pack.sdispls, &pack.recvCounts, &pack.rdispls};
-    for (int i = 0; i < 4; ++i) {
-      ATB_CHECK(*a[i] == *b[i], ERROR_INVALID_PARAM, name(), " input tensor '", kCountNames[i], "' ",
-                c10::IntArrayRef(*a[i]), " disagrees with set_varaintpack_param's ", c10::IntArrayRef(*b[i]));
-    }
-  }
-
-  // set_varaintpack_param's; replaced whole (atomically), never changed in place.
-  std::shared_ptr<const AllToAllVLayout> pack_;
+  VariantPackSlot<AllToAllVLayout> pack_;
 };
 
 const bool registered =

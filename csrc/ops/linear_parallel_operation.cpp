@@ -24,26 +24,25 @@ class LinearParallelOperation final : public Operation {
     return kName;
   }
 
-  void setParam(const std::string& json) override {
-    param_ = parseLinearParallelParam(json);
+  void setParamObject(const nlohmann::json& param) override {
+    param_ = readLinearParallelParam(param);
     paramSet_ = true;
   }
 
   size_t inputNum() const override { return param().inputNum(); }
   size_t outputNum() const override { return param().outputNum(); }
 
-  // Operation's Plan carries the outputs; LinearParallelPlan (roles, sizes, dequantisation, layouts) has no slot
-  // there, so run() derives it again from the same (param, inputs): the checks cost ~10 us, small next to the
-  // matmul, and run() stays a function of its arguments.
+  // The plan's detail is LinearParallelPlan (roles, sizes, dequantisation, layouts), which run() follows.
   Plan plan(const std::vector<at::Tensor>& inputs) const override {
-    return Plan{planLinearParallel(param(), inputs).outputs};
+    auto planned = std::make_shared<const LinearParallelPlan>(planLinearParallel(param(), inputs));
+    std::vector<TensorDesc> outputs = planned->outputs;
+    return Plan{std::move(outputs), std::move(planned)};
   }
 
  protected:
-  void run(const Plan&, const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) override {
-    const LinearParallelPlan plan = planLinearParallel(param(), inputs);
+  void run(const Plan& planned, const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) override {
     const std::shared_ptr<Communicator> comm = communicator(inputs.at(0));
-    runLinearParallel(param(), plan, inputs, outputs, comm.get());
+    runLinearParallel(param(), planned.detailAs<LinearParallelPlan>(), inputs, outputs, comm.get());
   }
 
   at::Tensor allocate(const TensorDesc& desc, const at::Tensor& firstInput) override {

@@ -167,10 +167,9 @@ void validateLinearParallelParam(const LinearParallelParam& p) {
   checkFusedSemantics(p);
 }
 
-LinearParallelParam parseLinearParallelParam(const std::string& json) {
+LinearParallelParam readLinearParallelParam(const nlohmann::json& param) {
   const std::string what = std::string(kLinearParallelName) + " param";
-  const nlohmann::json obj = parseJsonObject(json, what);
-  JsonFields f(obj, what);
+  JsonFields f(param, what);
   LinearParallelParam p;
   p.comm = readCommParam(f, LinearParallelParam::defaultComm());
   p.transWeight = f.boolean("transWeight", p.transWeight);

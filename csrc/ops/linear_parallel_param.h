@@ -85,7 +85,7 @@ bool isLinearParallelBackend(const std::string& backend);
 
 // Reads set_param's JSON (ATB's test-framework keys; twoDimTPInfo and moeInfo are nested objects); unknown
 // keys are an error. Validates with validateLinearParallelParam.
-LinearParallelParam parseLinearParallelParam(const std::string& json);
+LinearParallelParam readLinearParallelParam(const nlohmann::json& param);
 
 // ATB's creation checks, raising ERROR_INVALID_PARAM that names the field and its value.
 void validateLinearParallelParam(const LinearParallelParam& p);

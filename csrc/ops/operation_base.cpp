@@ -84,9 +84,12 @@ void Operation::executeOut(const std::vector<at::Tensor>& inputs, const std::vec
   for (size_t i = 0; i < outputs.size(); ++i) const_cast<at::Tensor&>(outputs[i]).copy_(staged[i]);
 }
 
-void CommOperation::setParam(const std::string& json) {
-  const nlohmann::json obj = parseJsonObject(json, name_ + " param");
-  JsonFields fields(obj, name_ + " param");
+void Operation::setParam(const std::string& json) {
+  setParamObject(parseJsonObject(json, name() + " param"));
+}
+
+void CommOperation::setParamObject(const nlohmann::json& param) {
+  JsonFields fields(param, name_ + " param");
   CommParam p = readCommParam(fields, defaults());
   if (!isKnownBackend(p.backend) || (p.backend == "lccl" && !acceptsLccl())) {
     std::vector<std::string> accepted;
@@ -154,11 +157,15 @@ std::vector<int64_t> CommOperation::countInput(const at::Tensor& t, const std::s
   ATB_CHECK(t.defined() && t.dim() == 1, ERROR_INVALID_TENSOR_DIM_NUM, name_, " input '", what,
             "' must be 1-D, got shape ", t.defined() ? t.sizes() : c10::IntArrayRef{});
   std::vector<int64_t> values = hostInt64(t, name_, what.c_str(), length, length == 1 ? "" : "rankSize");
-  if (pack != nullptr) {
-    ATB_CHECK(values == *pack, ERROR_INVALID_PARAM, name_, " input '", what, "' ", c10::IntArrayRef(values),
-              " disagrees with set_varaintpack_param's ", c10::IntArrayRef(*pack));
-  }
+  checkAgreesWithPack(values, what, pack);
   return values;
+}
+
+void CommOperation::checkAgreesWithPack(const std::vector<int64_t>& fromInput, const std::string& what,
+                                        const std::vector<int64_t>* pack) const {
+  ATB_CHECK(pack == nullptr || fromInput == *pack, ERROR_INVALID_PARAM, name_, " input '", what, "' ",
+            c10::IntArrayRef(fromInput), " disagrees with set_varaintpack_param's ",
+            c10::IntArrayRef(pack == nullptr ? fromInput : *pack));
 }
 
 void CommOperation::checkInputs(const std::vector<at::Tensor>& inputs, size_t expected) const {

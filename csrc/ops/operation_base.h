@@ -13,20 +13,21 @@
 
 #include "comm/communicator.h"
 #include "core/json_fields.h"
-#include "core/layout.h"
 #include "core/params.h"
 #include "core/tensor_checks.h"
 
 namespace atb_ops {
 
-// What one call was checked to be: the outputs, and the layout the run uses (the V operators' counts).
+// What one call was checked to be: the outputs, and what the operator's run needs of its checks (a layout, counts,
+// LinearParallel's roles), of the operator's own type: made by its plan() and read only by its run().
 struct Plan {
   std::vector<TensorDesc> outputs;
-  // AllToAllVV2: this rank's side of the exchange (shared with the variant pack that gave it: never copied
-  // per call).
-  std::shared_ptr<const AllToAllVLayout> alltoallv;
-  VLayout vlayout;    // AllGatherV's receive side, ReduceScatterV's send side
-  int64_t count = 0;  // AllGatherV's sendCount, ReduceScatterV's recvCount
+  std::shared_ptr<const void> detail;
+
+  template <typename Detail>
+  const Detail& detailAs() const {
+    return *static_cast<const Detail*>(detail.get());
+  }
 };
 
 class Operation {
@@ -35,8 +36,10 @@ class Operation {
 
   virtual const std::string& name() const = 0;
 
-  // Parses and validates the whole param (ATB's creation checks); raises naming the field and value.
-  virtual void setParam(const std::string& json) = 0;
+  // Parses and validates the whole param (ATB's creation checks); raises naming the field and value. set_param's
+  // text; ATB's C++ API hands the object it builds from ATB's param struct straight to setParamObject.
+  void setParam(const std::string& json);
+  virtual void setParamObject(const nlohmann::json& param) = 0;
   // Per-execute data (the V operators' counts). Operators without one raise.
   virtual void setVariantPack(const std::string& json);
 
@@ -81,7 +84,7 @@ class CommOperation : public Operation {
  public:
   explicit CommOperation(std::string name) : name_(std::move(name)) {}
   const std::string& name() const override { return name_; }
-  void setParam(const std::string& json) final;
+  void setParamObject(const nlohmann::json& param) final;
 
  protected:
   // Reads this operator's own fields from `fields` after the common ones (`common`, already checked), and
@@ -110,6 +113,9 @@ class CommOperation : public Operation {
   // equal; else the tensor's own values.
   std::vector<int64_t> countInput(const at::Tensor& t, const std::string& what, int64_t length,
                                   const std::vector<int64_t>* pack) const;
+  // An input's counts equal the variant pack's `what` (when a pack was set: `pack` non-null).
+  void checkAgreesWithPack(const std::vector<int64_t>& fromInput, const std::string& what,
+                           const std::vector<int64_t>* pack) const;
 
  private:
   std::string name_;

@@ -7,12 +7,11 @@
 //            rest of execute()'s output is zero
 // Counts are in elements of x flattened; every rank passes the same sendCounts and sdispls.
 
-#include <optional>
-
 #include "core/layout.h"
 #include "core/status.h"
 #include "ops/operation_base.h"
 #include "ops/operation_registry.h"
+#include "ops/variant_pack.h"
 
 namespace atb_ops {
 namespace {
@@ -21,6 +20,12 @@ struct Pack {
   std::vector<int64_t> sendCounts;
   std::vector<int64_t> sdispls;
   std::vector<int64_t> recvCount;
+};
+
+// What run() needs: every rank's region of x, and how much of the output this rank's own region fills.
+struct Scatter {
+  VLayout layout;
+  int64_t recvCount = 0;
 };
 
 class ReduceScatterVOperation final : public CommOperation {
@@ -38,7 +43,7 @@ class ReduceScatterVOperation final : public CommOperation {
     p.sdispls = f.int64Array("sdispls", {});
     p.recvCount = {f.int64("recvCount", 0)};
     f.checkUnknownKeys();
-    pack_ = p;
+    pack_.set(std::move(p));
   }
 
   Plan plan(const std::vector<at::Tensor>& inputs) const override {
@@ -49,11 +54,12 @@ class ReduceScatterVOperation final : public CommOperation {
     ATB_CHECK(x.dim() == 2, ERROR_INVALID_TENSOR_DIM_NUM, name(), " input x must be 2-D, got shape ", x.sizes());
     ATB_CHECK(y.defined() && y.dim() == 1, ERROR_INVALID_TENSOR_DIM_NUM, name(), " input y must be 1-D, got shape ",
               y.defined() ? y.sizes() : c10::IntArrayRef{});
-    Plan p;
-    VLayout& layout = p.vlayout;
-    layout.counts = countInput(inputs[1], "sendCounts", n, pack_ ? &pack_->sendCounts : nullptr);
-    layout.displs = countInput(inputs[2], "sdispls", n, pack_ ? &pack_->sdispls : nullptr);
-    const int64_t recvCount = countInput(inputs[3], "recvCount", 1, pack_ ? &pack_->recvCount : nullptr)[0];
+    const std::shared_ptr<const Pack> pack = pack_.get();
+    auto scatter = std::make_shared<Scatter>();
+    VLayout& layout = scatter->layout;
+    layout.counts = countInput(inputs[1], "sendCounts", n, pack ? &pack->sendCounts : nullptr);
+    layout.displs = countInput(inputs[2], "sdispls", n, pack ? &pack->sdispls : nullptr);
+    const int64_t recvCount = countInput(inputs[3], "recvCount", 1, pack ? &pack->recvCount : nullptr)[0];
     validateVLayout(layout, n, x.numel(), /*disjoint=*/false, "sendCounts", "sdispls");
     const int64_t rank = param().rank;
     ATB_CHECK(recvCount == layout.counts[rank], ERROR_INVALID_PARAM, name(), " recvCount is ", recvCount,
@@ -61,9 +67,8 @@ class ReduceScatterVOperation final : public CommOperation {
     const Shape shape{y.size(0), x.size(1)};
     ATB_CHECK(recvCount <= y.size(0) * x.size(1), ERROR_INVALID_TENSOR_DIM, name(), " recvCount ", recvCount,
               " does not fit the output [", y.size(0), ", ", x.size(1), "] (y's length, x's columns)");
-    p.count = recvCount;
-    p.outputs = {TensorDesc{x.scalar_type(), shape}};
-    return p;
+    scatter->recvCount = recvCount;
+    return Plan{{TensorDesc{x.scalar_type(), shape}}, std::move(scatter)};
   }
 
  protected:
@@ -88,13 +93,14 @@ class ReduceScatterVOperation final : public CommOperation {
 
   void run(const Plan& planned, const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) override {
     const at::Tensor x = inputs[0].contiguous();
-    at::Tensor target = outputs[0].view({-1}).narrow(0, 0, planned.count);
-    communicatorFor(x)->reduceScatterV(x, planned.vlayout, target, op_);
+    const Scatter& scatter = planned.detailAs<Scatter>();
+    at::Tensor target = outputs[0].view({-1}).narrow(0, 0, scatter.recvCount);
+    communicatorFor(x)->reduceScatterV(x, scatter.layout, target, op_);
   }
 
  private:
   ReduceOp op_ = ReduceOp::kSum;
-  std::optional<Pack> pack_;
+  VariantPackSlot<Pack> pack_;
 };
 
 const bool registered = registerOperation("ReduceScatterVOperation",

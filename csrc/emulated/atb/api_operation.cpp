@@ -34,9 +34,8 @@ bool bytesOverlap(const at::Tensor& a, const at::Tensor& b) {
   return a0 < b0 + b.nbytes() && b0 < a0 + a.nbytes();
 }
 
-// " (rank 1 of 2)" from a param's JSON; "" for params without ranks.
-std::string rankLabel(const std::string& paramJson) {
-  const nlohmann::json j = nlohmann::json::parse(paramJson, nullptr, /*allow_exceptions=*/false);
+// " (rank 1 of 2)" from a param; "" for params without ranks.
+std::string rankLabel(const nlohmann::json& j) {
   if (!j.is_object() || !j.contains("rank") || !j.contains("rankSize")) return "";
   return " (rank " + j["rank"].dump() + " of " + j["rankSize"].dump() + ")";
 }
@@ -63,12 +62,12 @@ ContextState liveContext(const atb::Context* context, const std::string& call) {
 
 }  // namespace
 
-ApiOperation::ApiOperation(std::string name, std::string paramJson, std::shared_ptr<atb_ops::Operation> impl,
+ApiOperation::ApiOperation(std::string name, nlohmann::json paramObject, std::shared_ptr<atb_ops::Operation> impl,
                            std::any param)
     : name_(std::move(name)),
       io_(operatorIo(name_)),
-      paramJson_(std::move(paramJson)),
-      rankLabel_(rankLabel(paramJson_)),
+      paramObject_(std::move(paramObject)),
+      rankLabel_(rankLabel(paramObject_)),
       impl_(std::move(impl)),
       param_(std::move(param)) {}
 
@@ -228,12 +227,12 @@ std::any ApiOperation::param() const {
   return param_;
 }
 
-void ApiOperation::update(const std::string& paramJson, std::shared_ptr<atb_ops::Operation> impl, std::any param) {
+void ApiOperation::update(const nlohmann::json& paramObject, std::shared_ptr<atb_ops::Operation> impl, std::any param) {
   std::lock_guard<std::mutex> lock(mutex_);
   param_ = std::move(param);
-  if (paramJson == paramJson_) return;
-  paramJson_ = paramJson;
-  rankLabel_ = rankLabel(paramJson_);
+  if (paramObject == paramObject_) return;
+  paramObject_ = paramObject;
+  rankLabel_ = rankLabel(paramObject_);
   impl_ = std::move(impl);
   setup_.reset();
 }

@@ -11,6 +11,8 @@
 
 #include <atb/operation.h>
 
+#include <nlohmann/json.hpp>
+
 #include <any>
 #include <memory>
 #include <mutex>
@@ -25,8 +27,8 @@ namespace atb_ops::atb_api {
 
 class ApiOperation final : public atb::Operation {
  public:
-  // `impl` has its param set already (from `paramJson`); `param` is the C++ struct it came from.
-  ApiOperation(std::string name, std::string paramJson, std::shared_ptr<atb_ops::Operation> impl, std::any param);
+  // `impl` has its param set already (from `paramObject`); `param` is the C++ struct it came from.
+  ApiOperation(std::string name, nlohmann::json paramObject, std::shared_ptr<atb_ops::Operation> impl, std::any param);
 
   std::string GetName() const override;
   atb::Status InferShape(const atb::SVector<atb::TensorDesc>& inTensorDescs,
@@ -41,7 +43,7 @@ class ApiOperation final : public atb::Operation {
   std::any param() const;
   // UpdateOperationParam: a new param, already validated on `impl`. Setup must run again before Execute (as in
   // ATB). The same JSON keeps the current operator (and its communicator).
-  void update(const std::string& paramJson, std::shared_ptr<atb_ops::Operation> impl, std::any param);
+  void update(const nlohmann::json& paramObject, std::shared_ptr<atb_ops::Operation> impl, std::any param);
   void setStreamId(uint32_t id);
   uint32_t streamId() const;
 
@@ -65,7 +67,7 @@ class ApiOperation final : public atb::Operation {
   const std::string name_;
   const OperatorIo& io_;
   mutable std::mutex mutex_;
-  std::string paramJson_;
+  nlohmann::json paramObject_;
   std::string rankLabel_;  // " (rank r of n)" for the communication operators, from the param
   std::shared_ptr<atb_ops::Operation> impl_;
   std::any param_;

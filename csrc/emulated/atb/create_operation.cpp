@@ -42,7 +42,7 @@ std::shared_ptr<atb_ops::Operation> makeOperator(const OperationSpec& spec) {
   ATB_API_CHECK(spec.notEmulated.empty(), ERROR_INVALID_PARAM, spec.notEmulated);
   std::shared_ptr<atb_ops::Operation> op =
       spec.name == "ElewiseOperation" ? makeElewiseCastOperation() : atb_ops::createOperation(spec.name);
-  op->setParam(spec.param.dump());
+  op->setParamObject(spec.param);
   return op;
 }
 
@@ -53,7 +53,7 @@ atb::Status create(const Param& param, atb::Operation** operation) {
                   "CreateOperation: the Operation** to return it in is null");
     *operation = nullptr;
     const OperationSpec spec = specOf(param);
-    auto made = std::make_shared<ApiOperation>(spec.name, spec.param.dump(), makeOperator(spec), std::any(param));
+    auto made = std::make_shared<ApiOperation>(spec.name, spec.param, makeOperator(spec), std::any(param));
     {
       std::lock_guard<std::mutex> lock(registry().mutex);
       registry().live.emplace(made.get(), made);
@@ -85,7 +85,7 @@ atb::Status update(atb::Operation* operation, const Param& param) {
                   " was not made from this param type");
     const OperationSpec spec = specOf(param);
     // A fresh operator takes the new param, so an invalid one leaves the operation as it was.
-    op->update(spec.param.dump(), makeOperator(spec), std::any(param));
+    op->update(spec.param, makeOperator(spec), std::any(param));
     return atb::NO_ERROR;
   });
 }

@@ -19,9 +19,8 @@ class ElewiseCastOperation final : public atb_ops::Operation {
  public:
   const std::string& name() const override { return name_; }
 
-  void setParam(const std::string& json) override {
-    const nlohmann::json obj = parseJsonObject(json, name_ + " param");
-    JsonFields fields(obj, name_ + " param");
+  void setParamObject(const nlohmann::json& param) override {
+    JsonFields fields(param, name_ + " param");
     const int32_t type = fields.int32("elewiseType", 0);
     const int32_t out = fields.int32("outTensorType", -1);
     fields.checkUnknownKeys();

@@ -1,7 +1,8 @@
-// ATB's C++ params -> the operator they create and its param JSON, one function per param type. The JSON is what
-// OperationTorch's set_param takes (ATB's field names), so the C++ API builds exactly the operator the Python
-// surfaces build, with the same checks (csrc/ops). Params of operators atb_ops does not emulate give a spec that
-// says so; CreateOperation refuses them with ERROR_INVALID_PARAM naming the operator.
+// ATB's C++ params -> the operator they create and its param object, one function per param type. The object has
+// the fields of OperationTorch's set_param JSON (ATB's field names) and goes to the operator as it is (no text in
+// between), so the C++ API builds exactly the operator the Python surfaces build, with the same checks (csrc/ops).
+// Params of operators atb_ops does not emulate give a spec that says so; CreateOperation refuses them with
+// ERROR_INVALID_PARAM naming the operator.
 #pragma once
 
 #include <atb/infer_op_params.h>
@@ -13,7 +14,7 @@ namespace atb_ops::atb_api {
 
 struct OperationSpec {
   std::string name;         // ATB's operator name, e.g. "AllGatherOperation"
-  nlohmann::json param;     // its param as set_param's JSON
+  nlohmann::json param;     // its param, as the object set_param's JSON parses to
   std::string notEmulated;  // non-empty: why atb_ops cannot run it
 };
 
