@@ -176,3 +176,62 @@ dist.destroy_process_group()
 # active exception", seen with and without atb_ops imported): the step is done, skip the teardown.
 os._exit(0)
 """
+
+# argv: rank, size. After init_process_group("gloo"), every collective of ATB's with its default backend "hccl",
+# which spans hosts in two levels (shared memory in a host, gloo between hosts) where every host holds the same
+# number of ranks: AllReduce (sum below and above the sharded size, odd lengths, bf16, max), AllGather, Broadcast
+# from every root, ReduceScatter, AllToAllVV2 with uneven counts; integer values, so every golden is exact.
+# Prints {"wrong", "backends"} or {"error"}.
+EVERY_COLLECTIVE = """
+    import datetime, json, sys, torch, torch.distributed as dist
+    import atb_ops
+    rank, size = int(sys.argv[1]), int(sys.argv[2])
+    dist.init_process_group("gloo", rank=rank, world_size=size, timeout=datetime.timedelta(seconds=60))
+    kept = []
+
+    def op(name, **extra):
+        o = torch.classes.OperationTorch.OperationTorch(name)
+        o.set_param(json.dumps({"rank": rank, "rankSize": size, **extra}))
+        kept.append(o)
+        return o
+
+    def mismatches(got, want):
+        return int((got.reshape(-1).to(torch.float64) != want.reshape(-1).to(torch.float64)).sum())
+
+    wrong = 0
+    try:
+        ranks_sum = sum(range(1, size + 1))
+        for n in (7, 50_001, 300_000):
+            base = torch.arange(n) % 97
+            (red,) = op("AllReduceOperation").execute([(base * (rank + 1)).float()])
+            wrong += mismatches(red, base * ranks_sum)
+        small = torch.arange(40_001) % 5
+        (red16,) = op("AllReduceOperation").execute([(small + rank).to(torch.bfloat16)])
+        wrong += mismatches(red16, small * size + sum(range(size)))
+        (mx,) = op("AllReduceOperation", allReduceType="max").execute([(small * (rank + 1)).float()])
+        wrong += mismatches(mx, small * size)
+        for m in (1, 3000):
+            x = torch.arange(m, dtype=torch.float32).repeat(2, 1) + 10_000 * rank
+            (gat,) = op("AllGatherOperation").execute([x])
+            wrong += mismatches(gat, torch.stack([torch.arange(m).repeat(2, 1) + 10_000 * r for r in range(size)]))
+        for root in range(size):
+            x = torch.full((20_000,), float(rank)) + torch.arange(20_000)
+            op("BroadcastOperation", rankRoot=root).execute([x])
+            wrong += mismatches(x, torch.arange(20_000) + root)
+        x = (torch.arange(size * 33) * (rank + 1)).float()
+        (rs,) = op("ReduceScatterOperation", reduceType="sum").execute([x])
+        wrong += mismatches(rs, torch.arange(size * 33)[rank * 33:(rank + 1) * 33] * ranks_sum)
+        sc = [rank + j + 1 for j in range(size)]
+        sd = [sum(sc[:j]) for j in range(size)]
+        x = torch.cat([torch.arange(sc[j], dtype=torch.float32) + 1000 * rank + 100 * j for j in range(size)])
+        rc = [i + rank + 1 for i in range(size)]
+        rd = [sum(rc[:i]) for i in range(size)]
+        counts = [torch.tensor(v, dtype=torch.int64) for v in (sc, sd, rc, rd)]
+        (out,) = op("AllToAllVV2Operation").execute([x, *counts, torch.empty(sum(rc))])
+        wrong += mismatches(out, torch.cat([torch.arange(rc[i]) + 1000 * i + 100 * rank for i in range(size)]))
+        used = {c["backend"] for c in atb_ops._C.communicator_stats("")}
+        print(json.dumps({"wrong": wrong, "backends": sorted(used)}))
+    except RuntimeError as e:
+        print(json.dumps({"error": str(e).splitlines()[0]}))
+    dist.destroy_process_group()
+"""

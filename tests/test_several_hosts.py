@@ -66,12 +66,45 @@ def two_hosts():
 @pytest.mark.parametrize("backend", ["hccl", "auto"])
 def test_atb_operators_span_hosts_after_init(two_hosts, backend):
     """2 hosts x 2 ranks after init_process_group("gloo"): AllToAllVV2 (uneven counts), AllReduce and AllGather
-    with ATB's default backend "hccl" (and "auto") give the golden values; between the hosts they run on gloo
-    (where each rank of a host would otherwise wait for shared memory its peers cannot see)."""
+    with ATB's default backend "hccl" (and "auto") give the golden values; they run in two levels, shared memory
+    within each host and gloo between them (where each rank of a host would otherwise wait for shared memory its
+    peers cannot see)."""
     procs = _start(two_hosts, tasks.ATB_AFTER_INIT, [0, 0, 1, 1], lambda r: ["4", backend], _env())
     for report in _finish(procs):
         assert report.get("wrong") == 0, report
-        assert report["backends"] == ["gloo"], report
+        assert report["backends"] == ["shm+gloo"], report
+
+
+@pytest.mark.parametrize(
+    ("placement", "two_level", "backend"),
+    [
+        ([0, 0, 1, 1], "1", "shm+gloo"),  # 2 hosts x 2 ranks, ranks host by host
+        ([0, 1, 0, 1], "1", "shm+gloo"),  # 2 hosts x 2 ranks, ranks alternating: the gather is put in rank order
+        ([0, 0, 1, 1], "0", "gloo"),  # ATB_OPS_TWO_LEVEL=0: one gloo group of every rank
+        ([0, 1], "1", "gloo"),  # one rank per host: nothing to share within a host
+        ([0, 0, 1], "1", "gloo"),  # hosts with different numbers of ranks
+    ],
+    ids=["2x2", "2x2-alternating", "2x2-flat", "2x1", "2+1"],
+)
+def test_every_collective_across_hosts(two_hosts, placement, two_level, backend):
+    """Every collective of ATB's (backend "hccl") on CPU ranks spanning two hosts, against exact goldens: all-reduce
+    small and sharded (odd lengths, bf16, max), all-gather, broadcast from every root, reduce-scatter, AllToAllVV2
+    with uneven counts; in two levels where every host holds the same number of ranks, else one gloo group."""
+    size = str(len(placement))
+    procs = _start(two_hosts, tasks.EVERY_COLLECTIVE, placement, lambda r: [size], _env(ATB_OPS_TWO_LEVEL=two_level))
+    for report in _finish(procs):
+        assert report == {"wrong": 0, "backends": [backend]}, report
+
+
+def test_every_collective_on_three_hosts():
+    """Three hosts: 3 x 1 ranks (one gloo group) and 3 x 2 ranks (two levels), every collective against exact
+    goldens."""
+    with emulated_hosts.EmulatedHosts(3) as hosts:
+        for placement, backend in (([0, 1, 2], "gloo"), ([0, 0, 1, 1, 2, 2], "shm+gloo")):
+            size = str(len(placement))
+            procs = _start(hosts, tasks.EVERY_COLLECTIVE, placement, lambda r, size=size: [size], _env())
+            for report in _finish(procs):
+                assert report == {"wrong": 0, "backends": [backend]}, (placement, report)
 
 
 def test_atb_operators_under_the_npu_emulation_span_hosts(two_hosts):

@@ -9,6 +9,7 @@
 
 #include "comm/communicator.h"
 #include "comm/host_span.h"
+#include "comm/two_level_communicator.h"
 #include "core/status.h"
 
 namespace atb_ops {
@@ -64,15 +65,22 @@ std::vector<std::string> registeredBackends() {
 
 std::shared_ptr<Communicator> createCommunicator(const CommConfig& asked) {
   const CommConfig config = placeAcrossHosts(asked);
-  CommFactory factory;
-  {
-    std::lock_guard<std::mutex> lock(registryMutex());
-    auto it = factories().find({config.backend, config.deviceType});
-    if (it != factories().end()) factory = it->second;
+  std::shared_ptr<Communicator> made;
+  const std::unique_ptr<HostLayout> hosts =
+      config.rankHosts.empty() || !config.options.twoLevel ? nullptr : HostLayout::of(config.rankHosts, config.rank);
+  if (hosts) {
+    made = makeTwoLevelCommunicator(config, *hosts);  // of communicators this function makes
+  } else {
+    CommFactory factory;
+    {
+      std::lock_guard<std::mutex> lock(registryMutex());
+      auto it = factories().find({config.backend, config.deviceType});
+      if (it != factories().end()) factory = it->second;
+    }
+    ATB_CHECK(factory, ERROR_COMM_EMPTY, "backend '", config.backend, "' for ", deviceName(config.deviceType),
+              " tensors is not built into this atb_ops; built: ", c10::Join(", ", registeredBackends()));
+    made = factory(config);
   }
-  ATB_CHECK(factory, ERROR_COMM_EMPTY, "backend '", config.backend, "' for ", deviceName(config.deviceType),
-            " tensors is not built into this atb_ops; built: ", c10::Join(", ", registeredBackends()));
-  std::shared_ptr<Communicator> made = factory(config);
   Communicator* raw = made.get();
   // The last user in a fork()ed child must not tear down what the parent still uses (its process group's
   // threads do not exist in the child, its vendor communicator is the parent's): there it is leaked.

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/options.h"
 #include "core/params.h"
@@ -48,6 +49,8 @@ struct CommConfig {
   // The caller already knows every rank is on this host (a torch.distributed group whose hosts were compared):
   // no host census at creation (host_span.h).
   bool hostsChecked = false;
+  // Set by placeAcrossHosts (host_span.h) when the ranks span hosts: every rank's host identity, in rank order.
+  std::vector<std::string> rankHosts;
   // backend "gloo" over an existing torch.distributed group (atb_ops.distributed): the group itself, and
   // its identity for the communicator cache.
   std::shared_ptr<ExistingGroup> group;

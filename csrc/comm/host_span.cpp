@@ -35,8 +35,10 @@ CommConfig placeAcrossHosts(const CommConfig& c) {
             "one host, but the ", c.rankSize, " ranks of commDomain '", c.commDomain,
             "' are on several: ", formatRanksByLabel(hostNames(hosts)),
             "; use backend 'auto', 'hccl' or 'lccl' (shared memory within a host, gloo between hosts) or 'gloo'");
+  // Every rank took part in the census, so every rank decides the same here.
   CommConfig across = c;
   across.backend = "gloo";
+  across.rankHosts = hosts;
   return across;
 }
 

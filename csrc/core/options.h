@@ -35,6 +35,9 @@ struct Options {
   // ATB_OPS_RANK_TABLE_PORT (default 61001): the port of the store that ranks of a rank table listing several
   // servers meet on, served by the first rank of the first server (comm/bootstrap/rank_table.h).
   int64_t rankTablePort = 61001;
+  // ATB_OPS_TWO_LEVEL (default on): CPU ranks spanning hosts, the same number on each, run shared memory within a
+  // host and gloo between hosts (comm/two_level_communicator.h); 0: one gloo group of every rank.
+  bool twoLevel = true;
   // ATB_OPS_CPU_PATH: auto, shm or group (atb_ops.distributed on CPU tensors).
   std::string cpuPath = "auto";
   // ATB_OPS_SHM_DIR (default /dev/shm): where the per-user folder of segments and rendezvous files lives.

@@ -56,6 +56,8 @@ std::string creationMismatch(const std::string& commDomain, int32_t rootRank, in
 std::string protocolSettings(const CommConfig& c, const std::string& purpose) {
   // HcclAlltoAllV on one rank and HcclBatchSendRecv on another never match.
   if (purpose == "hccl") return "ATB_OPS_HCCL_ALLTOALLV=" + c.options.hcclAlltoallv;
+  // One gloo group on one rank and two levels on another never match (comm/host_span.h).
+  if (purpose == "hosts") return std::string("ATB_OPS_TWO_LEVEL=") + (c.options.twoLevel ? "1" : "0");
   return "";
 }
 
