@@ -6,6 +6,7 @@
 #include <map>
 
 #include "comm/backend_registry.h"
+#include "core/memory.h"
 #include "core/status.h"
 
 namespace atb_ops {
@@ -56,11 +57,6 @@ class TwoLevelCommunicator final : public Communicator {
     inHost_ = createCommunicator(host);
     acrossHosts_ = createCommunicator(across);
     everyone_ = createCommunicator(everyone);
-    hostMajor_ = true;
-    for (int32_t h = 0; h < layout_.hosts(); ++h) {
-      for (int32_t l = 0; l < layout_.perHost(); ++l)
-        hostMajor_ = hostMajor_ && layout_.ranks[h][l] == h * layout_.perHost() + l;
-    }
   }
 
  protected:
@@ -116,13 +112,9 @@ class TwoLevelCommunicator final : public Communicator {
     at::Tensor all = at::empty({perHost * hosts * m}, send.options());
     inHost([&] { inHost_->allgather(acrossGathered, all); });
     at::Tensor rows = recv.view({size(), m});
-    if (hostMajor_) {
-      rows.view({hosts, perHost, m}).copy_(all.view({perHost, hosts, m}).transpose(0, 1));
-      return;
-    }
     const at::Tensor parts = all.view({perHost, hosts, m});
     for (int32_t h = 0; h < hosts; ++h) {
-      for (int32_t l = 0; l < perHost; ++l) rows[layout_.ranks[h][l]].copy_(parts[l][h]);
+      for (int32_t l = 0; l < perHost; ++l) copyContiguous(rows[layout_.ranks[h][l]], parts[l][h]);
     }
   }
 
@@ -167,7 +159,6 @@ class TwoLevelCommunicator final : public Communicator {
   }
 
   HostLayout layout_;
-  bool hostMajor_ = false;
   std::string inHostNote_;
   std::string acrossNote_;
   std::shared_ptr<Communicator> inHost_;

@@ -1,6 +1,7 @@
 #include "core/memory.h"
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <string>
 
@@ -110,6 +111,14 @@ uint64_t ReusedBufferPages::onUse(const void* data, size_t bytes) {
   (void)bytes;
   return 0;
 #endif
+}
+
+void copyContiguous(const at::Tensor& dst, const at::Tensor& src) {
+  TORCH_INTERNAL_ASSERT(dst.is_contiguous() && src.is_contiguous() && dst.nbytes() == src.nbytes(),
+                        "copyContiguous: ", dst.sizes(), " <- ", src.sizes());
+  if (src.nbytes() > 0 && dst.data_ptr() != src.data_ptr()) {
+    std::memcpy(dst.data_ptr(), src.data_ptr(), src.nbytes());
+  }
 }
 
 }  // namespace atb_ops

@@ -222,7 +222,7 @@ void GlooCommunicator::doAlltoallv(const at::Tensor& send, const AllToAllVLayout
     int64_t offset = 0;
     for (size_t i = 0; i < l.sendCounts.size(); ++i) {
       const int64_t n = l.sendCounts[i] * es;
-      in.narrow(0, offset, n).copy_(sendBytes.narrow(0, l.sdispls[i] * es, n));
+      copyContiguous(in.narrow(0, offset, n), sendBytes.narrow(0, l.sdispls[i] * es, n));
       offset += n;
     }
   } else {
@@ -240,7 +240,7 @@ void GlooCommunicator::doAlltoallv(const at::Tensor& send, const AllToAllVLayout
     int64_t offset = 0;
     for (size_t i = 0; i < l.recvCounts.size(); ++i) {
       const int64_t n = l.recvCounts[i] * es;
-      recvBytes.narrow(0, l.rdispls[i] * es, n).copy_(out.narrow(0, offset, n));
+      copyContiguous(recvBytes.narrow(0, l.rdispls[i] * es, n), out.narrow(0, offset, n));
       offset += n;
     }
   }
@@ -265,7 +265,7 @@ void GlooCommunicator::doAllgather(const at::Tensor& send, at::Tensor& recv) {
     if (others > 1) {
       copies = at::empty({others, n}, in.options());
       if (options().hugePages) adviseHugePages(copies);
-      copies.copy_(in.unsqueeze(0).expand({others, n}));
+      for (int64_t i = 0; i < others; ++i) copyContiguous(copies[i], in);
       copies = copies.view({-1});
     }
     std::vector<int64_t> inSplits(static_cast<size_t>(size()), n);
@@ -290,7 +290,7 @@ void GlooCommunicator::doAllreduce(const at::Tensor& send, at::Tensor& recv, Red
   }
   // gloo reduces in place: work on the output (widened when the dtype is 16-bit).
   at::Tensor work = acc == recv.scalar_type() ? recv.view({-1}) : send.view({-1}).to(acc);
-  if (acc == recv.scalar_type() && recv.data_ptr() != send.data_ptr()) work.copy_(send.view({-1}));
+  if (acc == recv.scalar_type()) copyContiguous(work, send.view({-1}));
   std::vector<at::Tensor> tensors{work};
   c10d::AllreduceOptions opts;
   opts.reduceOp = toC10d(op);
