@@ -1,4 +1,4 @@
-"""The benchmark's output: the nccl-tests style table, its JSON form and the bandwidth plot."""
+"""The collectives bench's output: the nccl-tests style table and its JSON figures."""
 
 from __future__ import annotations
 
@@ -130,31 +130,3 @@ def above_floor(rows: list[dict[str, Any]]) -> str:
         if ours and floor:
             cells.append(f"{workload.format_bytes(r['bytes'])} {ours['time_us'] - floor['time_us']:+.1f}")
     return "# atb_ops above floor  : " + (", ".join(cells) if cells else "--") + " us per call"
-
-
-def plot(path: str, rows: list[dict[str, Any]], labels: dict[str, str], title: str, world_size: int,
-         cores: int) -> None:
-    """algbw vs size per backend (log x), with the memcpy limit measured in the run."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8, 5))
-    for key, label in labels.items():
-        pts = [(r["bytes"], r["figures"][key]["algbw"]) for r in rows if r["figures"].get(key) is not None]
-        if pts:
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
-    mem = [(r["bytes"], r["memcpy_gbps"] * min(1.0, cores / world_size)) for r in rows if r.get("memcpy_gbps")]
-    if mem:
-        ax.plot([p[0] for p in mem], [p[1] for p in mem], linestyle="--", color="gray",
-                label=f"memcpy limit per rank ({world_size} ranks, {cores} cores)")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("size per rank (bytes, busiest rank)")
-    ax.set_ylabel("algbw (GB/s)")
-    ax.set_title(title)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
