@@ -138,6 +138,36 @@ class Ranks:
                 p.join(timeout=5)
 
 
+def rows_of(run_rank: RunRank, config: Any, world_size: int, sizes: int, *, job: str, env: dict[str, str],
+            timeout_s: float) -> list[Any]:
+    """Runs every size once on freshly spawned ranks (a bench whose ranks do their own rounds) and collects the
+    rows rank 0 reports.
+
+    Args:
+        run_rank: the bench's rank body.
+        config: every rank's configuration.
+        world_size: how many ranks.
+        sizes: how many sizes (indices 0 .. sizes-1 are sent in order).
+        job: prefix of ATB_OPS_JOB_ID.
+        env: variables of this bench for every rank.
+        timeout_s: how long any one step may take.
+
+    Returns:
+        The rows, in the order rank 0 reported them.
+
+    Raises:
+        RuntimeError: When a rank fails, exits early or does not finish a step within timeout_s.
+    """
+    rows: list[Any] = []
+    ranks = Ranks(run_rank, config, world_size, job=job, env=env, timeout_s=timeout_s)
+    try:
+        for index in range(sizes):
+            ranks.run(index, 0, rows.append)
+    finally:
+        ranks.close()
+    return rows
+
+
 def serve_rank(run_rank: RunRank, rank: int, config: Any, env: dict[str, str], results: Any, commands: Any) -> None:
     """One spawned rank of any bench: sets `env`, runs ``run_rank(rank, config, results, commands)``, and reports a
     failure to the parent as ("error", traceback) before exiting with status 1."""
