@@ -28,15 +28,8 @@ from atb_ops.bench.rank_group import BenchRank
 
 
 def run_rank(rank: int, cfg: BenchConfig, results: Any, commands: Any) -> None:
-    """The body of one rank (launcher.serve_rank runs it): the gloo default group, a group on the backend
-    "atb_ops" and one on torch's "fake", then every size it is sent.
-
-    Args:
-        rank: this rank.
-        cfg: the run.
-        results: where messages to the parent go (launcher's protocol).
-        commands: (size index, round) pairs to run, None to stop.
-    """
+    """The body of one rank, as ranks.run_rank (the same arguments) but timing torch.distributed's call: the gloo
+    default group, a group on the backend "atb_ops" and one on torch's "fake", then every size it is sent."""
     import torch.distributed as dist
 
     import atb_ops  # noqa: F401  (registers the backend "atb_ops")
@@ -45,12 +38,8 @@ def run_rank(rank: int, cfg: BenchConfig, results: Any, commands: Any) -> None:
     ours = dist.new_group(list(range(cfg.world_size)), backend="atb_ops")
     floor = _floor_group(dist, cfg.world_size)
     me = BenchRank(rank, cfg, results)
-    results.put(("ready", rank))
-    while (command := commands.get()) is not None:
-        index, round_no = command
-        _run_size(me, index, round_no, (ours, floor))
-        results.put(("ran", rank))
-    rank_group.leave(rank, results)
+    rank_group.serve_sizes(rank, results, commands,
+                           lambda index, round_no: _run_size(me, index, round_no, (ours, floor)))
 
 
 def _floor_group(dist: Any, world_size: int) -> Any:

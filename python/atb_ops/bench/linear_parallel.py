@@ -75,14 +75,13 @@ def format_table(rows: list[dict[str, Any]], world: int, dtype: str, backend: st
     Returns:
         The table's text.
     """
-    title = table.title_lines([
+    title = [
         f"linear_parallel: LinearParallelOperation LINEAR_ALL_REDUCE vs matmul + all-reduce, {world} CPU ranks, "
         f"backend {backend}, {dtype}",
         "time: mean per call, max over ranks, best round; TFLOP/s = 2mkn/time; busbw (GB/s) = size/time * "
         "2(n-1)/n; speedup = unfused time / fused time",
-    ])
-    layout = blocks(list(rows[0]["times_s"]) if rows else [], world, dtype)
-    return "\n".join(title + table.header(layout) + [table.row(layout, r) for r in rows])
+    ]
+    return table.render(title, blocks(list(rows[0]["times_s"]) if rows else [], world, dtype), rows)
 
 
 def main(argv: list[str] | None = None) -> int:

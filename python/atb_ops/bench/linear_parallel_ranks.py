@@ -63,14 +63,13 @@ def run_rank(rank: int, config: dict[str, Any], results: Any, commands: Any) -> 
     fused_op.set_param(json.dumps({**common, "type": 0, "transWeight": False}))
     reduce_op = torch.classes.OperationTorch.OperationTorch("AllReduceOperation")
     reduce_op.set_param(json.dumps(common))
-    results.put(("ready", rank))
-    while (command := commands.get()) is not None:
-        index, _ = command
+
+    def run_size(index: int, round_no: int) -> None:
         row = _run_size(rank, config, config["sizes"][index], fused_op, reduce_op)
         if rank == 0:
             results.put(("row", row))
-        results.put(("ran", rank))
-    rank_group.leave(rank, results)
+
+    rank_group.serve_sizes(rank, results, commands, run_size)
 
 
 def _run_size(rank: int, config: dict[str, Any], size: int, fused_op: Any, reduce_op: Any) -> dict[str, Any]:

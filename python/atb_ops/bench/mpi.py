@@ -42,12 +42,20 @@ def available() -> tuple[bool, str]:
 
 
 class MpiJob:
-    """The running mpirun job; `run(index)` times one size on it.
-
-    Raises RuntimeError (with the job's output) when the job dies or does not answer in time.
-    """
+    """The running mpirun job (Open MPI's ranks, atb_ops.bench.mpi_ranks); `run(index)` times one size on it."""
 
     def __init__(self, cfg_json: str, world_size: int, bind: str = "none", timeout_s: float = 600.0) -> None:
+        """Starts the job and waits until its ranks are idle on their FIFOs.
+
+        Args:
+            cfg_json: the run's BenchConfig as JSON (the MPI ranks read it from a file).
+            world_size: MPI ranks (as many as atb_ops').
+            bind: "core" or "none", mpirun's --bind-to.
+            timeout_s: how long starting, or any one size, may take.
+
+        Raises:
+            RuntimeError: With the job's output, when it exits or does not start within timeout_s.
+        """
         import atb_ops
         from atb_ops.bench import pages
         from atb_ops.bench.config import BenchConfig
@@ -80,6 +88,7 @@ class MpiJob:
             raise
 
     def _fail(self, why: str) -> RuntimeError:
+        """The error to raise: `why`, the command line and the last 30 lines of the job's output."""
         self.log.flush()
         self.log.seek(0)
         tail = "\n".join(self.log.read().splitlines()[-30:])
@@ -98,12 +107,23 @@ class MpiJob:
                 time.sleep(0.05)
 
     def run(self, index: int) -> dict[str, Any]:
-        """Times size `index` of the configuration; {"index", "size", "time_s", "wrong"}."""
+        """Times size `index` of the configuration.
+
+        Args:
+            index: the size's index.
+
+        Returns:
+            {"index", "size", "time_s" (max over ranks), "wrong" (sum over ranks)}.
+
+        Raises:
+            RuntimeError: When the job exits or gives no answer within the timeout.
+        """
         for fd in self.cmd_fds:
             os.write(fd, f"{index}\n".encode())
         return self._read_line(f"a result for size index {index}")
 
     def _read_line(self, what: str) -> dict[str, Any]:
+        """The next JSON line rank 0 writes (`what` names it in the error when none comes)."""
         deadline = time.monotonic() + self.timeout_s
         while b"\n" not in self.pending:
             if self.proc.poll() is not None:
@@ -119,6 +139,7 @@ class MpiJob:
         return json.loads(line)
 
     def close(self) -> None:
+        """Tells every rank to quit, waits for the job (killing it after 30 s) and removes its directory."""
         for fd in self.cmd_fds:
             try:
                 os.write(fd, b"quit\n")

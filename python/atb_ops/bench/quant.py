@@ -122,14 +122,14 @@ def format_table(
     Returns:
         The table's text.
     """
-    title = table.title_lines([
+    title = [
         f"quant_allreduce: {world_size} CPU ranks, input {dtype}, block_size {block_size}, out_dtype {out_dtype}, "
         f"quant path {path}{', THP' if thp else ''}",
         "bytes: sent per rank per call (busiest rank); xfp16: bytes / fp16 all_reduce bytes;",
         "time: best round (median in brackets); xfp32: fp32 all_reduce time / this time (> 1 is faster);",
         "rel_err: L2 error against the exact float64 sum",
-    ])
-    return "\n".join(title + table.header(BLOCKS) + [table.row(BLOCKS, r) for r in rows])
+    ]
+    return table.render(title, BLOCKS, rows)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,14 +26,13 @@ def run_rank(rank: int, config: dict[str, Any], results: Any, commands: Any) -> 
     """
     world_size = config["world_size"]
     rank_group.join(rank, world_size, threads=max(1, (os.cpu_count() or 1) // world_size))
-    results.put(("ready", rank))
-    while (command := commands.get()) is not None:
-        index, _ = command
+
+    def run_size(index: int, round_no: int) -> None:
         for row in _run_size(rank, config, config["sizes"][index]):
             if rank == 0:
                 results.put(("row", row))
-        results.put(("ran", rank))
-    rank_group.leave(rank, results)
+
+    rank_group.serve_sizes(rank, results, commands, run_size)
 
 
 def _run_size(rank: int, config: dict[str, Any], size: int) -> list[dict[str, Any]]:

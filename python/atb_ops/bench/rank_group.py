@@ -37,11 +37,24 @@ def join(rank: int, world_size: int, threads: int, pin: bool = False) -> None:
                             world_size=world_size)
 
 
-def leave(rank: int, results: Any) -> None:
-    """Leaves the group once every rank is through, and tells the launcher ("done")."""
+def serve_sizes(rank: int, results: Any, commands: Any, run_size: Callable[[int, int], None]) -> None:
+    """The rank's half of the launcher's protocol, once it has joined: "ready", then each (size index, round) it is
+    sent run by run_size and answered with "ran"; after None it leaves the group and answers "done".
+
+    Args:
+        rank: this rank.
+        results: the launcher's results queue.
+        commands: this rank's commands queue.
+        run_size: runs one size (index, round); rank 0 puts its rows on `results`.
+    """
     import torch.distributed as dist
 
-    dist.barrier()
+    results.put(("ready", rank))
+    while (command := commands.get()) is not None:
+        index, round_no = command
+        run_size(index, round_no)
+        results.put(("ran", rank))
+    dist.barrier()  # nobody leaves while a peer may still be reducing with it
     dist.destroy_process_group()
     results.put(("done", rank))
 

@@ -54,9 +54,5 @@ def run_rank(rank: int, cfg: BenchConfig, results: Any, commands: Any) -> None:
         ts_op.set_param(param)
     run_size = ranks_alltoallv.run_size if cfg.op == "alltoallv" else ranks_collectives.run_size
     dtype = workload.DTYPES[cfg.dtype]
-    results.put(("ready", rank))
-    while (command := commands.get()) is not None:
-        index, round_no = command
-        run_size(me, index, round_no, (op, ts_op), dtype)
-        results.put(("ran", rank))
-    rank_group.leave(rank, results)
+    rank_group.serve_sizes(rank, results, commands,
+                           lambda index, round_no: run_size(me, index, round_no, (op, ts_op), dtype))

@@ -19,15 +19,8 @@ from atb_ops.bench.rank_group import BenchRank
 
 
 def run_size(me: BenchRank, index: int, round_no: int, ops: tuple[Any, Any], dtype: torch.dtype) -> None:
-    """Times size `index` in every column this run has; rank 0 reports the row.
-
-    Args:
-        me: this rank.
-        index: the size's index in the configuration.
-        round_no: the round (carried into the row).
-        ops: the ATB operation (atb_ops.Operation) and its TorchScript twin (None with --no-torchscript).
-        dtype: the element type.
-    """
+    """Times size `index` in every column this run has; rank 0 reports the row (the arguments are
+    ranks_alltoallv.run_size's: ranks.run_rank calls one or the other)."""
     import torch.distributed as dist
 
     import atb_ops

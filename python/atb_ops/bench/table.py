@@ -113,3 +113,17 @@ def row(blocks: Sequence[Block], value: Any, prefix: str = "") -> str:
         else:
             cells.append(" ".join(f"{f.text(part):{f.align}{f.width}}" for f in b.fields))
     return prefix + _join(blocks, cells)
+
+
+def render(title: Sequence[str], blocks: Sequence[Block], rows: Sequence[Any]) -> str:
+    """A whole table at once: its title lines, header and rows (no prefixes).
+
+    Args:
+        title: the title's lines (each printed behind "# ").
+        blocks: the table.
+        rows: its rows.
+
+    Returns:
+        The table's text.
+    """
+    return "\n".join(title_lines(title) + header(blocks) + [row(blocks, r) for r in rows])
