@@ -34,10 +34,12 @@ class Progress:
     """Progress lines on stderr, once a run has lasted a few seconds (short runs stay quiet)."""
 
     def __init__(self, quiet_for_s: float = 3.0) -> None:
+        """Starts the clock; nothing is printed before `quiet_for_s` seconds have passed."""
         self.start = time.monotonic()
         self.quiet_for_s = quiet_for_s
 
     def __call__(self, what: str) -> None:
+        """Prints `what` with the seconds since the start, once the quiet time is over."""
         elapsed = time.monotonic() - self.start
         if elapsed >= self.quiet_for_s:
             print(f"# [{elapsed:6.1f} s] {what}", file=sys.stderr, flush=True)

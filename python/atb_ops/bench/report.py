@@ -103,11 +103,24 @@ def row_line(row: dict[str, Any], dtype: str, columns: list[Column], rounds: boo
 
 
 def avg_busbw(rows: list[dict[str, Any]], key: str) -> float | None:
+    """Column `key`'s bus bandwidth averaged over the rows that have it (GB/s); None where none has."""
     values = [r["figures"][key]["busbw"] for r in rows if r["figures"].get(key) is not None]
     return sum(values) / len(values) if values else None
 
 
 def footer(rows: list[dict[str, Any]], labels: dict[str, str], world_size: int, cores: int) -> str:
+    """nccl-tests' footer: whether any element was wrong, each library's average bus bandwidth, and the memcpy
+    bound measured in the run.
+
+    Args:
+        rows: the table's rows.
+        labels: column key -> label, for the columns that move data.
+        world_size: the ranks (they share the cores when they outnumber them).
+        cores: this host's cores.
+
+    Returns:
+        The footer's lines.
+    """
     lines = ["#", "# Out of bounds values : 0 OK" if all(
         (r["figures"][k] is None or r["figures"][k]["wrong"] == 0) for r in rows for k in r["figures"]
     ) else "# Out of bounds values : WRONG ELEMENTS FOUND (see #wrong)"]
