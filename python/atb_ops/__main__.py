@@ -14,26 +14,8 @@ COMMANDS = {
 }
 
 
-def _bench_op(argv: list[str]) -> str | None:
-    """The value of --op in `bench` arguments (--op NAME or --op=NAME), if any."""
-    for i, arg in enumerate(argv):
-        if arg == "--op" and i + 1 < len(argv):
-            return argv[i + 1]
-        if arg.startswith("--op="):
-            return arg.split("=", 1)[1]
-    return None
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "bench" and _bench_op(argv[1:]) == "quant_allreduce":
-        from atb_ops.bench import quant as bench_quant
-
-        return bench_quant.main(argv[1:])
-    if argv and argv[0] == "bench" and _bench_op(argv[1:]) == "linear_parallel":
-        from atb_ops.bench import linear_parallel as bench_linear_parallel
-
-        return bench_linear_parallel.main(argv[1:])
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
         unknown = bool(argv) and argv[0] not in ("-h", "--help")
         out = sys.stderr if unknown else sys.stdout

@@ -10,27 +10,17 @@ allgather (it sends 1/n of them).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 from atb_ops.bench import workload
 
-OPS = ("alltoallv", "allreduce", "reduce_scatter", "allgather", "broadcast")
-REDUCTIONS = ("allreduce", "reduce_scatter")
-REDUCIBLE = ("int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64", "uint8")
+REDUCIBLE = (  # the dtypes with a sum here (--op allreduce and reduce_scatter need one)
+    "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64", "uint8")
 ROOT = 0  # broadcast's source rank
 STEP = 5
 MODULUS = 13
-
-
-def bus_factor(op: str, world_size: int) -> float:
-    """nccl-tests' busbw / algbw: the share of the data that crosses between ranks, per algorithm."""
-    if op == "broadcast":
-        return 1.0
-    if world_size <= 1:
-        return 0.0
-    if op == "allreduce":
-        return 2.0 * (world_size - 1) / world_size
-    return (world_size - 1) / world_size
 
 
 def shapes(op: str, size: int, world_size: int, dtype: torch.dtype) -> tuple[int, int]:
@@ -75,3 +65,31 @@ def expected(op: str, numel_in: int, rank: int, world_size: int, dtype: torch.dt
 def count_wrong(got: torch.Tensor, want: torch.Tensor) -> int:
     """Elements of `got` that differ from `want` (outputs start as a sentinel, so unwritten ones count)."""
     return int((got.reshape(-1).cpu() != want.reshape(-1)).sum())
+
+
+@dataclass
+class RankData:
+    """One rank's side of one size: its element counts, its input and what it must hold afterwards."""
+
+    numel_in: int
+    numel_out: int
+    mine: torch.Tensor  # this rank's input (values())
+    want: torch.Tensor  # expected(), flattened
+
+
+def rank_data(op: str, size: int, rank: int, world_size: int, dtype: torch.dtype) -> RankData:
+    """What rank `rank` starts from and must end with in a `size`-byte row of `op`, on the CPU.
+
+    Args:
+        op: allreduce, reduce_scatter, allgather or broadcast.
+        size: the row's size in bytes (nccl-tests' convention: see shapes).
+        rank: whose data.
+        world_size: all ranks.
+        dtype: the element type.
+
+    Returns:
+        Input and output element counts, the input, and the expected output.
+    """
+    numel_in, numel_out = shapes(op, size, world_size, dtype)
+    return RankData(numel_in, numel_out, values(numel_in, rank, dtype),
+                    expected(op, numel_in, rank, world_size, dtype))

@@ -1,4 +1,4 @@
-"""The benchmark's output: the nccl-tests style table, its JSON form and the bandwidth plot."""
+"""The collectives bench's output: the nccl-tests style table and its JSON figures."""
 
 from __future__ import annotations
 
@@ -6,9 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from atb_ops.bench import workload
-
-COLUMNS = ("time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong")
+from atb_ops.bench import table, workload
 
 
 def figures(entry: dict[str, Any] | None, nbytes: int, bus_factor: float) -> dict[str, float] | None:
@@ -30,25 +28,19 @@ def figures(entry: dict[str, Any] | None, nbytes: int, bus_factor: float) -> dic
     return figs
 
 
-CELL = 35  # time(us) algbw busbw #wrong
-ROUNDS_CELL = 18  # best(us) spread, after the time when there are several rounds
-RATIO = 8
+RATIO = 8  # a ratio column: "1234.56x"
 
 
-def _cell(f: dict[str, float] | None, rounds: bool = False) -> str:
-    if f is None:
-        return f"{'--':>{CELL + (ROUNDS_CELL if rounds else 0)}}"
-    text = f"{f['time_us']:10.1f} "
+def _figure_fields(rounds: bool) -> tuple[table.Field, ...]:
+    """A library's cell: time(us), then best(us) and spread with several rounds, algbw, busbw, #wrong."""
+    fields = [table.Field("time(us)", 10, lambda f: f"{f['time_us']:.1f}")]
     if rounds:
-        text += f"{f['best_us']:10.1f} {100 * f['spread']:6.1f}% "
-    return text + f"{f['algbw']:8.2f} {f['busbw']:8.2f} {f['wrong']:6d}"
-
-
-def _ratio(faster: dict[str, float] | None, slower: dict[str, float] | None) -> str:
-    """slower's time over faster's time: how many times faster `faster` is."""
-    if faster is None or slower is None or faster["time_us"] <= 0:
-        return f"{'--':>{RATIO}}"
-    return f"{slower['time_us'] / faster['time_us']:7.2f}x"
+        fields += [table.Field("best(us)", 10, lambda f: f"{f['best_us']:.1f}"),
+                   table.Field("spread", 7, lambda f: f"{100 * f['spread']:.1f}%")]
+    fields += [table.Field("algbw", 8, lambda f: f"{f['algbw']:.2f}"),
+               table.Field("busbw", 8, lambda f: f"{f['busbw']:.2f}"),
+               table.Field("#wrong", 6, lambda f: f"{f['wrong']:d}")]
+    return tuple(fields)
 
 
 @dataclass(frozen=True)
@@ -64,44 +56,71 @@ class Column:
     faster: str
     slower: str
 
+    def ratio(self, row: dict[str, Any]) -> str:
+        """The ratio's cell: slower's time over faster's (the times shown: medians when there are several
+        rounds); "--" where either is missing."""
+        figs = row["figures"]
+        faster = figs.get(self.key if self.faster == "self" else self.faster)
+        slower = figs.get(self.key if self.slower == "self" else self.slower)
+        if faster is None or slower is None or faster["time_us"] <= 0:
+            return "--"
+        return f"{slower['time_us'] / faster['time_us']:.2f}x"
+
+
+def blocks(dtype: str, main_label: str, columns: list[Column], rounds: bool = False) -> list[table.Block]:
+    """The nccl-tests table: size, count and type, the atb_ops cell, then each comparison cell with its ratio.
+
+    Args:
+        dtype: the element type's name (the type column).
+        main_label: the atb_ops column's label.
+        columns: the comparison columns.
+        rounds: whether cells carry best(us) and spread after the time.
+
+    Returns:
+        The table's blocks (atb_ops.bench.table).
+    """
+    cell = _figure_fields(rounds)
+    out = [table.Block((table.Field("size", 12, lambda r: f"{r['bytes']:d}"),
+                        table.Field("count", 12, lambda r: f"{r['count']:d}"),
+                        table.Field("type", 8, lambda r: dtype))),
+           table.Block(cell, gap="  ", pick=lambda r: r["figures"]["atb"], label=main_label)]
+    for col in columns:
+        out.append(table.Block(cell, gap="  ", pick=lambda r, key=col.key: r["figures"].get(key), label=col.label))
+        out.append(table.Block((table.Field(col.ratio_label, RATIO, col.ratio),), label=None))
+    return out
+
 
 def header(title_lines: list[str], main_label: str, columns: list[Column], rounds: bool = False) -> str:
     """The title lines and the two header lines; `rounds`: cells carry best(us) and spread after the time."""
-    lines = [f"# {t}" for t in title_lines]
-    width = CELL + (ROUNDS_CELL if rounds else 0)
-    group = f"{main_label:^{width}}"
-    cell = f"{'time(us)':>10} " + (f"{'best(us)':>10} {'spread':>7} " if rounds else "")
-    cell += f"{'algbw':>8} {'busbw':>8} {'#wrong':>6}"
-    units = cell
-    for col in columns:
-        group += f"  {col.label:^{width + 1 + RATIO}}"
-        units += f"  {cell} {col.ratio_label:>{RATIO}}"
-    lines.append("#")
-    lines.append(f"# {'':>12} {'':>12} {'':>8}  {group.rstrip()}")
-    lines.append(f"# {'size':>12} {'count':>12} {'type':>8}  {units}")
-    return "\n".join(lines)
+    lines = table.title_lines([*title_lines, ""])
+    return "\n".join(lines + table.header(blocks("", main_label, columns, rounds), prefix="# "))
 
 
 def row_line(row: dict[str, Any], dtype: str, columns: list[Column], rounds: bool = False) -> str:
     """One table row: the atb_ops figures, then each comparison column with its ratio (of the times shown:
     medians when there are several rounds)."""
-    figs = row["figures"]
-    text = f"  {row['bytes']:>12d} {row['count']:>12d} {dtype:>8}  {_cell(figs['atb'], rounds)}"
-    for col in columns:
-
-        def pick(key: str, col: Column = col) -> dict[str, float] | None:
-            return figs.get(col.key if key == "self" else key)
-
-        text += f"  {_cell(figs.get(col.key), rounds)} {_ratio(pick(col.faster), pick(col.slower))}"
-    return text
+    return table.row(blocks(dtype, "", columns, rounds), row, prefix="  ")
 
 
 def avg_busbw(rows: list[dict[str, Any]], key: str) -> float | None:
+    """Column `key`'s bus bandwidth averaged over the rows that have it (GB/s); None where none has."""
     values = [r["figures"][key]["busbw"] for r in rows if r["figures"].get(key) is not None]
     return sum(values) / len(values) if values else None
 
 
 def footer(rows: list[dict[str, Any]], labels: dict[str, str], world_size: int, cores: int) -> str:
+    """nccl-tests' footer: whether any element was wrong, each library's average bus bandwidth, and the memcpy
+    bound measured in the run.
+
+    Args:
+        rows: the table's rows.
+        labels: column key -> label, for the columns that move data.
+        world_size: the ranks (they share the cores when they outnumber them).
+        cores: this host's cores.
+
+    Returns:
+        The footer's lines.
+    """
     lines = ["#", "# Out of bounds values : 0 OK" if all(
         (r["figures"][k] is None or r["figures"][k]["wrong"] == 0) for r in rows for k in r["figures"]
     ) else "# Out of bounds values : WRONG ELEMENTS FOUND (see #wrong)"]
@@ -130,31 +149,3 @@ def above_floor(rows: list[dict[str, Any]]) -> str:
         if ours and floor:
             cells.append(f"{workload.format_bytes(r['bytes'])} {ours['time_us'] - floor['time_us']:+.1f}")
     return "# atb_ops above floor  : " + (", ".join(cells) if cells else "--") + " us per call"
-
-
-def plot(path: str, rows: list[dict[str, Any]], labels: dict[str, str], title: str, world_size: int,
-         cores: int) -> None:
-    """algbw vs size per backend (log x), with the memcpy limit measured in the run."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8, 5))
-    for key, label in labels.items():
-        pts = [(r["bytes"], r["figures"][key]["algbw"]) for r in rows if r["figures"].get(key) is not None]
-        if pts:
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
-    mem = [(r["bytes"], r["memcpy_gbps"] * min(1.0, cores / world_size)) for r in rows if r.get("memcpy_gbps")]
-    if mem:
-        ax.plot([p[0] for p in mem], [p[1] for p in mem], linestyle="--", color="gray",
-                label=f"memcpy limit per rank ({world_size} ranks, {cores} cores)")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("size per rank (bytes, busiest rank)")
-    ax.set_ylabel("algbw (GB/s)")
-    ax.set_title(title)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
