@@ -487,6 +487,7 @@ class EmulatedHosts:
     Attributes:
         n: how many hosts.
         names: their hostnames, ``["h0", "h1", ...]``.
+        interface: the one interface each host has (``GLOO_SOCKET_IFNAME`` for gloo inside a host).
         addresses: their bridge addresses (IPv4, as strings), by host index.
         prefixlen: the subnet's prefix length.
         anchor_pids: the pid holding each host's namespaces (``nsenter -t <pid>`` enters it).
@@ -532,6 +533,7 @@ class EmulatedHosts:
         self._tools = _tools("ip", "nsenter", "unshare", "mount")
         self._tools["tc"] = _tool("tc") or ""  # only for shaping (available() checked it where asked for)
         self.n = n
+        self.interface = HOST_IFNAME
         self.names = [f"h{i}" for i in range(n)]
         hosts_iter = net.hosts()
         self.addresses = [str(next(hosts_iter)) for _ in range(n)]

@@ -124,6 +124,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--bind", choices=["auto", "core", "none"], default="auto",
                    help="pin rank r to CPU r (core), or not (none); auto: core when ranks fit the CPUs, as mpirun "
                    "does by default. Applies to atb_ops, gloo and Open MPI alike")
+    p.add_argument("--hosts", type=int, default=0, metavar="H",
+                   help="run the ranks on H emulated hosts (network namespaces on a private bridge, each with its own "
+                        "host name and /dev/shm; made for the run and removed after it; needs root), --world-size / H "
+                        "ranks on each, host by host; the footer gives the link limit of each size")
+    p.add_argument("--link-rate", metavar="RATE",
+                   help="with --hosts: shape every host's link to RATE each way (tc's spelling, e.g. 10gbit); "
+                        "default unshaped")
     p.add_argument("--json", metavar="FILE", help="write the configuration and every row as JSON")
     p.add_argument("--plot", metavar="FILE.png", help="plot algbw vs size per library (needs matplotlib)")
     p.add_argument("--no-mpi", action="store_true", help="skip Open MPI's MPI_Alltoallv")
@@ -153,9 +160,37 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.error("--iters and --warmup must be >= 0, --rounds >= 1")
     if args.op in ops.COLLECTIVES and ops.COLLECTIVES[args.op].reduces and args.dtype not in collectives.REDUCIBLE:
         p.error(f"--op {args.op} needs a dtype with a sum, one of {', '.join(collectives.REDUCIBLE)}; got {args.dtype}")
+    _check_hosts(p, args)
     if args.op != "alltoallv" and args.pattern != "uniform":
         p.error(f"--pattern applies to --op alltoallv only (a {args.op} moves the same amount to every rank)")
     return args
+
+
+def _check_hosts(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """--hosts and --link-rate, before anything starts: H divides the ranks, the backend spans hosts (shm by
+    default becomes auto: shared memory within a host, gloo between), and this machine can make the hosts."""
+    if args.link_rate and not args.hosts:
+        p.error("--link-rate shapes the links of --hosts; give --hosts too")
+    if not args.hosts:
+        return
+    if args.hosts < 1 or args.world_size % args.hosts:
+        p.error(f"--hosts must be >= 1 and divide --world-size; got --hosts {args.hosts} for {args.world_size} ranks")
+    if args.backend == "shm":
+        args.backend = "auto"  # shm by name is one host's; auto is shm within a host and gloo between
+    if args.backend not in ("auto", "hccl", "gloo"):
+        p.error(f"--backend {args.backend} does not run on CPU ranks across hosts; use auto, hccl or gloo")
+    if args.api == "c10d":
+        p.error("--hosts times the ATB surface (--api atb or distributed)")
+    from atb_ops import emulated_hosts
+
+    try:
+        if args.link_rate:
+            emulated_hosts.parse_rate(args.link_rate)
+    except ValueError as e:
+        p.error(f"--link-rate: {e}")
+    why = emulated_hosts.available(shaping=bool(args.link_rate))
+    if why is not None:
+        p.error(f"--hosts needs emulated hosts, which this machine cannot make: {why}")
 
 
 def op_named(argv: list[str]) -> str | None:

@@ -14,6 +14,7 @@ import torch
 from atb_ops.bench import c10d, columns, mpi, ops, pages, plot, ranks, report, rounds, workload
 from atb_ops.bench.config import BenchConfig, resolve_bind
 from atb_ops.bench.launcher import Progress, Ranks
+from atb_ops.emulated_hosts import parse_rate
 
 
 def config_for(args: argparse.Namespace) -> tuple[BenchConfig, list[str], bool]:
@@ -43,6 +44,12 @@ def config_for(args: argparse.Namespace) -> tuple[BenchConfig, list[str], bool]:
         notes.append("gloo and Open MPI columns run only for CPU backends")
     collective = ops.COLLECTIVES[args.op]
     want_mpi = cpu_backend and not args.no_mpi
+    if args.hosts:
+        notes.append(f"{args.hosts} emulated hosts x {args.world_size // args.hosts} ranks, host by host; link "
+                     f"{args.link_rate or 'unshaped'}")
+        if want_mpi:
+            notes.append("Open MPI skipped: not yet started across emulated hosts")
+            want_mpi = False
     if want_mpi and collective.reduces and args.dtype not in mpi.REDUCIBLE:
         notes.append(f"Open MPI skipped: it has no {args.dtype} arithmetic for {collective.mpi_call}")
         want_mpi = False
@@ -76,13 +83,23 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         RuntimeError: When an atb_ops rank fails or does not finish in --timeout (Open MPI's failures only
             empty its column).
     """
+    if not args.hosts:
+        return _run(args, None)
+    from atb_ops.emulated_hosts import EmulatedHosts
+
+    with EmulatedHosts(args.hosts, link_rate=args.link_rate, tag="bench") as hosts:
+        return _run(args, hosts)
+
+
+def _run(args: argparse.Namespace, hosts: Any) -> dict[str, Any]:
+    """run() with the ranks on `hosts` (an EmulatedHosts) or on this host (None)."""
     c10d_api = args.api == "c10d"
     cfg, notes, want_mpi = config_for(args)
     collective = ops.COLLECTIVES[args.op]
     progress = Progress()
     run_rank = c10d.run_rank if c10d_api else ranks.run_rank
     spawned = Ranks(run_rank, cfg, cfg.world_size, job="bench", timeout_s=args.timeout, progress=progress,
-                  env={"OMP_NUM_THREADS": "1", **pages.env_for(cfg.pages)})
+                    env={"OMP_NUM_THREADS": "1", **pages.env_for(cfg.pages)}, hosts=hosts)
     mpi_job = _start_mpi(cfg, args.timeout, notes) if want_mpi else None
     cols = columns.columns_for(cfg, c10d_api, mpi_job is not None)
     if mpi_job is not None:
@@ -107,6 +124,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         mpi_job = None
                 spawned.run(index, round_no, raw.append)
             row = rounds.make_row(raw, mpi_raw, cfg.dtype, bus_factor, cols.keys)
+            if hosts is not None and args.link_rate:
+                link = collective.link_bytes(size, hosts.n, cfg.world_size // hosts.n)
+                row["link_limit_us"] = link / parse_rate(args.link_rate) * 1e6
             rows.append(row)
             print(report.row_line(row, cfg.dtype, cols.table, several), flush=True)
     finally:
@@ -123,6 +143,8 @@ def _finish(args: argparse.Namespace, cfg: BenchConfig, cols: columns.Columns, n
     cores = os.cpu_count() or 1
     moved = {k: v for k, v in labels.items() if k != "floor"}  # the floor moves nothing: no bandwidth
     print(report.footer(rows, moved, cfg.world_size, cores), flush=True)
+    if any("link_limit_us" in r for r in rows):
+        print(report.link_limits(rows, moved), flush=True)
     if "floor" in labels:
         print(report.above_floor(rows), flush=True)
     doc = {"config": {**json.loads(cfg.to_json()), "rounds": args.rounds}, "labels": labels,

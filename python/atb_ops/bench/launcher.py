@@ -18,7 +18,9 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import queue
+import shlex
 import sys
+import tempfile
 import time
 import traceback
 import uuid
@@ -49,7 +51,8 @@ class Ranks:
     """The spawned benchmark ranks: started once, told to run one size at a time."""
 
     def __init__(self, run_rank: RunRank, config: Any, world_size: int, *, job: str, env: dict[str, str],
-                 timeout_s: float, progress: Callable[[str], None] | None = None) -> None:
+                 timeout_s: float, progress: Callable[[str], None] | None = None,
+                 hosts: Any = None) -> None:
         """Spawns the ranks and waits until every one is set up (nothing is timed before that).
 
         Args:
@@ -60,6 +63,8 @@ class Ranks:
             env: variables of this bench for every rank, beside the job's address, id and timeout.
             timeout_s: how long any one step (setting up, a size, stopping) may take.
             progress: what the ranks' progress lines are handed to (None: dropped).
+            hosts: an atb_ops.emulated_hosts.EmulatedHosts whose hosts get the ranks, host by host in equal numbers
+                (rank r on host r // (world_size / hosts.n)); None: every rank on this host.
 
         Raises:
             RuntimeError: When a rank fails, exits early or does not get ready within timeout_s.
@@ -70,17 +75,30 @@ class Ranks:
         self.results: Any = ctx.Queue()
         self.commands = [ctx.Queue() for _ in range(world_size)]
         rank_env = {
-            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_ADDR": "127.0.0.1" if hosts is None else hosts.addresses[0],
             "MASTER_PORT": str(free_port()),
             "ATB_OPS_JOB_ID": f"{job}-{uuid.uuid4().hex}",
             "ATB_OPS_TIMEOUT": str(int(min(timeout_s, 600))),
+            # In an emulated host the rank keeps this machine's /etc/hosts, where its host name does not resolve
+            # to its bridge address: gloo is told the interface instead.
+            **({} if hosts is None else {"GLOO_SOCKET_IFNAME": hosts.interface}),
             **env,
         }
         self.procs = [ctx.Process(target=serve_rank, args=(run_rank, r, config, rank_env, self.results,
                                                             self.commands[r]))
                       for r in range(world_size)]
-        for p in self.procs:
-            p.start()
+        # Every rank's interpreter: this one, or one that enters its emulated host (rank r on host r // per host).
+        self._folder = tempfile.TemporaryDirectory(prefix="atb_ops_bench_hosts_") if hosts is not None else None
+        executables = [sys.executable] * world_size
+        if hosts is not None:
+            scripts = _scripts_entering(hosts, self._folder.name)
+            executables = [scripts[r // (world_size // hosts.n)] for r in range(world_size)]
+        try:
+            for p, executable in zip(self.procs, executables, strict=True):
+                ctx.set_executable(executable)
+                p.start()
+        finally:
+            ctx.set_executable(sys.executable)
         try:
             self._collect("ready", None)  # idle before anything is timed
         except BaseException:
@@ -138,6 +156,8 @@ class Ranks:
             if p.is_alive():
                 p.kill()
                 p.join(timeout=5)
+        if self._folder is not None:
+            self._folder.cleanup()
 
 
 def rows_of(run_rank: RunRank, config: Any, world_size: int, sizes: int, *, job: str, env: dict[str, str],
@@ -168,6 +188,23 @@ def rows_of(run_rank: RunRank, config: Any, world_size: int, sizes: int, *, job:
     finally:
         ranks.close()
     return rows
+
+
+def _scripts_entering(hosts: Any, folder: str) -> list[str]:
+    """Per emulated host, an interpreter that runs there: a script that enters the host's network and host-name
+    namespaces (nsenter, in this working directory) and runs this Python. Not its mount namespace: the spawned
+    rank's queues rebuild their locks from this machine's /dev/shm (the ranks still tell the hosts apart by their
+    host names, core/host.h)."""
+    scripts = []
+    for h in range(hosts.n):
+        argv = [a for a in hosts.nsenter_argv(h, wd=os.getcwd()) if a not in ("--mount", "--ipc")]
+        script = os.path.join(folder, f"python_on_{hosts.names[h]}")
+        with open(script, "w") as f:
+            f.write(f"#!/bin/sh\nexec {' '.join(shlex.quote(a) for a in argv)} -- {shlex.quote(sys.executable)} "
+                    '"$@"\n')
+        os.chmod(script, 0o755)
+        scripts.append(script)
+    return scripts
 
 
 def serve_rank(run_rank: RunRank, rank: int, config: Any, env: dict[str, str], results: Any, commands: Any) -> None:

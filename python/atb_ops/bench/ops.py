@@ -25,6 +25,8 @@ class Collective:
         bus_formula: busbw / algbw as the title writes it; ``bus_factor`` computes it.
         reduces: whether it sums (it then needs a dtype with arithmetic).
         param: the ATB param beyond rank, rankSize, rankRoot and backend.
+        link_share: across hosts, the least share of ``size`` each host must send to the others (``link_bytes``
+            computes it), written with H hosts of L ranks each.
     """
 
     operation: str
@@ -35,6 +37,27 @@ class Collective:
     bus_formula: str
     reduces: bool = False
     param: dict[str, Any] = field(default_factory=dict)
+    link_share: str = "(H-1)/H"
+
+    def link_bytes(self, size: int, hosts: int, per_host: int) -> float:
+        """The bytes the busiest host must send to the other hosts, whatever the algorithm: what a link's rate
+        turns into the least time the collective can take across hosts.
+
+        Args:
+            size: the table's size (``size_meaning``).
+            hosts: H, the hosts.
+            per_host: L, the ranks on each.
+
+        Returns:
+            L(H-1)/H x size for alltoallv (each rank's share for other hosts), 2(H-1)/H x size for allreduce
+            (a reduce-scatter and an all-gather between hosts), size for broadcast (the root's host sends it
+            whole), (H-1)/H x size for reduce_scatter and allgather; 0 on one host.
+        """
+        if hosts <= 1:
+            return 0.0
+        share = {"L(H-1)/H": per_host * (hosts - 1) / hosts, "2(H-1)/H": 2 * (hosts - 1) / hosts, "1": 1.0,
+                 "(H-1)/H": (hosts - 1) / hosts}[self.link_share]
+        return share * size
 
     def bus_factor(self, world_size: int) -> float:
         """nccl-tests' busbw / algbw: the share of the data that crosses between ranks.
@@ -57,17 +80,18 @@ class Collective:
 
 COLLECTIVES: dict[str, Collective] = {
     "alltoallv": Collective("AllToAllVV2Operation", "all_to_all_v", "all_to_all_single", "MPI_Alltoallv",
-                            "bytes of the busiest rank", "(n-1)/n"),
+                            "bytes of the busiest rank", "(n-1)/n", link_share="L(H-1)/H"),
     "allreduce": Collective("AllReduceOperation", "all_reduce", "all_reduce", "MPI_Allreduce",
                             "bytes of a rank's input (= its output)", "2(n-1)/n", reduces=True,
-                            param={"allReduceType": "sum"}),
+                            param={"allReduceType": "sum"}, link_share="2(H-1)/H"),
     "reduce_scatter": Collective("ReduceScatterOperation", "reduce_scatter", "reduce_scatter_tensor",
                                  "MPI_Reduce_scatter_block",
                                  "bytes of a rank's input (it receives 1/n of them reduced)", "(n-1)/n",
                                  reduces=True, param={"reduceType": "sum"}),
     "allgather": Collective("AllGatherOperation", "all_gather", "all_gather_into_tensor", "MPI_Allgather",
                             "bytes of a rank's output (it sends 1/n of them)", "(n-1)/n"),
-    "broadcast": Collective("BroadcastOperation", "broadcast", "broadcast", "MPI_Bcast", "bytes of the buffer", "1"),
+    "broadcast": Collective("BroadcastOperation", "broadcast", "broadcast", "MPI_Bcast", "bytes of the buffer", "1",
+                            link_share="1"),
 }
 
 # --op -> the module whose main(argv) runs a bench with flags and a table of its own.

@@ -33,8 +33,8 @@ def join(rank: int, world_size: int, threads: int, pin: bool = False) -> None:
     if pin:
         cpus = sorted(os.sched_getaffinity(0))
         os.sched_setaffinity(0, {cpus[rank % len(cpus)]})
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{os.environ['MASTER_PORT']}", rank=rank,
-                            world_size=world_size)
+    address = f"tcp://{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}"
+    dist.init_process_group("gloo", init_method=address, rank=rank, world_size=world_size)
 
 
 def serve_sizes(rank: int, results: Any, commands: Any, run_size: Callable[[int, int], None]) -> None:

@@ -149,3 +149,30 @@ def above_floor(rows: list[dict[str, Any]]) -> str:
         if ours and floor:
             cells.append(f"{workload.format_bytes(r['bytes'])} {ours['time_us'] - floor['time_us']:+.1f}")
     return "# atb_ops above floor  : " + (", ".join(cells) if cells else "--") + " us per call"
+
+
+def link_limits(rows: list[dict[str, Any]], labels: dict[str, str]) -> str:
+    """Across shaped emulated hosts: each size's link limit (the bytes the busiest host must send to the others,
+    at the link's rate) and how far each library's time is from it (limit / time: 1.00 would be the link full).
+
+    Args:
+        rows: the table's rows, with "link_limit_us" where the link is shaped.
+        labels: column key -> label, for the columns that move data.
+
+    Returns:
+        The lines, one per size.
+    """
+    lines = ["#", "# link limit (the bytes the busiest host sends to the others / the link's rate), and each "
+             "library's share of it (limit / its time)"]
+    for r in rows:
+        limit = r.get("link_limit_us")
+        if limit is None:
+            continue
+        shares = []
+        for key, label in labels.items():
+            f = r["figures"].get(key)
+            if f is not None and f["time_us"] > 0:
+                shares.append(f"{label} {limit / f['time_us']:.2f}")
+        lines.append(f"# {workload.format_bytes(r['size']):>8}  {limit:10.1f} us   " + ", ".join(shares))
+    return "\n".join(lines)
+
