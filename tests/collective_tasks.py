@@ -10,8 +10,8 @@ import json
 
 import torch
 
-from tests.backends import use_backend
-from tests.golden import DTYPES, SENTINEL_BYTE
+from tests.support.backends import use_backend
+from tests.support.golden import DTYPES, SENTINEL_BYTE
 
 Spec = tuple[bytes, str, tuple[int, ...]]  # raw bytes, dtype name, shape
 

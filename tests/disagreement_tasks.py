@@ -10,7 +10,7 @@ import json
 
 import torch
 
-from tests.backends import use_backend
+from tests.support.backends import use_backend
 
 
 def _op(name: str, rank: int, world_size: int, backend: str, domain: str, **extra) -> torch.ScriptObject:

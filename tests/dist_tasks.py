@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
-
 import torch
 import torch.distributed as dist
 
 from atb_ops import distributed as ad
-from tests.procs import environment
-
-
-def cpu_path(path: str) -> contextlib.AbstractContextManager[None]:
-    """Force the CPU path (shm / group) for the calls inside."""
-    return environment({"ATB_OPS_CPU_PATH": path})
+from tests.support.environment import cpu_path
 
 
 def seed_000(rank: int, world_size: int, path: str):

@@ -15,8 +15,8 @@ import threading
 
 import torch
 
-from tests.golden import DTYPES
-from tests.procs import environment
+from tests.support.environment import environment
+from tests.support.golden import DTYPES
 
 SENTINEL = 0x7F  # outside every dtype's value range below (|v| <= 125, bool 0/1, floats NaN/huge)
 

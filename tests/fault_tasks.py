@@ -10,7 +10,8 @@ import time
 import torch
 import torch.distributed as dist
 
-from tests.golden import SENTINEL_BYTE
+from tests.support.environment import environment
+from tests.support.golden import SENTINEL_BYTE
 
 
 def _op(rank: int, world_size: int, backend: str, domain: str = ""):
@@ -97,8 +98,7 @@ def lonely_peer(env: dict, events) -> None:
 def mismatch(rank: int, world_size: int, backend: str, timeout_s: str):
     """Rank 0 sends 3 elements to rank 1, which expects 2. Returns (error or '', guard bytes intact,
     whether the next well-formed call still works)."""
-    os.environ["ATB_OPS_TIMEOUT"] = timeout_s
-    try:
+    with environment({"ATB_OPS_TIMEOUT": timeout_s}):  # the pool's value again for the next case
         op = _op(rank, world_size, backend, "mismatch")
         x = torch.arange(8, dtype=torch.float32)
         send = [[2, 3], [2, 2]][rank]
@@ -120,5 +120,3 @@ def mismatch(rank: int, world_size: int, backend: str, timeout_s: str):
         (y,) = op.execute([x, *good, torch.empty(4, dtype=torch.int8)])
         recovered = y.view(-1).tolist() == [float(2 * rank), float(2 * rank + 1)] * 2
         return error, intact, recovered
-    finally:
-        os.environ["ATB_OPS_TIMEOUT"] = "120"

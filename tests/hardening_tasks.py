@@ -8,6 +8,8 @@ import threading
 
 import torch
 
+from tests.support.environment import environment
+
 
 def _alltoallvv2(rank: int, world_size: int, domain: str, backend: str = "shm"):
     op = torch.classes.OperationTorch.OperationTorch("AllToAllVV2Operation")
@@ -167,9 +169,8 @@ def gloo_domains_stay_apart(rank: int, world_size: int) -> int:
 def failed_communicator_is_replaced(rank: int, world_size: int, job: str) -> dict:
     """A communicator that timed out leaves the cache: the failed operation keeps its error, a new operation
     with the same param gets a fresh communicator. Rank 1 skips one call, so rank 0 times out."""
-    os.environ["ATB_OPS_TIMEOUT"] = "2"
     report = {}
-    try:
+    with environment({"ATB_OPS_TIMEOUT": "2"}):  # the pool's value again for the next case
         op = _alltoallvv2(rank, world_size, "evict-" + job)
         inputs, _ = _equal_inputs(rank, world_size, 10, 0)
         op.execute(inputs)  # both: the communicator is up
@@ -198,8 +199,6 @@ def failed_communicator_is_replaced(rank: int, world_size: int, job: str) -> dic
         out = fresh.execute(inputs)[0]
         report["fresh_ok"] = bool(torch.equal(out, _expected(rank, world_size, 10, 0)))
         report["cached"] = (before, atb_ops._C.communicator_count())
-    finally:
-        os.environ["ATB_OPS_TIMEOUT"] = "120"
     return report
 
 

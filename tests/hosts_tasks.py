@@ -54,7 +54,7 @@ ATB_AFTER_INIT = """
 # HcclCommInitRootInfo, then HcclAllReduce and HcclAllGather. Prints {"wrong"} or {"error"}.
 HCCL_ROOT_INFO = """
     import ctypes, json, os, sys, time
-    from tests.hccl_ctypes import HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, check, hccl
+    from tests.support.hccl_ctypes import HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, check, hccl
     rank, size, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
     lib = hccl()
     info = ctypes.create_string_buffer(4108)
@@ -86,7 +86,7 @@ HCCL_ROOT_INFO = """
 # argv: rank, table. HcclCommInitClusterInfo on a rank table listing two servers, then HcclAllReduce.
 HCCL_RANK_TABLE = """
     import ctypes, json, sys
-    from tests.hccl_ctypes import HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, check, hccl
+    from tests.support.hccl_ctypes import HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, check, hccl
     rank, table = int(sys.argv[1]), sys.argv[2]
     size = len(json.load(open(table))["server_list"]) * 2
     lib = hccl()

@@ -10,8 +10,8 @@ import json
 
 import torch
 
-from tests.backends import use_backend
 from tests.collective_tasks import Spec, sentinel_like, spec_of, tensor_of
+from tests.support.backends import use_backend
 
 
 def run_linear_parallel(

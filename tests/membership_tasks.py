@@ -1,5 +1,6 @@
 """Rank programs for tests/test_membership.py: who forms a communicator (issue 38). Each is a snippet run in a
-fresh interpreter (tests.procs), printing one JSON line that the test checks against an independent golden."""
+fresh interpreter (tests/support/launch.py), printing one JSON line that the test checks against an independent
+golden."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ ALLTOALL_BY_WORD = """
 # an HcclAllGather of 4 floats naming (job, rank); prints {"wrong", "tags"} or {"error"}.
 HCCL_TABLE_ALLGATHER = """
     import ctypes, json, sys
-    from tests.hccl_ctypes import HCCL_DATA_TYPE_FP32, check, hccl
+    from tests.support.hccl_ctypes import HCCL_DATA_TYPE_FP32, check, hccl
     rank, word, table = int(sys.argv[1]), sys.argv[2], sys.argv[3]
     tag = {"alpha": 1, "beta": 2}[word]
     lib = hccl()

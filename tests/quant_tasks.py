@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 
 from atb_ops import quant
-from tests.dist_tasks import cpu_path
+from tests.support.environment import cpu_path
 
 
 @dataclass(frozen=True)

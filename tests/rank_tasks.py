@@ -6,8 +6,8 @@ import json
 
 import torch
 
-from tests.backends import use_backend
-from tests.golden import DTYPES, SENTINEL_BYTE
+from tests.support.backends import use_backend
+from tests.support.golden import DTYPES, SENTINEL_BYTE
 
 
 def _tensor(raw: bytes, dtype_name: str, shape: tuple[int, ...]) -> torch.Tensor:

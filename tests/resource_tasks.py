@@ -1,4 +1,4 @@
-"""Rank-side code of tests/test_jobs_and_resources.py: snippets run as processes of their own (tests/procs.py)
+"""Rank-side code of tests/test_jobs_and_resources.py: snippets run as processes of their own (tests/support/launch.py)
 and functions run in the rank pool."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import os
 
 import torch
 
-from tests.procs import environment
+from tests.support.environment import environment
 
 # argv: rank, field ("rankSize" or "rankRoot"), bootstrap ("node-local" or "store"). Rank 1 disagrees with
 # rank 0 on `field`; prints {"error", "seconds"}.

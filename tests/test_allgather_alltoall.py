@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from tests import rank_tasks
-from tests.backends import CPU_BACKENDS
-from tests.golden import DTYPES, bits_view, itemsize, random_payload
+from tests.support.backends import CPU_BACKENDS
+from tests.support.golden import DTYPES, bits_view, itemsize, random_payload
 
 
 @pytest.mark.parametrize("use_out", [False, True])

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from tests import rank_tasks
-from tests.backends import CPU_BACKENDS
-from tests.golden import DTYPES, bits_view, count_matrix, golden_alltoallv, random_payload, rank_layouts
+from tests.support.backends import CPU_BACKENDS
+from tests.support.golden import DTYPES, bits_view, count_matrix, golden_alltoallv, random_payload, rank_layouts
 
 BACKENDS = CPU_BACKENDS
 PATTERNS = ["uniform", "skewed", "zero"]

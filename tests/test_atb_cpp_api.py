@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from atb_ops.emulation import atb_home
+from tests.support.paths import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
-PROGRAMS = ROOT / "tests/native/atb_api"
+PROGRAMS = REPO_ROOT / "tests/native/atb_api"
 ASCEND_HOME = atb_home.packaged_ascend_home()
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="no g++ (ATB's build line uses it)")
@@ -199,7 +199,7 @@ def _user_paths() -> dict[str, str]:
 
 def test_readme_example(tmp_path):
     """README's "ATB C++ programs" example, built with the build line it shows and run."""
-    readme = (ROOT / "README.md").read_text()
+    readme = (REPO_ROOT / "README.md").read_text()
     section = readme.split("## ATB C++ programs", 1)[1]
     source = tmp_path / "allgather.cpp"
     source.write_text(section.split("```cpp\n", 1)[1].split("```", 1)[0])

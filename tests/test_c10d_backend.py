@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from tests import c10d_tasks
-from tests.procs import clean_env, finish, start
-from tests.rankpool import free_port
+from tests.support.environment import clean_env
+from tests.support.launch import finish, free_port, start
 
 SIZES = [2, 4]
 

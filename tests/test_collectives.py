@@ -14,9 +14,9 @@ import pytest
 import torch
 
 from tests import collective_tasks as tasks
-from tests.backends import CPU_BACKENDS
-from tests.golden import DTYPES, SENTINEL_BYTE
-from tests.rankpool import RankPool
+from tests.support.backends import CPU_BACKENDS
+from tests.support.golden import DTYPES, SENTINEL_BYTE
+from tests.support.rankpool import RankPool
 
 ALL_DTYPES = list(DTYPES)
 SIZES = {"small": 37, "large": 70_000}  # below and above shm's eager limits (reductions 16 KiB, else 64 KiB)

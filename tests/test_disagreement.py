@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from tests import disagreement_tasks as tasks
-from tests.backends import CPU_BACKENDS
+from tests.support.backends import CPU_BACKENDS
 
 
 def _domain() -> str:

@@ -7,7 +7,7 @@ The rule, kept simple on purpose:
   and docstrings; shell: ``#`` comments). Code itself is not read: a string in code is the code's business.
 - A repository path is a word that starts with ``csrc/``, ``include/``, ``op_plugin/``, ``python/``,
   ``scripts/``, ``tests/`` or ``docs/`` and names at least one more file or folder after it
-  (``csrc/comm/shm/``, ``tests/procs.py``, ``csrc/comm/nccl/nccl_comm.{h,cpp}``). A word that continues another
+  (``csrc/comm/shm/``, ``tests/support/launch.py``, ``csrc/comm/nccl/nccl_comm.{h,cpp}``). A word that continues another
   one (``$ASCEND_HOME_PATH/include/acl``, ``atb_home/include/atb``) is not one.
 - It must exist: ``{a,b}`` means both, ``*`` and a ``<placeholder>`` match any name, and punctuation that ends
   a sentence (``.``, ``,``, ``:``) is not part of it.
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.paths import REPO_ROOT
 
 ROOTS = ("csrc", "include", "op_plugin", "python", "scripts", "tests", "docs")
 PATH = re.compile(r"(?<![\w./$~-])((?:" + "|".join(ROOTS) + r")/[\w.*<>{},+/-]+)")
@@ -79,10 +79,10 @@ def _shell_comments(text: str) -> str:
 
 def _readable() -> dict[Path, str]:
     """{file: its text where this test reads it, blank elsewhere (lines keep their numbers)}."""
-    out = {p: p.read_text() for p in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]}
-    files = [ROOT / "setup.py"]
+    out = {p: p.read_text() for p in [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").rglob("*.md"))]}
+    files = [REPO_ROOT / "setup.py"]
     for d in SOURCE_DIRS:
-        files += sorted(p for p in (ROOT / d).rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+        files += sorted(p for p in (REPO_ROOT / d).rglob("*") if p.is_file() and "__pycache__" not in p.parts)
     for p in files:
         if p.suffix in C_LIKE:
             out[p] = _c_comments(p.read_text(errors="replace"))
@@ -101,7 +101,7 @@ def _expand(path: str) -> list[str]:
 
 
 def _missing(path: str) -> list[str]:
-    return [q for q in _expand(path) if not glob.glob(str(ROOT / re.sub(r"<[^<>/]*>", "*", q)), recursive=True)]
+    return [q for q in _expand(path) if not glob.glob(str(REPO_ROOT / re.sub(r"<[^<>/]*>", "*", q)), recursive=True)]
 
 
 def named_paths() -> list[tuple[str, int, str]]:
@@ -112,11 +112,11 @@ def named_paths() -> list[tuple[str, int, str]]:
             for m in PATH.finditer(line):
                 path = m.group(1).rstrip(".,:")
                 if "/" in path and not path.startswith(FOREIGN):
-                    found.append((str(file.relative_to(ROOT)), number, path))
+                    found.append((str(file.relative_to(REPO_ROOT)), number, path))
     return found
 
 
-@pytest.mark.skipif(not (ROOT / "README.md").is_file(), reason="needs the source tree")
+@pytest.mark.skipif(not (REPO_ROOT / "README.md").is_file(), reason="needs the source tree")
 def test_every_path_named_in_docs_and_comments_exists():
     paths = named_paths()
     assert len(paths) > 100, "the scan found almost no paths: the rule no longer matches how the docs write them"
@@ -127,8 +127,8 @@ def test_every_path_named_in_docs_and_comments_exists():
 
 def test_the_rule_reads_what_it_should():
     assert _expand("csrc/comm/nccl/nccl_comm.{h,cpp}") == ["csrc/comm/nccl/nccl_comm.h", "csrc/comm/nccl/nccl_comm.cpp"]
-    assert [m.group(1) for m in PATH.finditer("see `csrc/comm/<backend>/` and $HOME/include/acl, tests/procs.py.")] == [
-        "csrc/comm/<backend>/", "tests/procs.py."]
+    text = "see `csrc/comm/<backend>/` and $HOME/include/acl, tests/support/launch.py."
+    assert [m.group(1) for m in PATH.finditer(text)] == ["csrc/comm/<backend>/", "tests/support/launch.py."]
     assert _c_comments('int a; // csrc/x.h\n/* tests/y.py */ "csrc/z.h"') == "// csrc/x.h\n/* tests/y.py */"
     assert _c_comments('"a"\n\n// b') == "\n\n// b"  # lines keep their numbers
     assert "csrc/a.h" in _python_comments('"""csrc/a.h"""\nX = "csrc/b.h"  # tests/c.py\n')

@@ -19,12 +19,12 @@ from pathlib import Path
 import pytest
 
 from atb_ops import emulated_hosts as eh
-from tests.procs import clean_env
+from tests.support.environment import clean_env
+from tests.support.paths import REPO_ROOT
 
 REASON = eh.available()
 needs_hosts = pytest.mark.skipif(REASON is not None, reason=f"emulated hosts: {REASON}")
 
-ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
 PORT = 5555  # per host (network namespace): cannot clash with the machine's ports or another instance's
 
@@ -449,7 +449,7 @@ def test_gloo_all_reduce_across_two_hosts() -> None:
 @needs_hosts
 def test_cli_up_exec_list_down() -> None:
     before = root_state()
-    script = str(ROOT / "scripts" / "emulated_hosts.sh")
+    script = str(REPO_ROOT / "scripts" / "emulated_hosts.sh")
     up = subprocess.Popen([script, "up", "--hosts", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert up.stdout is not None

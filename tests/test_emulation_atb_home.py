@@ -10,7 +10,7 @@ import textwrap
 import pytest
 
 from atb_ops.emulation import atb_home
-from tests.emulation_helpers import output_of, run_emulated
+from tests.support.emulation import output_of, run_emulated
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from atb_ops.emulation import launcher
-from tests.emulation_helpers import atb_ops_cmd, clean_env, output_of, run_emulated
+from tests.support.emulation import atb_ops_cmd, env_without_emulation, output_of, run_emulated
 
 REPORT = textwrap.dedent(
     """
@@ -39,7 +39,7 @@ def test_script_keeps_argv_cwd_and_exit_status(tmp_path):
     script.write_text(REPORT)
     work = tmp_path / "work dir"
     work.mkdir()
-    env = clean_env({"EXIT_WITH": "3"})
+    env = env_without_emulation({"EXIT_WITH": "3"})
     proc = atb_ops_cmd(["run", str(script), "a", "b c", "--device", "cuda"], cwd=work, env=env)
     assert proc.returncode == 3, output_of(proc)
     got = _report(proc)
@@ -73,7 +73,7 @@ def test_exec_keeps_pid_and_signals(tmp_path):
     script.write_text("import os, signal\nprint(os.getpid(), flush=True)\nos.kill(os.getpid(), signal.SIGTERM)\n")
     proc = subprocess.Popen(
         [sys.executable, "-m", "atb_ops", "run", str(script)],
-        env=clean_env(),
+        env=env_without_emulation(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -112,7 +112,7 @@ def test_env_is_evaluated_by_bash_then_python(tmp_path):
     odd = tmp_path / "dir with 'quote' and space"
     odd.mkdir()
     (odd / "marker_mod.py").write_text("VALUE = 42\n")
-    env = clean_env()
+    env = env_without_emulation()
     env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(odd)])
     cmd = [sys.executable, "-m", "atb_ops", "env"]
     shell = (
@@ -148,7 +148,7 @@ def _fake_real_torch_npu(tmp_path) -> dict[str, str]:
     fake = tmp_path / "site"
     (fake / "torch_npu").mkdir(parents=True)
     (fake / "torch_npu" / "__init__.py").write_text("raise SystemExit('the real torch_npu was imported')\n")
-    env = clean_env()
+    env = env_without_emulation()
     env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(fake)])
     return env
 
@@ -166,7 +166,7 @@ def test_refuses_to_shadow_a_real_torch_npu(tmp_path):
 @pytest.mark.parametrize("variable", ["ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH"])
 def test_refuses_to_shadow_a_real_ascend_toolkit(tmp_path, variable):
     """A toolkit's set_env.sh sets these; run and env refuse (naming it) unless --force-emulation."""
-    env = clean_env({variable: str(tmp_path / "Ascend" / "latest")})
+    env = env_without_emulation({variable: str(tmp_path / "Ascend" / "latest")})
     for args in (["run", "-c", "print('ran')"], ["env"]):
         proc = atb_ops_cmd(args, env=env)
         assert proc.returncode == 1 and "ran" not in proc.stdout, output_of(proc)
@@ -222,7 +222,8 @@ def test_plain_imports_are_unaffected():
             print("plain")
         """
     )
-    proc = subprocess.run([sys.executable, "-c", code], env=clean_env(), capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-c", code], env=env_without_emulation(), capture_output=True, text=True,
+                          timeout=300)
     assert proc.returncode == 0 and proc.stdout.strip() == "plain", output_of(proc)
 
 
@@ -237,7 +238,7 @@ def test_interpreter_flags_are_passed_on(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-W", "ignore::ResourceWarning", "-X", "utf8", "-m", "atb_ops", "run", "-c",
          "import sys; print(sys.warnoptions, sys.flags.utf8_mode)"],
-        env=clean_env(), capture_output=True, text=True, timeout=300,
+        env=env_without_emulation(), capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert proc.returncode == 0, output_of(proc)
     assert "['ignore::ResourceWarning'] 1" in proc.stdout
@@ -271,7 +272,7 @@ def test_one_run_is_one_job_with_several_communicators(tmp_path):
     commDomain) pairs within its groups, instead of the parent scope's refusal of more processes than ranks."""
     script = tmp_path / "subgroups.py"
     script.write_text(SUBGROUPS)
-    env = clean_env()
+    env = env_without_emulation()
     env.pop("ATB_OPS_JOB_ID", None)
     proc = atb_ops_cmd(["run", str(script)], env=env)
     assert proc.returncode == 0, output_of(proc)

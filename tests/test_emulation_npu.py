@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from atb_ops.emulation import formats
-from tests.emulation_helpers import output_of, run_emulated, run_with_emulation_env
+from tests.support.emulation import output_of, run_emulated, run_with_emulation_env
 
 NPU_API_CPU = """
 import warnings

@@ -4,10 +4,13 @@ ranks that ATB's tests use; every rank's result and every child's exit status is
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
-from tests.emulation_helpers import ATB_STYLE, atb_ops_cmd, output_of
+from tests.support.emulation import atb_ops_cmd, output_of
+
+ATB_STYLE = Path(__file__).resolve().parent / "atb_style"  # the scripts, beside this file
 
 DTYPES = ["int8", "int16", "int32", "int64", "float16", "bfloat16", "float32"]
 OK_LINE = re.compile(r"rank (\d) (\w+) ok")

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import atb_ops  # noqa: F401
 from tests import rank_tasks
-from tests.golden import DTYPES, bits_view, golden_alltoallv, random_payload, rank_layouts
+from tests.support.golden import DTYPES, bits_view, golden_alltoallv, random_payload, rank_layouts
 
 KNOWN_KEYS = ["rank", "rankSize", "rankRoot", "backend", "hcclComm", "commMode", "rankTableFile", "commDomain"]
 FUZZ = settings(

@@ -17,15 +17,14 @@ import pytest
 
 from atb_ops import doctor
 from tests import hardening_tasks
-from tests.procs import run_ranks
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.launch import run_ranks
+from tests.support.paths import REPO_ROOT
 
 
 def _python(code: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
     """Runs code in a fresh interpreter (a crash there cannot take pytest down)."""
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})}, cwd=ROOT)
+                          timeout=timeout, env={**os.environ, **(env or {})}, cwd=REPO_ROOT)
 
 
 def test_fork_child_cannot_use_the_parents_communicator(rank_pools):
@@ -293,7 +292,7 @@ def _exit_with(rank: int, world_size: int, code: int) -> None:
 def test_a_rank_pool_worker_that_dies_is_reported_with_its_exit_status():
     """The pool itself: a worker that exits (a crash, an abort) fails the case at once, naming its exit status,
     instead of looking like a slow rank."""
-    from tests.rankpool import RankFailure, RankPool
+    from tests.support.rankpool import RankFailure, RankPool
 
     pool = RankPool(2, timeout_s=60)
     try:

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from atb_ops.emulation import atb_home
+from tests.support.paths import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 ASCEND_HOME = atb_home.packaged_ascend_home()
-SAMPLE = ROOT / "tests/native/standalone/hccl_cpu_sample.cpp"
+SAMPLE = REPO_ROOT / "tests/native/standalone/hccl_cpu_sample.cpp"
 
 pytestmark = [
     pytest.mark.skipif(shutil.which(os.environ.get("CXX", "c++")) is None, reason="no C++ compiler"),

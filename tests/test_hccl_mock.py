@@ -23,7 +23,7 @@ import torch.distributed as dist
 # isort: off
 import atb_ops  # noqa: F401  (loads the native core)
 from atb_ops._launch import free_port, run_ranks
-from tests.backends import TESTING_MOCKS
+from tests.support.backends import TESTING_MOCKS
 
 # isort: on
 

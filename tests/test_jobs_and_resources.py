@@ -14,16 +14,16 @@ import uuid
 
 import pytest
 
-from atb_ops._launch import free_port
-from tests import membership_tasks, procs, resource_tasks
-from tests.procs import clean_env, finish, run_ranks, start
+from tests import membership_tasks, resource_tasks
+from tests.support.environment import clean_env
+from tests.support.launch import Exit, finish, free_port, interrupt_after, run_ranks, start
 
 # One AllToAllVV2 of equal splits whose every element names (job, source rank, index): prints the number of
 # wrong elements, or the error.
 _ALLTOALL = membership_tasks.ALLTOALL_BY_WORD
 
 
-def _reports(exits: list[procs.Exit]) -> list[dict]:
+def _reports(exits: list[Exit]) -> list[dict]:
     for e in exits:
         assert e.returncode == 0, f"exit {e.returncode}: {e.stderr[-3000:]}"
     return [json.loads(e.last_line()) for e in exits]
@@ -153,7 +153,7 @@ def test_ctrl_c_while_waiting_for_a_peer_raises_keyboard_interrupt_fast(where):
     line = ranks[0].stdout.readline()
     assert line.strip() == "waiting", (line, ranks[0].stderr.read() if ranks[0].poll() is not None else "")
     time.sleep(1.0)
-    sent = procs.interrupt_after(ranks[0], 0.0)
+    sent = interrupt_after(ranks[0], 0.0)
     try:
         ranks[0].wait(timeout=10)
         took = time.monotonic() - sent

@@ -17,8 +17,8 @@ import pytest
 import torch
 
 from tests import linear_parallel_tasks as tasks
-from tests.backends import needs_hccl_on_cpu
 from tests.collective_tasks import spec_of, tensor_of
+from tests.support.backends import needs_hccl_on_cpu
 
 UNIT_ROUNDOFF = {"float16": 2.0**-11, "bfloat16": 2.0**-8}
 ACL = {"float16": 1, "bfloat16": 27}

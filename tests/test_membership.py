@@ -19,9 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from atb_ops._launch import free_port
 from tests import membership_tasks as tasks
-from tests.procs import ROOT, clean_env, finish, run_ranks, start
+from tests.support.environment import clean_env
+from tests.support.launch import finish, free_port, run_ranks, start
+from tests.support.paths import REPO_ROOT
 
 
 def _reports(exits) -> list[dict]:
@@ -33,7 +34,7 @@ def _reports(exits) -> list[dict]:
 def _parent(script: str, args: list[str], env: dict[str, str], timeout: float = 300) -> list[dict]:
     """Runs a parent script (in a fresh interpreter) and returns its children's results."""
     done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, env=env,
-                          timeout=timeout, cwd=ROOT)
+                          timeout=timeout, cwd=REPO_ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
     children = json.loads(done.stdout.strip().splitlines()[-1])
     for child in children:
@@ -109,7 +110,7 @@ def test_spawn_beside_a_manager_is_not_refused(tmp_path, parent_imports_atb_ops)
     script.write_text(tasks.SPAWN_WITH_MANAGER_PARENT)
     done = subprocess.run([sys.executable, str(script), str(int(parent_imports_atb_ops))], capture_output=True,
                           text=True, env=clean_env(ATB_OPS_TIMEOUT="60"), timeout=240,
-                          cwd=ROOT)
+                          cwd=REPO_ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["results"] == {"0": [1.0, 1.0, 2.0, 2.0], "1": [1.0, 1.0, 2.0, 2.0]}, report
@@ -139,7 +140,7 @@ def test_spawn_gives_each_call_its_own_job_id(tmp_path):
     script = tmp_path / "spawn_ids.py"
     script.write_text(code)
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=clean_env(), timeout=120,
-                          cwd=ROOT)
+                          cwd=REPO_ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     first, second, preset = report["seen"]
@@ -154,7 +155,7 @@ def test_ranks_under_different_parents_are_told_why(tmp_path):
     env = clean_env(ATB_OPS_TIMEOUT="6", DOMAIN="parents")
     program = textwrap.dedent(tasks.ALLTOALL_BY_WORD)
     procs = [subprocess.Popen(["sh", "-c", f'"{sys.executable}" -c "$0" {r} 2 alpha; exit $?', program],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO_ROOT)
              for r in range(2)]
     outputs = [p.communicate(timeout=120) for p in procs]
     for p, (out, err) in zip(procs, outputs, strict=True):
@@ -232,7 +233,7 @@ def _ptrace_shim(tmp_path: Path) -> Path | None:
         return None
     out = tmp_path / "ptrace_scope_shim.so"
     subprocess.run([cc, "-shared", "-fPIC", "-O2", "-o", str(out),
-                    str(ROOT / "tests" / "native" / "shims" / "ptrace_scope_shim.c"), "-ldl"], check=True)
+                    str(REPO_ROOT / "tests" / "native" / "shims" / "ptrace_scope_shim.c"), "-ldl"], check=True)
     return out
 
 

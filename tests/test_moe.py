@@ -13,14 +13,13 @@ import pytest
 import torch
 
 from tests import dist_tasks
-from tests.rankpool import free_port
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.launch import free_port
+from tests.support.paths import REPO_ROOT
 
 
 def test_moe_demo_matches_single_process():
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "moe_demo.py"), "--world-size", "2", "--steps", "4"],
+        [sys.executable, str(REPO_ROOT / "scripts" / "moe_demo.py"), "--world-size", "2", "--steps", "4"],
         capture_output=True,
         text=True,
         timeout=300,
@@ -53,7 +52,7 @@ def test_torchrun_env_init(tmp_path):
     """)
     )
     torchrun = Path(sys.executable).parent / "torchrun"
-    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'python'}:{os.environ.get('PYTHONPATH', '')}"}
+    env = {**os.environ, "PYTHONPATH": f"{REPO_ROOT / 'python'}:{os.environ.get('PYTHONPATH', '')}"}
     proc = subprocess.run(
         [str(torchrun), "--nproc-per-node", "2", "--master-port", str(free_port()), str(script)],
         capture_output=True,

@@ -20,8 +20,8 @@ import torch
 
 import atb_ops
 from atb_ops import _C, _hooks
-from tests.backends import TESTING_MOCKS
-from tests.procs import finish, start
+from tests.support.backends import TESTING_MOCKS
+from tests.support.launch import finish, start
 
 mock_lib = pytest.importorskip("atb_ops._testing", reason=TESTING_MOCKS)
 

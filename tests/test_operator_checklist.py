@@ -10,15 +10,14 @@ Every operator registered in csrc/ops (atb_ops._C.operation_names(), the registr
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
 import atb_ops
 from atb_ops.torch_atb.params import PARAM_TYPES
+from tests.support.paths import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
-PARAM_SPECS = ROOT / "csrc/emulated/atb/param_specs.cpp"
+PARAM_SPECS = REPO_ROOT / "csrc/emulated/atb/param_specs.cpp"
 
 # Operators ATB's torch_atb (8.x) has no param class for: torch_atb users reach them through OperationTorch.
 ATB_TORCH_ATB_HAS_NO_PARAM = {"AllGatherVOperation", "AllToAllVOperation", "AllToAllVV2Operation", "SendOperation",
@@ -35,7 +34,7 @@ def registered() -> list[str]:
 
 def readme_table_operators() -> set[str]:
     """The operators named in the first cell of the rows of README's operator table (under "The ATB surface")."""
-    text = (ROOT / "README.md").read_text()
+    text = (REPO_ROOT / "README.md").read_text()
     section = text[text.index("## The ATB surface") :]
     table = re.search(r"^\| operator \|.*?\n(?:\|.*\n)+", section, re.M)
     assert table, "README's operator table (a header row '| operator | ...') is gone"
@@ -49,7 +48,7 @@ def readme_table_operators() -> set[str]:
 def test_every_registered_operator_has_a_cpp_param_spec():
     specs = set(re.findall(r'\bspec\("(\w+Operation)"', PARAM_SPECS.read_text()))
     missing = [name for name in registered() if name not in specs]
-    assert not missing, f"no specOf(...) in {PARAM_SPECS.relative_to(ROOT)} makes {missing}"
+    assert not missing, f"no specOf(...) in {PARAM_SPECS.relative_to(REPO_ROOT)} makes {missing}"
 
 
 def test_every_registered_operator_has_a_torch_atb_param_where_atb_has_one():

@@ -7,13 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.procs import clean_env
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.environment import clean_env
+from tests.support.paths import REPO_ROOT
 
 
 def _block_after(heading: str) -> str:
-    text = (ROOT / "README.md").read_text()
+    text = (REPO_ROOT / "README.md").read_text()
     section = text[text.index(heading) :]
     match = re.search(r"```python\n(.*?)```", section, re.S)
     assert match, f"no python block after {heading!r}"

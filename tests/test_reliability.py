@@ -19,7 +19,7 @@ import pytest
 
 from atb_ops import doctor
 from tests import fault_tasks
-from tests.rankpool import free_port
+from tests.support.launch import free_port
 
 KILL_TIMEOUT_S = 60
 # Death is noticed by the waits' liveness checks (every 100 ms) or a closed socket: well under the timeout.

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-SCRIPT = REPO / "scripts/run_atb_cpp_demos.py"
+from tests.support.paths import REPO_ROOT
+
+SCRIPT = REPO_ROOT / "scripts/run_atb_cpp_demos.py"
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="no g++")
 
@@ -120,5 +121,5 @@ def test_a_rank_that_never_finished_is_named():
 
 
 def test_refuses_a_tree_inside_the_repository():
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--atb-root", str(REPO)], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--atb-root", str(REPO_ROOT)], capture_output=True, text=True)
     assert proc.returncode == 2 and "no example/op_demo" in proc.stderr, proc.stderr

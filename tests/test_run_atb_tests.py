@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.support.paths import REPO_ROOT
 
 
 def load_runner():
     """scripts/run_atb_tests.py as a module (scripts/ is no package)."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("run_atb_tests", REPO / "scripts/run_atb_tests.py")
+    spec = importlib.util.spec_from_file_location("run_atb_tests", REPO_ROOT / "scripts/run_atb_tests.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look their module up there
     spec.loader.exec_module(module)
@@ -94,7 +94,7 @@ def atb_tree(tmp_path_factory) -> Path:
 
 def test_children_decide_the_verdict(atb_tree, tmp_path):
     report = tmp_path / "results.json"
-    proc = subprocess.run([sys.executable, str(REPO / "scripts/run_atb_tests.py"), "--atb-root", str(atb_tree),
+    proc = subprocess.run([sys.executable, str(REPO_ROOT / "scripts/run_atb_tests.py"), "--atb-root", str(atb_tree),
                            "--json", str(report), "--timeout", "240"],
                           capture_output=True, text=True, timeout=300, check=False, cwd=tmp_path)
     assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -111,14 +111,14 @@ def test_children_decide_the_verdict(atb_tree, tmp_path):
 
 
 def test_vacuous_files_alone_fail_the_run(atb_tree, tmp_path):
-    proc = subprocess.run([sys.executable, str(REPO / "scripts/run_atb_tests.py"), "--atb-root", str(atb_tree),
+    proc = subprocess.run([sys.executable, str(REPO_ROOT / "scripts/run_atb_tests.py"), "--atb-root", str(atb_tree),
                            "--only", "all_reduce", "send", "--timeout", "240"],
                           capture_output=True, text=True, timeout=300, check=False, cwd=tmp_path)
     assert proc.returncode == 1 and "0/2 files passed; 1 VACUOUS, 1 NOT RUN HERE" in proc.stdout, proc.stdout
 
 
 def test_refuses_a_tree_inside_the_repository():
-    proc = subprocess.run([sys.executable, str(REPO / "scripts/run_atb_tests.py"), "--atb-root", str(REPO)],
+    proc = subprocess.run([sys.executable, str(REPO_ROOT / "scripts/run_atb_tests.py"), "--atb-root", str(REPO_ROOT)],
                           capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 2 and "inside this repository" in proc.stderr
 

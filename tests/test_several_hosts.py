@@ -19,7 +19,9 @@ import torch
 
 from atb_ops import emulated_hosts
 from tests import hosts_tasks as tasks
-from tests.procs import ROOT, Exit, clean_env
+from tests.support.environment import clean_env
+from tests.support.launch import Exit
+from tests.support.paths import REPO_ROOT
 
 _why = emulated_hosts.available()
 pytestmark = pytest.mark.skipif(_why is not None, reason=f"emulated hosts unavailable: {_why}")
@@ -31,7 +33,7 @@ def _start(hosts: emulated_hosts.EmulatedHosts, code: str, placement: list[int],
     """Rank r runs `code` (dedented) on host placement[r]; args(r) are its arguments after the rank."""
     program = textwrap.dedent(code)
     return [hosts.popen(h, [sys.executable, "-c", program, str(r), *args(r)], env=env, stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE, text=True, cwd=ROOT) for r, h in enumerate(placement)]
+                        stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT) for r, h in enumerate(placement)]
 
 
 def _finish(procs, timeout_s: float = 180) -> list[dict]:
@@ -163,7 +165,7 @@ def test_rank_table_faults_are_named_at_once(two_hosts, tmp_path, fault, expecte
     began = time.monotonic()
     program = textwrap.dedent(tasks.HCCL_RANK_TABLE)
     rank3 = two_hosts.popen(1, [sys.executable, "-c", program, "3", str(path)], env=_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=ROOT)
+                            stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT)
     (report,) = _finish([rank3])
     assert expected in report.get("error", ""), report
     assert time.monotonic() - began < 30
@@ -215,7 +217,7 @@ def test_torchrun_two_nodes_ddp_step(two_hosts, tmp_path, backend):
     env = clean_env(ATB_OPS_TIMEOUT="60", BACKEND=backend, RESULT=str(result))
     argv = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "2",
             "--rdzv-backend", "c10d", "--rdzv-endpoint", f"h0:{PORT}", "--rdzv-id", f"ddp-{backend}", str(script)]
-    nodes = [two_hosts.popen(h, argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    nodes = [two_hosts.popen(h, argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT)
              for h in range(2)]
     for p in nodes:
         out, err = p.communicate(timeout=240)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from tests import fastpath_tasks
-from tests.golden import DTYPES, itemsize
+from tests.support.golden import DTYPES, itemsize
 
 EAGER = 65536
 SPLIT_MIN = 256 << 10

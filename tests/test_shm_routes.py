@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from tests import fastpath_tasks
-from tests.golden import itemsize
+from tests.support.golden import itemsize
 from tests.test_shm_fastpath import EAGER, skewed_matrix, uniform_direct_matrix
 
 try:

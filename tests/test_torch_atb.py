@@ -11,8 +11,8 @@ import torch
 from atb_ops import torch_atb
 from atb_ops.torch_atb import operation as operation_module
 from tests import torch_atb_tasks
-from tests.backends import CPU_BACKENDS, needs_hccl_on_cpu
-from tests.emulation_helpers import output_of, run_emulated
+from tests.support.backends import CPU_BACKENDS, needs_hccl_on_cpu
+from tests.support.emulation import output_of, run_emulated
 
 COMMON = {
     "rank": 0,

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from atb_ops.emulation import atb_home, launcher
+from tests.support.paths import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 ASCEND_HOME = atb_home.packaged_ascend_home()
 HCCL_E_PARA = 1
 HCCL_E_PTR = 2
@@ -48,7 +48,7 @@ def _build(cmd: list[str]) -> None:
 @pytest.fixture(scope="module")
 def hccl_c_program(ascend_home, tmp_path_factory) -> Path:
     exe = tmp_path_factory.mktemp("c_program") / "hccl_allreduce_alltoallv"
-    source = ROOT / "tests/c_programs/hccl_allreduce_alltoallv.c"
+    source = REPO_ROOT / "tests/c_programs/hccl_allreduce_alltoallv.c"
     _build([_compiler("CC", "cc"), "-Wall", "-Wextra", "-Werror", str(source), f"-I{ascend_home}/include",
             f"-L{ascend_home}/lib64", "-lhccl", "-o", str(exe)])
     return exe
@@ -77,7 +77,7 @@ def test_c_program_needs_the_library_path_like_cann(hccl_c_program, tmp_path):
 def test_acl_runtime_program(ascend_home, user_env, tmp_path):
     exe = tmp_path / "acl_runtime_sample"
     _build([_compiler("CXX", "c++"), "-std=c++17", "-Wall", "-Wextra", "-Werror",
-            str(ROOT / "tests/native/standalone/acl_runtime_sample.cpp"), f"-I{ascend_home}/include",
+            str(REPO_ROOT / "tests/native/standalone/acl_runtime_sample.cpp"), f"-I{ascend_home}/include",
             f"-L{ascend_home}/lib64", "-lascendcl", "-lpthread", "-o", str(exe)])
     proc = subprocess.run([str(exe)], capture_output=True, text=True, env={**user_env, "ATB_OPS_NPU_COUNT": "4"},
                           timeout=60)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 
 from atb_ops import torch_atb
-from tests.backends import use_backend
-from tests.golden import DTYPES
+from tests.support.backends import use_backend
+from tests.support.golden import DTYPES
 
 
 def all_gather(rank: int, world_size: int, backend: str, dtype_name: str, seed: int) -> list[bytes]:

@@ -18,8 +18,8 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from atb_ops._launch import free_port  # noqa: F401  (tests import it from here too)
-from tests.procs import environment
+from tests.support.environment import environment
+from tests.support.launch import free_port
 
 
 def _worker(rank: int, world_size: int, env: dict[str, str], tasks: mp.Queue, results: mp.Queue) -> None:

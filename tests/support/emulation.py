@@ -15,12 +15,19 @@ import atb_ops
 from atb_ops.emulation import config, launcher
 
 PACKAGE_ROOT = str(Path(atb_ops.__file__).resolve().parent.parent)  # the python/ folder under test
-ATB_STYLE = Path(__file__).resolve().parent / "atb_style"
 TIMEOUT_S = 300
 
 
-def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """os.environ without any emulation variables, with the atb_ops under test first on PYTHONPATH."""
+def env_without_emulation(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """A child's environment: os.environ without any emulation variables, the atb_ops under test first on
+    PYTHONPATH.
+
+    Args:
+        extra: variables to set on top.
+
+    Returns:
+        A new dict; os.environ is left alone.
+    """
     env = {
         k: v
         for k, v in os.environ.items()
@@ -41,7 +48,7 @@ def atb_ops_cmd(
     return subprocess.run(
         [sys.executable, "-m", "atb_ops", *args],
         cwd=cwd,
-        env=clean_env() if env is None else env,
+        env=env_without_emulation() if env is None else env,
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -52,14 +59,14 @@ def run_emulated(
     code: str, device: str = "cpu", extra_env: dict[str, str] | None = None, cwd: str | Path | None = None
 ) -> subprocess.CompletedProcess[str]:
     """Runs Python `code` under ``python -m atb_ops run --device DEVICE -c CODE``."""
-    return atb_ops_cmd(["run", "--device", device, "-c", code], cwd=cwd, env=clean_env(extra_env))
+    return atb_ops_cmd(["run", "--device", device, "-c", code], cwd=cwd, env=env_without_emulation(extra_env))
 
 
 def run_with_emulation_env(
     code: str, device: str, extra_env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """Runs `code` with the emulation's variables set directly (no launcher checks: lets a test fake CUDA)."""
-    env = clean_env(extra_env)
+    env = env_without_emulation(extra_env)
     env["PYTHONPATH"] = os.pathsep.join([launcher.pythonpath_dir(), env["PYTHONPATH"]])
     env[config.MODE_ENV] = device
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
