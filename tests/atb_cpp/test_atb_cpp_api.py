@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from atb_ops.emulation import atb_home
+from tests.support.launch import run_programs
 from tests.support.paths import REPO_ROOT
 
 PROGRAMS = REPO_ROOT / "tests/native/atb_api"
@@ -95,14 +96,11 @@ def test_build_line_needs_nothing_else(tmp_path):
 
 @pytest.mark.parametrize("world_size", [2, 3])
 def test_rank_processes_launched_separately(collectives, world_size):
-    env = _env()
-    procs = [subprocess.Popen([str(collectives), "proc", str(r), str(world_size)], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, env={**env, **_user_paths()})
-             for r in range(world_size)]
-    outputs = [p.communicate(timeout=240) for p in procs]
-    for rank, (p, (out, err)) in enumerate(zip(procs, outputs, strict=True)):
-        assert p.returncode == 0, f"rank {rank} exited {p.returncode}: {out}{err[-3000:]}"
-        assert out.strip() == f"rank {rank}: ok, {_checks(out)} checks", out
+    env = {**_env(), **_user_paths()}
+    exits = run_programs(lambda r: [collectives, "proc", str(r), str(world_size)], world_size, env, timeout_s=240)
+    for rank, e in enumerate(exits):
+        assert e.returncode == 0, f"rank {rank} exited {e.returncode}: {e.stdout}{e.stderr[-3000:]}"
+        assert e.stdout.strip() == f"rank {rank}: ok, {_checks(e.stdout)} checks", e.stdout
 
 
 @pytest.mark.parametrize("world_size", [2, 4])
@@ -126,12 +124,10 @@ def test_callers_hccl_comm_in_processes(collectives, tmp_path):
     it, then destroys it itself)."""
     env = {**_env(), **_user_paths()}
     root = tmp_path / "root_info"
-    procs = [subprocess.Popen([str(collectives), "hccl-proc", str(r), "2", str(root)], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, env=env) for r in range(2)]
-    outputs = [p.communicate(timeout=240) for p in procs]
-    for rank, (p, (out, err)) in enumerate(zip(procs, outputs, strict=True)):
-        assert p.returncode == 0, f"rank {rank} exited {p.returncode}: {out}{err[-3000:]}"
-        _assert_every_rank_ok(out.replace(f"rank {rank}:", "rank 0:"), 1)
+    exits = run_programs(lambda r: [collectives, "hccl-proc", str(r), "2", root], 2, env, timeout_s=240)
+    for rank, e in enumerate(exits):
+        assert e.returncode == 0, f"rank {rank} exited {e.returncode}: {e.stdout}{e.stderr[-3000:]}"
+        _assert_every_rank_ok(e.stdout.replace(f"rank {rank}:", "rank 0:"), 1)
 
 
 def test_callers_hccl_comms_in_threads(collectives):

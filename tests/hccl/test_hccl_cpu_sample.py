@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from atb_ops.emulation import atb_home
+from tests.support.launch import run_programs
 from tests.support.paths import REPO_ROOT
 
 ASCEND_HOME = atb_home.packaged_ascend_home()
@@ -40,14 +41,12 @@ def sample(tmp_path_factory) -> Path:
 def test_hccl_sample_program_runs_every_collective(sample, tmp_path, world_size):
     root_info = tmp_path / "root_info.bin"
     env = {**os.environ, "ATB_OPS_TIMEOUT": "60"}
-    procs = [subprocess.Popen([str(sample), str(r), str(world_size), str(root_info)], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, env=env) for r in range(world_size)]
-    outputs = [p.communicate(timeout=120) for p in procs]
+    exits = run_programs(lambda r: [sample, str(r), str(world_size), root_info], world_size, env, timeout_s=120)
     counts = set()
-    for rank, (p, (out, err)) in enumerate(zip(procs, outputs, strict=True)):
-        assert p.returncode == 0, f"rank {rank} exited {p.returncode}: {out}{err[-3000:]}"
-        line = out.strip().splitlines()[-1]
-        assert line.startswith(f"rank {rank}: ") and line.endswith(" checks passed"), out
+    for rank, e in enumerate(exits):
+        assert e.returncode == 0, f"rank {rank} exited {e.returncode}: {e.stdout}{e.stderr[-3000:]}"
+        line = e.last_line()
+        assert line.startswith(f"rank {rank}: ") and line.endswith(" checks passed"), e.stdout
         counts.add(int(line.split()[2]))
     # Every rank made every check it should (ranks 0 and 1 also run the plain Send/Recv pair).
     assert min(counts) >= 20, counts

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from atb_ops.emulation import atb_home, launcher
+from tests.support.launch import run_programs
 from tests.support.paths import REPO_ROOT
 
 ASCEND_HOME = atb_home.packaged_ascend_home()
@@ -57,12 +58,11 @@ def hccl_c_program(ascend_home, tmp_path_factory) -> Path:
 @pytest.mark.parametrize("world_size", [2, 3])
 def test_c_program_allreduce_and_alltoallv_on_rank_processes(hccl_c_program, user_env, tmp_path, world_size):
     root_info = tmp_path / "root_info.bin"
-    procs = [subprocess.Popen([str(hccl_c_program), str(r), str(world_size), str(root_info)], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, env=user_env) for r in range(world_size)]
-    outputs = [p.communicate(timeout=120) for p in procs]
-    for rank, (p, (out, err)) in enumerate(zip(procs, outputs, strict=True)):
-        assert p.returncode == 0, f"rank {rank} exited {p.returncode}: {out}{err[-3000:]}"
-        assert out.strip() == f"rank {rank}: ok", out + err
+    exits = run_programs(lambda r: [hccl_c_program, str(r), str(world_size), root_info], world_size, user_env,
+                         timeout_s=120)
+    for rank, e in enumerate(exits):
+        assert e.returncode == 0, f"rank {rank} exited {e.returncode}: {e.stdout}{e.stderr[-3000:]}"
+        assert e.stdout.strip() == f"rank {rank}: ok", e.stdout + e.stderr
 
 
 def test_c_program_needs_the_library_path_like_cann(hccl_c_program, tmp_path):

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from atb_ops import emulated_hosts as eh
+from tests.support import launch
 from tests.support.environment import clean_env
 from tests.support.paths import REPO_ROOT
 
@@ -49,14 +50,9 @@ def start_py(hosts: eh.EmulatedHosts, host: int, code: str, *args: str, **env: s
 
 def finish(p: subprocess.Popen[str], timeout: float = 30) -> str:
     """Wait for a process started with start_py, assert it exited 0, and return its stdout."""
-    try:
-        out, err = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        out, err = p.communicate()
-        pytest.fail(f"timed out\nstdout:\n{out}\nstderr:\n{err}")
-    assert p.returncode == 0, f"exit {p.returncode}\nstdout:\n{out}\nstderr:\n{err}"
-    return out
+    (exit_,) = launch.finish([p], timeout)  # killed (and so failing here) past the timeout
+    assert exit_.returncode == 0, f"exit {exit_.returncode}\nstdout:\n{exit_.stdout}\nstderr:\n{exit_.stderr}"
+    return exit_.stdout
 
 
 # A server that counts the bytes of each of `n` connections and answers each with its count and peer address.

@@ -20,7 +20,7 @@ import torch
 from atb_ops import emulated_hosts
 from tests.hosts import hosts_tasks as tasks
 from tests.support.environment import clean_env
-from tests.support.launch import Exit
+from tests.support.launch import finish
 from tests.support.paths import REPO_ROOT
 
 _why = emulated_hosts.available()
@@ -37,17 +37,10 @@ def _start(hosts: emulated_hosts.EmulatedHosts, code: str, placement: list[int],
 
 
 def _finish(procs, timeout_s: float = 180) -> list[dict]:
-    began = time.monotonic()
+    """Every rank's report line, once each exited 0 (checked here, rank by rank)."""
     reports = []
-    for p in procs:
-        try:
-            out, err = p.communicate(timeout=max(1.0, timeout_s - (time.monotonic() - began)))
-        except subprocess.TimeoutExpired:
-            p.kill()
-            out, err = p.communicate()
-            err += f"\n[test] killed after {timeout_s} s"
-        exit_ = Exit(p.returncode, out, err, time.monotonic() - began)
-        assert exit_.returncode == 0, f"exit {exit_.returncode}: {err[-3000:]}"
+    for exit_ in finish(procs, timeout_s):
+        assert exit_.returncode == 0, f"exit {exit_.returncode}: {exit_.stderr[-3000:]}"
         reports.append(json.loads(exit_.last_line()))
     return reports
 

@@ -21,7 +21,7 @@ import pytest
 
 from tests.reliability import membership_tasks as tasks
 from tests.support.environment import clean_env
-from tests.support.launch import finish, free_port, run_ranks, start
+from tests.support.launch import finish, free_port, run_programs, run_ranks, start
 from tests.support.paths import REPO_ROOT
 
 
@@ -154,13 +154,11 @@ def test_ranks_under_different_parents_are_told_why(tmp_path):
     that names the rank waiting in another job, both parents, and ATB_OPS_JOB_ID."""
     env = clean_env(ATB_OPS_TIMEOUT="6", DOMAIN="parents")
     program = textwrap.dedent(tasks.ALLTOALL_BY_WORD)
-    procs = [subprocess.Popen(["sh", "-c", f'"{sys.executable}" -c "$0" {r} 2 alpha; exit $?', program],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO_ROOT)
-             for r in range(2)]
-    outputs = [p.communicate(timeout=120) for p in procs]
-    for p, (out, err) in zip(procs, outputs, strict=True):
-        assert p.returncode == 0, err[-3000:]
-        report = json.loads(out.strip().splitlines()[-1])
+    exits = run_programs(lambda r: ["sh", "-c", f'"{sys.executable}" -c "$0" {r} 2 alpha; exit $?', program], 2, env,
+                         timeout_s=120, cwd=REPO_ROOT)
+    for e in exits:
+        assert e.returncode == 0, e.stderr[-3000:]
+        report = json.loads(e.last_line())
         assert report["error"].startswith("ERROR_COMM_TIMEOUT"), report
         assert "ATB_OPS_JOB_ID" in report["error"] and "parent process" in report["error"], report
         assert "in another job" in report["error"], report

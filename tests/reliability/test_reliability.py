@@ -6,7 +6,6 @@ so a survivor that merely timed out fails the test), and exit normally; no test 
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import queue
 import signal
@@ -19,7 +18,7 @@ import pytest
 
 from atb_ops import doctor
 from tests.reliability import fault_tasks
-from tests.support.launch import free_port
+from tests.support.launch import Spawned, free_port, spawn
 from tests.support.rendezvous import record_name
 
 KILL_TIMEOUT_S = 60
@@ -41,23 +40,9 @@ def _events_until(events, kind: str, count: int, timeout: float) -> list[tuple]:
     return got
 
 
-def _start(world_size: int, backend: str, env: dict):
-    ctx = mp.get_context("spawn")
-    events = ctx.Queue()
-    procs = [
-        ctx.Process(target=fault_tasks.loop_rank, args=(r, world_size, backend, env, events), daemon=True)
-        for r in range(world_size)
-    ]
-    for p in procs:
-        p.start()
-    return procs, events
-
-
-def _stop(procs) -> None:
-    for p in procs:
-        if p.is_alive():
-            p.kill()
-        p.join(timeout=10)
+def _start(world_size: int, backend: str, env: dict) -> Spawned:
+    """Ranks looping on a collective (fault_tasks.loop_rank), reporting on the returned queue."""
+    return spawn(fault_tasks.loop_rank, [(r, world_size, backend, env) for r in range(world_size)])
 
 
 @pytest.mark.parametrize("backend,op", [("shm", "alltoallv"), ("shm", "alltoallv_large"), ("gloo", "alltoallv"),
@@ -66,27 +51,27 @@ def _stop(procs) -> None:
 def test_killed_rank_is_named_by_survivors(backend, op, world_size, victim):
     env = {"ATB_OPS_TIMEOUT": str(KILL_TIMEOUT_S), "ATB_OPS_JOB_ID": uuid.uuid4().hex, "MASTER_PORT": str(free_port()),
            "OP": op}
-    procs, events = _start(world_size, backend, env)
+    ranks = _start(world_size, backend, env)
     try:
-        _events_until(events, "ready", world_size, 120)
+        _events_until(ranks.reports, "ready", world_size, 120)
         time.sleep(0.3)
-        os.kill(procs[victim].pid, signal.SIGKILL)
+        os.kill(ranks.procs[victim].pid, signal.SIGKILL)
         killed_at = time.time()
-        errors = _events_until(events, "error", world_size - 1, DEATH_NOTICED_S + 20)
-        for p in procs:
+        errors = _events_until(ranks.reports, "error", world_size - 1, DEATH_NOTICED_S + 20)
+        for p in ranks.procs:
             p.join(timeout=30)
     finally:
-        _stop(procs)
+        ranks.stop()
     for _, rank, when, message in errors:
         after = when - killed_at
         print(f"[{backend} {op} n={world_size}] rank {rank} raised {after:.2f} s after rank {victim} was killed")
         assert rank != victim
         assert message.startswith("ERROR_COMM_PEER_DIED"), message
         assert after <= DEATH_NOTICED_S, (rank, after, message)
-        assert f"rank {victim} (pid {procs[victim].pid})" in message, message
+        assert f"rank {victim} (pid {ranks.procs[victim].pid})" in message, message
     # The victim died of the signal; every survivor reported and then exited normally.
-    assert procs[victim].exitcode == -signal.SIGKILL
-    assert [p.exitcode for r, p in enumerate(procs) if r != victim] == [0] * (world_size - 1)
+    assert ranks.procs[victim].exitcode == -signal.SIGKILL
+    assert [p.exitcode for r, p in enumerate(ranks.procs) if r != victim] == [0] * (world_size - 1)
 
 
 @pytest.mark.parametrize("backend", ["shm", "gloo"])
@@ -108,20 +93,17 @@ def _shm_files() -> set[Path]:
     return set(folder.iterdir()) if folder.is_dir() else set()
 
 
-def _lonely(target, env):
-    ctx = mp.get_context("spawn")
-    events = ctx.Queue()
-    proc = ctx.Process(target=target, args=(env, events), daemon=True)
-    proc.start()
-    return proc, events
+def _lonely(target, env) -> Spawned:
+    """One process of a rank whose peers never come (fault_tasks.lonely_root, lonely_peer)."""
+    return spawn(target, [(env,)])
 
 
 def test_rendezvous_files_are_private_and_unguessable():
     env = {"ATB_OPS_TIMEOUT": "60", "ATB_OPS_JOB_ID": uuid.uuid4().hex}
     before = _shm_files()
-    proc, events = _lonely(fault_tasks.lonely_root, env)
+    ranks = _lonely(fault_tasks.lonely_root, env)
     try:
-        _events_until(events, "waiting", 1, 60)
+        _events_until(ranks.reports, "waiting", 1, 60)
         deadline = time.time() + 10
         while len(_shm_files() - before) < 3 and time.time() < deadline:
             time.sleep(0.05)
@@ -138,16 +120,15 @@ def test_rendezvous_files_are_private_and_unguessable():
         # A live run's files are never leftovers, even while it waits.
         assert not {item.path for item in doctor.find_leftovers()} & new
     finally:
-        proc.kill()
-        proc.join()
+        ranks.stop()
 
 
 def test_crashed_rendezvous_leaves_nothing_that_breaks_the_next_run():
     job, domain = uuid.uuid4().hex, "crash-test"
     env = {"ATB_OPS_TIMEOUT": "60", "ATB_OPS_JOB_ID": job, "DOMAIN": domain, "MASTER_PORT": str(free_port())}
     before = _shm_files()
-    proc, events = _lonely(fault_tasks.lonely_root, env)
-    _events_until(events, "waiting", 1, 60)
+    ranks = _lonely(fault_tasks.lonely_root, env)
+    _events_until(ranks.reports, "waiting", 1, 60)
     deadline = time.time() + 10
 
     def published() -> bool:  # its segment, and its record under its final name (not the temporary)
@@ -156,18 +137,17 @@ def test_crashed_rendezvous_leaves_nothing_that_breaks_the_next_run():
 
     while not published() and time.time() < deadline:
         time.sleep(0.05)
-    proc.kill()  # dies inside the rendezvous: its names stay behind
-    proc.join()
+    ranks.stop()  # killed inside the rendezvous: its names stay behind
     stale = _shm_files() - before
     assert sorted(p.name.split(".")[0] for p in stale) == ["clm", "rdv", "seg"], stale
     assert stale <= {item.path for item in doctor.find_leftovers()}
 
     # Same job, same commDomain: works without any manual cleanup.
-    procs, events = _start(2, "shm", {**env, "STOP_AFTER": "3"})
+    ranks = _start(2, "shm", {**env, "STOP_AFTER": "3"})
     try:
-        done = _events_until(events, "done", 2, 120)
+        done = _events_until(ranks.reports, "done", 2, 120)
     finally:
-        _stop(procs)
+        ranks.stop()
     assert all(ok == "True" for *_, ok in done)
     # The next creation found the killed one's files stale and removed them: no doctor --clean needed.
     assert not (stale & _shm_files())
@@ -176,19 +156,17 @@ def test_crashed_rendezvous_leaves_nothing_that_breaks_the_next_run():
 def test_run_killed_after_rendezvous_leaves_no_files():
     env = {"ATB_OPS_TIMEOUT": "30", "ATB_OPS_JOB_ID": uuid.uuid4().hex, "DOMAIN": "killed-run"}
     before = _shm_files()
-    procs, events = _start(2, "shm", env)
+    ranks = _start(2, "shm", env)
     try:
-        _events_until(events, "ready", 2, 120)
+        _events_until(ranks.reports, "ready", 2, 120)
     finally:
-        for p in procs:
-            p.kill()
-        _stop(procs)
+        ranks.stop()
     assert not (_shm_files() - before)
-    procs, events = _start(2, "shm", {**env, "STOP_AFTER": "2"})
+    ranks = _start(2, "shm", {**env, "STOP_AFTER": "2"})
     try:
-        assert all(ok == "True" for *_, ok in _events_until(events, "done", 2, 120))
+        assert all(ok == "True" for *_, ok in _events_until(ranks.reports, "done", 2, 120))
     finally:
-        _stop(procs)
+        ranks.stop()
 
 
 def test_stale_or_foreign_rendezvous_is_refused():
@@ -203,11 +181,11 @@ def test_stale_or_foreign_rendezvous_is_refused():
     os.chmod(rdv, 0o600)
     try:
         started = time.time()
-        proc, events = _lonely(
+        ranks = _lonely(
             fault_tasks.lonely_peer, {"ATB_OPS_TIMEOUT": "60", "ATB_OPS_JOB_ID": job, "DOMAIN": domain}
         )
-        ((_, _, when, message),) = _events_until(events, "any", 1, 60)
-        proc.join(timeout=10)
+        ((_, _, when, message),) = _events_until(ranks.reports, "any", 1, 60)
+        ranks.procs[0].join(timeout=10)
         assert message.startswith("ERROR_RT_FAIL") and str(rdv) in message, message
         assert "not an atb_ops rendezvous record" in message, message
         assert when - started < 30  # at once, not after ATB_OPS_TIMEOUT (spawn and import take seconds)

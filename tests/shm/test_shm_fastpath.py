@@ -12,6 +12,7 @@ import pytest
 from tests.shm import fastpath_tasks
 from tests.shm.layouts import ALL, eager_edge_matrix, odd_matrix, skewed_matrix
 from tests.support.golden import DTYPES, itemsize
+from tests.support.launch import run_spawned
 
 
 @pytest.mark.parametrize("world_size", [1, 2, 3, 4])
@@ -176,12 +177,10 @@ def test_arena_off():
 def test_arena_off_on_one_rank_turns_the_arena_routes_off():
     import uuid
 
-    from atb_ops._launch import run_ranks
-
     n = 2
     matrices = [make(n, 4) for make in ALL]
     job = f"fastpath-{uuid.uuid4().hex}"
-    got = run_ranks(fastpath_tasks.arena_off_on_rank0_main, n, (job, matrices), timeout_s=120)
+    got = run_spawned(fastpath_tasks.arena_off_on_rank0_main, n, (job, matrices), timeout_s=120)
     assert got[0][0] == [0] * len(matrices), got[0][0]
     assert got[1][0] == [0] * len(matrices), got[1][0]
     assert not got[0][1]["info"]["enabled"] and got[1][1]["info"]["enabled"]

@@ -50,7 +50,7 @@ class Exit:
 # ------------------------------------------------------------------ fresh interpreters and programs
 
 
-def start_program(argv: Sequence[str], env: dict[str, str], cwd: str | Path | None = None) -> subprocess.Popen:
+def start_program(argv: Sequence[str | Path], env: dict[str, str], cwd: str | Path | None = None) -> subprocess.Popen:
     """Starts a rank process with its output captured as text.
 
     Args:
@@ -114,8 +114,8 @@ def run_ranks(code: str, world_size: int, env: dict[str, str], timeout_s: float 
     return finish(procs, timeout_s)
 
 
-def run_programs(argv_of_rank: Callable[[int], Sequence[str]], world_size: int, env: dict[str, str],
-                 timeout_s: float) -> list[Exit]:
+def run_programs(argv_of_rank: Callable[[int], Sequence[str | Path]], world_size: int, env: dict[str, str],
+                 timeout_s: float, cwd: str | Path | None = None) -> list[Exit]:
     """Runs one program per rank, all at once.
 
     Args:
@@ -123,11 +123,12 @@ def run_programs(argv_of_rank: Callable[[int], Sequence[str]], world_size: int, 
         world_size: how many ranks.
         env: their environment.
         timeout_s: seconds for all of them together.
+        cwd: their working directory (None: this process's).
 
     Returns:
         Every rank's exit, in rank order.
     """
-    return finish([start_program(argv_of_rank(r), env) for r in range(world_size)], timeout_s)
+    return finish([start_program(argv_of_rank(r), env, cwd) for r in range(world_size)], timeout_s)
 
 
 def interrupt_after(proc: subprocess.Popen, seconds: float) -> float:
