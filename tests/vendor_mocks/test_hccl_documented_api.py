@@ -22,8 +22,8 @@ function, and checked against every call the backend makes:
 - All of them are asynchronous on `stream` (the current stream of the rank's device): like ATB, the backend
   only enqueues them, and the caller synchronizes the stream before reading results; with
   ATB_OPS_HCCL_BLOCKING=1 the host waits itself, on an event recorded on that stream after the call.
-HcclDataType codes are those of hccl_types.h (written out in tests/vendor_mocks/test_hccl_mock.py's HCCL_DTYPE). The
-mock moves data for AllGather, AlltoAllV, BatchSendRecv and Send/Recv, and only records the others (their data is
+HcclDataType codes are those of hccl_types.h (written out in tests/vendor_mocks/hccl_mock_helpers.py's HCCL_DTYPE).
+The mock moves data for AllGather, AlltoAllV, BatchSendRecv and Send/Recv, and only records the others (their data is
 checked through HCCL's C API on CPU, in tests/atb/test_collectives.py's "hccl" cases).
 """
 
@@ -32,20 +32,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.vendor_mocks.test_hccl_mock import (
-    HCCL_DTYPE,
-    STREAM_BASE,
-    calls_on,
-    close_all,
-    fresh_mock,
-    make_comms,
-    run_threads,
-)
+from tests.vendor_mocks.hccl_mock_helpers import HCCL_DTYPE, STREAM_BASE, calls_on, close_all, make_comms, mock
+from tests.vendor_mocks.rank_threads import run_threads
 
 HCCL_REDUCE_OP = {"sum": 0, "prod": 1, "max": 2, "min": 3}  # HcclReduceOp in hccl_types.h
 N = 3
 
-__all__ = ["fresh_mock"]  # the autouse fixture, applied here too
+pytestmark = pytest.mark.usefixtures("fresh_hccl_mock")
 
 
 def _inputs(dtype: torch.dtype, numel: int) -> list[torch.Tensor]:
@@ -60,8 +53,6 @@ def _the_call(comm, fn: str) -> dict:
 def _waited_after(comm, fn: str) -> bool:
     """After the call, an event was recorded on (or the host synchronized) the call's stream: the host waited
     for the work before the call returned."""
-    from atb_ops import _testing as mock
-
     log = mock._hccl_mock_calls()
     at = next(i for i, c in enumerate(log) if c["fn"] == fn and c["comm"] == comm.handle)
     stream = log[at]["stream"]

@@ -1,9 +1,11 @@
-"""The NCCL backend's logic on CPU, over a recording mock of its NcclApi (atb_ops.mock_lib._NcclMock).
+"""The NCCL backend's logic on CPU, over a recording mock of its NcclApi (atb_ops._testing._NcclMock).
 
 Nothing here touches a GPU or libnccl: the mock logs every NCCL call the backend makes, and scripts
 results, asynchronous errors, InProgress phases and stream states. Expected call sequences are built
 here from the contract (docs/contract.md: grouped ncclSend/ncclRecv at byte offsets of the displacements, zero
-counts skipped, on the current stream), not read back from the C++.
+counts skipped, on the current stream), not read back from the C++. What the HCCL backend promises too (the
+caller's communicator, creation and its failures, refusals before any NCCL call, asynchronous errors) is checked
+for both in tests/vendor_mocks/test_communicator_contract.py.
 """
 
 from __future__ import annotations
@@ -11,8 +13,6 @@ from __future__ import annotations
 import os
 import re
 import textwrap
-import threading
-import uuid
 from pathlib import Path
 
 import pytest
@@ -20,20 +20,23 @@ import torch
 
 import atb_ops
 from atb_ops import _C, _hooks
-from tests.support.backends import TESTING_MOCKS
 from tests.support.launch import finish, start
-from tests.support.rendezvous import record_name
-
-mock_lib = pytest.importorskip("atb_ops._testing", reason=TESTING_MOCKS)
+from tests.support.rendezvous import record_path
+from tests.vendor_mocks.nccl_mock_helpers import (
+    NCCL_INVALID_USAGE,
+    NCCL_REMOTE_ERROR,
+    NCCL_SYSTEM_ERROR,
+    adopted,
+    created,
+    mock_lib,
+    ops,
+    unique_job,
+)
+from tests.vendor_mocks.rank_threads import run_threads
 
 SEND_BASE = 0x10000000  # where the mock entry pretends the send and receive buffers live
 RECV_BASE = 0x20000000
 STREAM = 0x5EED
-
-# ncclResult_t values, from nccl.h's documented enum.
-NCCL_SYSTEM_ERROR = 2
-NCCL_INVALID_USAGE = 5
-NCCL_REMOTE_ERROR = 6
 
 # NCCL's name for each dtype and how many wire items one element is. NCCL has no bool and no int16:
 # those travel as ncclUint8 bytes.
@@ -91,29 +94,6 @@ def project(calls: list[dict]) -> list[tuple]:
     return out
 
 
-def ops(mock: mock_lib._NcclMock) -> list[str]:
-    return [c["op"] for c in mock.calls()]
-
-
-def unique_job() -> str:
-    """A job key no other test (or test run) shares, so rendezvous files never meet."""
-    return f"pytest-nccl-{os.getpid()}-{uuid.uuid4().hex}"
-
-
-def adopted(rank: int, size: int, handle: int = 0xADD0, timeout_s: float = 5.0) -> mock_lib._NcclMock:
-    mock = mock_lib._NcclMock()
-    mock.set_comm_shape(rank, size)
-    mock.adopt(handle, rank, size, timeout_s=timeout_s)
-    mock.clear_calls()
-    return mock
-
-
-def created(rank: int = 0, size: int = 1, timeout_s: float = 5.0) -> mock_lib._NcclMock:
-    mock = mock_lib._NcclMock()
-    mock.create(rank, size, root=rank, job_key=unique_job(), timeout_s=timeout_s)
-    return mock
-
-
 # --- the call sequence of an alltoallv ---------------------------------------------------------------
 
 
@@ -155,13 +135,6 @@ def test_self_pair_is_a_send_and_recv_to_own_rank_inside_the_group() -> None:
     ]
 
 
-def test_self_counts_that_disagree_are_rejected_before_any_nccl_call() -> None:
-    mock = adopted(0, 2)
-    with pytest.raises(RuntimeError, match=r"^ERROR_INVALID_PARAM: .*sendCounts\[0\]=3.*recvCounts\[0\]=2"):
-        mock.alltoallv([3, 1], [0, 3], [2, 1], [0, 2], torch.float32)
-    assert ops(mock) == []
-
-
 def test_invalid_layout_is_rejected_by_core_validation_before_any_nccl_call() -> None:
     mock = adopted(0, 2)
     with pytest.raises(RuntimeError, match=r"^ERROR_INVALID_PARAM"):
@@ -191,11 +164,6 @@ def test_any_dtype_can_travel_as_bytes(dtype: torch.dtype) -> None:
     calls = mock_lib._nccl_mock_alltoallv(0, 2, sc, sd, rc, rd, dtype, as_bytes=True)
     assert project(calls) == expected_alltoallv(2, sc, sd, rc, rd, dtype, as_bytes=True)
     assert {c["dtype"] for c in calls if c["op"] in DATA_OPS} == {"ncclUint8"}
-
-
-def test_unsupported_dtype_is_named() -> None:
-    with pytest.raises(RuntimeError, match=r"^ERROR_INVALID_TENSOR_DTYPE: .*ComplexFloat"):
-        mock_lib._nccl_mock_alltoallv(0, 1, [1], [0], [1], [0], torch.complex64)
 
 
 # --- groups stay paired, errors carry NCCL's words ---------------------------------------------------
@@ -261,58 +229,20 @@ def test_allgather_is_one_ncclallgather(dtype: torch.dtype) -> None:
         "allGather", SEND_BASE, RECV_BASE, 6 * items, name, 0x77, 0xADD0)
 
 
-def test_allgather_of_nothing_calls_nothing() -> None:
-    mock = adopted(0, 2)
-    mock.allgather(0, torch.float32)
-    assert mock.calls() == []
-
-
 # --- ownership: adopted handles are the caller's, created ones are ours ------------------------------
 
 
-def test_adopted_comm_is_never_destroyed() -> None:
-    mock = mock_lib._NcclMock()
-    mock.set_comm_shape(2, 4)
-    mock.adopt(0xFEED, 2, 4)
-    assert not mock.owned and mock.handle == 0xFEED
-    mock.alltoallv([1, 1, 1, 1], [0, 1, 2, 3], [1, 1, 1, 1], [0, 1, 2, 3], torch.float32)
-    mock.release()
-    seq = ops(mock)
-    assert "commDestroy" not in seq and "commAbort" not in seq and "commInitRank" not in seq
-    assert seq[:2] == ["commUserRank", "commCount"]  # the handle's rank and size were checked
-
-
-def test_adopted_comm_whose_rank_or_size_differs_from_the_param_is_rejected() -> None:
-    mock = mock_lib._NcclMock()
-    mock.set_comm_shape(1, 8)
-    with pytest.raises(RuntimeError, match=r"^ERROR_INVALID_PARAM: .*param says rank 1 of rankSize 4.*rank 1 of 8"):
-        mock.adopt(0xFEED, 1, 4)
-    assert "commDestroy" not in ops(mock)
-
-
-def test_created_comm_uses_the_roots_id_and_is_destroyed_once() -> None:
+def test_created_comm_is_initialised_non_blocking_and_destroyed_by_its_handle() -> None:
+    """How NCCL's init is asked and which handle is destroyed (the contract's part, the root's id and one
+    destruction, is test_communicator_contract.py's)."""
     mock = created(rank=0, size=1)
-    assert mock.owned
-    seq = mock.calls()
-    (drawn,) = [c for c in seq if c["op"] == "getUniqueId"]
-    (init,) = [c for c in seq if c["op"] == "commInitRank"]
-    assert init["id"] == drawn["id"] and len(init["id"]) == 256
+    (init,) = [c for c in mock.calls() if c["op"] == "commInitRank"]
     assert (init["nranks"], init["rank"], init["blocking"]) == (1, 0, 0)  # non-blocking: init can time out
     handle = mock.handle
     assert handle == init["comm"]
     mock.release()
     destroys = [c for c in mock.calls() if c["op"] == "commDestroy"]
     assert [c["comm"] for c in destroys] == [handle]
-    assert "commAbort" not in ops(mock)
-
-
-def test_failed_init_aborts_what_nccl_handed_back() -> None:
-    mock = mock_lib._NcclMock()
-    mock.fail_on("commInitRank", 0, NCCL_SYSTEM_ERROR)
-    with pytest.raises(RuntimeError, match=r"^ERROR_NCCL_FAIL: .*ncclCommInitRankConfig failed with ncclResult 2"):
-        mock.create(0, 1, job_key=unique_job())
-    seq = ops(mock)
-    assert seq.count("commAbort") == 1 and "commDestroy" not in seq
 
 
 # --- timeouts and asynchronous faults ----------------------------------------------------------------
@@ -335,17 +265,15 @@ def test_init_that_never_completes_times_out_and_aborts() -> None:
     assert seq.count("commAbort") == 1 and "commDestroy" not in seq
 
 
-def test_async_fault_aborts_an_owned_comm_and_later_calls_fail_fast() -> None:
+def test_async_fault_aborts_an_owned_comm_once() -> None:
+    """An owned communicator that met an asynchronous fault is aborted, not destroyed (the contract's part, the
+    communicator unusable afterwards, is test_communicator_contract.py's)."""
     mock = created()
     mock.set_async_error(NCCL_REMOTE_ERROR)
     with pytest.raises(RuntimeError, match=r"^ERROR_NCCL_FAIL: .*ncclResult 6.*was aborted"):
         mock.alltoallv([4], [0], [4], [0], torch.float32)
     assert ops(mock).count("commAbort") == 1
     assert "ncclResult 6" in mock.broken_by
-    before = len(mock.calls())
-    with pytest.raises(RuntimeError, match=r"^ERROR_NCCL_FAIL: .*unusable since"):
-        mock.allgather(4, torch.float32)
-    assert len(mock.calls()) == before  # no NCCL call on a broken communicator
     mock.release()
     assert "commDestroy" not in ops(mock)  # aborted already frees it
 
@@ -422,8 +350,7 @@ def rendezvous_path(job: str, domain: str) -> Path:
     """Where the node-local bootstrap keeps rankRoot's id (README: rendezvous), scoped by job and domain
     (rankSize and rankRoot travel in the record, so ranks that disagree on them meet and are told): a record
     file in the user's private folder."""
-    key = f"nccl|{job}|{domain}"
-    return Path(f"/dev/shm/atb_ops-{os.getuid()}") / record_name(key)
+    return record_path(f"nccl|{job}|{domain}")
 
 
 def test_node_local_rendezvous_gives_every_process_the_roots_id(tmp_path: Path) -> None:
@@ -442,16 +369,6 @@ def test_node_local_rendezvous_gives_every_process_the_roots_id(tmp_path: Path) 
     assert not rendezvous_path(job, "moe").exists()  # the root removed it once everyone had joined
 
 
-def test_missing_root_is_a_timeout_that_names_it() -> None:
-    mock = mock_lib._NcclMock()
-    job = unique_job()
-    expected = r"^ERROR_COMM_TIMEOUT: node-local rendezvous .*waited 0.3 s .*for root rank 0 to publish"
-    with pytest.raises(RuntimeError, match=expected) as info:
-        mock.create(1, 2, root=0, comm_domain="nobody-home", job_key=job, timeout_s=0.3)
-    assert str(rendezvous_path(job, "nobody-home")) in str(info.value)  # the file it waited for
-    assert "commInitRank" not in ops(mock)
-
-
 def test_repeated_creation_in_one_process_draws_fresh_ids() -> None:
     job = unique_job()
     ids = []
@@ -467,25 +384,14 @@ def test_store_bootstrap_shares_the_id_between_thread_ranks() -> None:
 
     store = dist.HashStore()
     mocks = [mock_lib._NcclMock() for _ in range(2)]
-    errors: list[BaseException] = []
     job = unique_job()
-
-    def rank_main(rank: int) -> None:
-        try:
-            mocks[rank].create(rank, 2, root=1, comm_domain="store", job_key=job, timeout_s=20)
-        except BaseException as e:  # noqa: BLE001 - reported by the main thread
-            errors.append(e)
 
     _C.set_store_provider(lambda required, rank, size, timeout_s: store)
     try:
-        threads = [threading.Thread(target=rank_main, args=(r,)) for r in range(2)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(60)
+        # A rank's failure is re-raised here.
+        run_threads(2, lambda r: mocks[r].create(r, 2, root=1, comm_domain="store", job_key=job, timeout_s=20))
     finally:
         _hooks.install(_C)  # back to the package's own hooks
-    assert not errors, errors
     inits = [next(c for c in m.calls() if c["op"] == "commInitRank") for m in mocks]
     drawn = [c["id"] for c in mocks[1].calls() if c["op"] == "getUniqueId"]
     assert inits[0]["id"] == inits[1]["id"] == drawn[0]
@@ -516,16 +422,10 @@ def test_package_hooks_use_the_default_process_groups_store() -> None:
     dist.init_process_group("gloo", store=store, rank=0, world_size=1)
     try:
         assert _hooks.job_store() is not None
-        # Two ranks as threads: the non-root one can only learn the id through the process group's store.
+        # Two ranks as threads, each with a job key of its own: the non-root one can only learn the id through the
+        # process group's store.
         mocks = [mock_lib._NcclMock() for _ in range(2)]
-        threads = [
-            threading.Thread(target=m.create, args=(r, 2), kwargs={"comm_domain": "pg", "job_key": unique_job()})
-            for r, m in enumerate(mocks)
-        ]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(60)
+        run_threads(2, lambda r: mocks[r].create(r, 2, comm_domain="pg", job_key=unique_job()))
         ids = [next(c["id"] for c in m.calls() if c["op"] == "commInitRank") for m in mocks]
         (drawn,) = [c["id"] for c in mocks[0].calls() if c["op"] == "getUniqueId"]
         assert ids == [drawn, drawn]
