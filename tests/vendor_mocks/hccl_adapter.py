@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import torch
 
+from tests.support.rank_threads import run_threads
 from tests.vendor_mocks.hccl_mock_helpers import (
     ADOPTED,
     HCCL_E_INTERNAL,
@@ -20,7 +21,6 @@ from tests.vendor_mocks.hccl_mock_helpers import (
     unique,
 )
 from tests.vendor_mocks.mock_adapter import MockRank
-from tests.vendor_mocks.rank_threads import run_threads
 
 # The HCCL functions behind each kind of call the contract reads (hccl.h); HCCL has no abort.
 FUNCTIONS = {

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from tests.support.backends import TESTING_MOCKS
-from tests.vendor_mocks.rank_threads import run_threads
+from tests.support.rank_threads import run_threads
 
 mock = pytest.importorskip("atb_ops._testing", reason=TESTING_MOCKS)
 

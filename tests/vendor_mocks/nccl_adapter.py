@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 
+from tests.support.rank_threads import run_threads
 from tests.vendor_mocks.mock_adapter import MockRank
 from tests.vendor_mocks.nccl_mock_helpers import (
     NCCL_REMOTE_ERROR,
@@ -17,7 +18,6 @@ from tests.vendor_mocks.nccl_mock_helpers import (
     mock_lib,
     unique_job,
 )
-from tests.vendor_mocks.rank_threads import run_threads
 
 # The mock's names of the NCCL calls behind each kind the contract reads.
 OPS = {"draw_id": ("getUniqueId",), "init": ("commInitRank",), "destroy": ("commDestroy",), "abort": ("commAbort",)}

@@ -32,8 +32,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from tests.support.rank_threads import run_threads
 from tests.vendor_mocks.hccl_mock_helpers import HCCL_DTYPE, STREAM_BASE, calls_on, close_all, make_comms, mock
-from tests.vendor_mocks.rank_threads import run_threads
 
 HCCL_REDUCE_OP = {"sum": 0, "prod": 1, "max": 2, "min": 3}  # HcclReduceOp in hccl_types.h
 N = 3

@@ -34,7 +34,7 @@ from tests.vendor_mocks.hccl_mock_helpers import (
     mock,
     unique,
 )
-from tests.vendor_mocks.rank_threads import run_threads
+from tests.support.rank_threads import run_threads
 
 # isort: on
 

@@ -21,6 +21,7 @@ import torch
 import atb_ops
 from atb_ops import _C, _hooks
 from tests.support.launch import finish, start
+from tests.support.rank_threads import run_threads
 from tests.support.rendezvous import record_path
 from tests.vendor_mocks.nccl_mock_helpers import (
     NCCL_INVALID_USAGE,
@@ -32,7 +33,6 @@ from tests.vendor_mocks.nccl_mock_helpers import (
     ops,
     unique_job,
 )
-from tests.vendor_mocks.rank_threads import run_threads
 
 SEND_BASE = 0x10000000  # where the mock entry pretends the send and receive buffers live
 RECV_BASE = 0x20000000

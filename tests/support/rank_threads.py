@@ -1,4 +1,4 @@
-"""Ranks as threads of this process: the vendor mocks' in-process worlds (the C++ side releases the GIL)."""
+"""Ranks as threads of one process (commMode 1, the vendor mocks' in-process worlds): native calls release the GIL."""
 
 from __future__ import annotations
 
