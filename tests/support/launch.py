@@ -200,8 +200,9 @@ def run_spawned(target: Callable[..., None], world_size: int, args: tuple, timeo
             except queue.Empty:
                 break
             got[rank] = (error, value)
-        # Reports first, then the exits: a child flushing its queue at exit would wait for a reader forever.
-        for p in ranks.procs:
+        # Reports first, then the exits: a child flushing its queue at exit would wait for a reader forever. A rank
+        # that never reported is hung or dead: no use waiting for it.
+        for p in ranks.procs if len(got) == world_size else []:
             p.join(timeout=30)
     finally:
         ranks.stop()
