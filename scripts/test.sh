@@ -12,7 +12,7 @@ echo "[test] ruff"
 ruff check python tests scripts setup.py
 
 echo "[test] clang-format"
-mapfile -t cxx < <(git ls-files 'include/*.h' 'scripts/conformance/*.cpp' 'csrc/*.h' 'csrc/*.cpp' 'csrc/*.cu' 'csrc/*.cuh' 'op_plugin/*.cpp' 'op_plugin/*.h' 'tests/native/*.cpp' 'tests/native/*.h' 'tests/c_programs/*.c')
+mapfile -t cxx < <(git ls-files 'include/*.h' 'scripts/conformance/*.cpp' 'csrc/*.h' 'csrc/*.cpp' 'csrc/*.cu' 'csrc/*.cuh' 'op_plugin/*.cpp' 'op_plugin/*.h' 'tests/native/*.cpp' 'tests/native/*.h' 'tests/hccl/c_programs/*.c')
 clang-format --dry-run --Werror "${cxx[@]}"
 
 # The compile checks (downloads and single-threaded compilers) run beside pytest, whose ranks leave about a core

@@ -48,7 +48,7 @@ say "installed into a fresh venv in $(( $(date +%s) - start )) s"
 
 outside="$work/outside"
 mkdir -p "$outside"
-cp tests/atb_style/alltoallvv2_ranks.py "$outside/"
+cp tests/emulation/atb_style/alltoallvv2_ranks.py "$outside/"
 cd "$outside"
 py="$work/venv/bin/python"
 "$py" - <<'EOF'
@@ -71,7 +71,7 @@ say "python -m atb_ops run alltoallvv2_ranks.py spawn: ok ($(grep -c ' ok' run.l
 (
   eval "$("$py" -m atb_ops env)"
   case "$ASCEND_HOME_PATH" in "$work/venv/"*) ;; *) say "ASCEND_HOME_PATH=$ASCEND_HOME_PATH is not the venv's"; exit 1;; esac
-  cc "$ROOT/tests/c_programs/hccl_allreduce_alltoallv.c" -I"$ASCEND_HOME_PATH/include" -L"$ASCEND_HOME_PATH/lib64" \
+  cc "$ROOT/tests/hccl/c_programs/hccl_allreduce_alltoallv.c" -I"$ASCEND_HOME_PATH/include" -L"$ASCEND_HOME_PATH/lib64" \
      -lhccl -o hccl_prog
   ./hccl_prog 0 2 root_info > rank0.log 2>&1 & r0=$!
   ./hccl_prog 1 2 root_info > rank1.log 2>&1 & r1=$!
@@ -85,13 +85,13 @@ say "python -m atb_ops run alltoallvv2_ranks.py spawn: ok ($(grep -c ' ok' run.l
 # A smoke subset of the suite: the tests' helpers come from the checkout (rootdir), atb_ops from the venv.
 "$py" -m pip install -q pytest pytest-timeout
 "$py" -m pytest -q -p no:cacheprovider --rootdir "$ROOT" -c "$ROOT/pyproject.toml" \
-  "$ROOT/tests/test_alltoallvv2.py::test_seed_004_example" \
-  "$ROOT/tests/test_collectives.py::test_allreduce_sum" -k "seed or (small and not gloo) or not allreduce" \
-  "$ROOT/tests/test_torch_atb.py" "$ROOT/tests/test_emulation_scripts.py::test_seed004_script_unchanged" \
-  "$ROOT/tests/test_emulation_scripts.py::test_torch_atb_script" \
-  "$ROOT/tests/test_vendor_api_programs.py" \
-  "$ROOT/tests/test_atb_cpp_api.py::test_build_line_needs_nothing_else" \
-  "$ROOT/tests/test_atb_cpp_api.py::test_readme_example"  # the others ran in the suite, in-tree
+  "$ROOT/tests/atb/test_alltoallvv2.py::test_seed_004_example" \
+  "$ROOT/tests/atb/test_collectives.py::test_allreduce_sum" -k "seed or (small and not gloo) or not allreduce" \
+  "$ROOT/tests/torch_atb/test_torch_atb.py" "$ROOT/tests/emulation/test_emulation_scripts.py::test_seed004_script_unchanged" \
+  "$ROOT/tests/emulation/test_emulation_scripts.py::test_torch_atb_script" \
+  "$ROOT/tests/hccl/test_vendor_api_programs.py" \
+  "$ROOT/tests/atb_cpp/test_atb_cpp_api.py::test_build_line_needs_nothing_else" \
+  "$ROOT/tests/atb_cpp/test_atb_cpp_api.py::test_readme_example"  # the others ran in the suite, in-tree
 "$py" - "$ROOT" <<'EOF'
 import sys, atb_ops
 assert "site-packages" in atb_ops.__file__ and not atb_ops.__file__.startswith(sys.argv[1]), atb_ops.__file__

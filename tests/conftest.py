@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.rankpool import RankPool
+from tests.support.rankpool import RankPool
 
 _pools: dict[int, RankPool] = {}
 

@@ -1,6 +1,6 @@
 // Symmetric int8 block quantisation: the kernels behind atb_ops.quant (CPU here, CUDA in quant_cuda.cu).
 //
-// Definitions, shared by every device and by the plain-torch reference in tests/quant_reference.py:
+// Definitions, shared by every device and by the plain-torch reference in tests/quant/quant_reference.py:
 //   blocks:   x flattened, cut into blocks of `blockSize` consecutive elements (the last one may be short).
 //   scale[b]: absmax(block b) / 127, computed in float32 (x converted to float32 first).
 //   q[i]:     0 when scale[b] == 0 (a block of zeros, or one so small that absmax / 127 underflows);

@@ -501,7 +501,7 @@ int32_t MockHcclApi::recv(void* recvBuf, uint64_t count, int32_t dataType, uint3
 }
 
 // The reductions, broadcast and the V forms are recorded with their arguments only: the HCCL backend runs
-// them with real data over csrc/emulated/hccl/ (tests/test_collectives.py, backend "hccl"); this mock checks
+// them with real data over csrc/emulated/hccl/ (tests/atb/test_collectives.py, backend "hccl"); this mock checks
 // what is passed.
 int32_t MockHcclApi::allGatherV(void* sendBuf, uint64_t sendCount, void* recvBuf, const uint64_t* recvCounts,
                                 const uint64_t* recvDispls, int32_t dataType, CommHandle comm, StreamHandle stream) {

@@ -1,5 +1,5 @@
-// A recording mock of HcclApi for CPU tests of the HCCL backend's logic (tests/test_hccl_mock.py; built into
-// atb_ops._testing only).
+// A recording mock of HcclApi for CPU tests of the HCCL backend's logic (tests/vendor_mocks/test_hccl_mock.py; built
+// into atb_ops._testing only).
 //
 // Every call is logged with its arguments. Communicators live in in-process "worlds": ranks that are
 // threads of this process really exchange data through host memory, so a test can check results as

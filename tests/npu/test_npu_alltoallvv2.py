@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import multiprocessing as mp
 import os
 import random
 import subprocess
@@ -27,6 +26,8 @@ from typing import Any
 
 import pytest
 import torch
+
+from tests.support.launch import run_spawned
 
 SEED_DTYPES = [torch.int8, torch.int16, torch.int32, torch.int64, torch.float32, torch.float16, torch.bfloat16]
 
@@ -114,7 +115,7 @@ def pattern_golden(ranks: list[dict[str, Any]], rank: int, dtype: torch.dtype) -
 
 
 def _worker(rank: int, world_size: int, device: str, case: str, domain: str, path: str, queue: Any) -> None:
-    """One rank, as in seed 004's main_worker; reports None or the failure to the parent."""
+    """One rank, as in seed 004's main_worker; reports (rank, "" or its failure, None) to the parent."""
     try:
         os.environ["ATB_OPS_HCCL_ALLTOALLV"] = path
         if device == "npu":
@@ -165,30 +166,15 @@ def _worker(rank: int, world_size: int, device: str, case: str, domain: str, pat
                     torch.npu.synchronize()
                 want = pattern_golden(ranks, rank, dtype)
                 assert torch.equal(out.cpu(), want), f"{dtype}: got {out.cpu().tolist()}, want {want.tolist()}"
-        queue.put((rank, None))
+        queue.put((rank, "", None))
     except BaseException:  # noqa: BLE001  (every failure goes to the parent, which fails the test)
-        queue.put((rank, traceback.format_exc()))
+        queue.put((rank, traceback.format_exc(), None))
 
 
 def run_world(world_size: int, device: str, case: str, path: str = "alltoallv") -> None:
-    """Spawn world_size ranks (seed 004 uses Process + spawn) and fail with every rank's error."""
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
+    """Spawn world_size ranks (seed 004 uses Process + spawn) and fail with every rank's error and exit status."""
     domain = f"npu-test-{uuid.uuid4().hex[:8]}"
-    procs = [
-        ctx.Process(target=_worker, args=(r, world_size, device, case, domain, path, queue)) for r in range(world_size)
-    ]
-    for p in procs:
-        p.start()
-    try:
-        results = dict(queue.get(timeout=600) for _ in range(world_size))
-    finally:
-        for p in procs:
-            p.join(timeout=60)
-            if p.is_alive():
-                p.kill()
-    errors = {r: e for r, e in results.items() if e is not None}
-    assert not errors, "\n".join(f"rank {r}:\n{e}" for r, e in sorted(errors.items()))
+    run_spawned(_worker, world_size, (device, case, domain, path), timeout_s=600)
 
 
 @needs_npus

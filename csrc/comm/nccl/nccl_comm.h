@@ -1,6 +1,6 @@
 // The NCCL backend's logic, written against NcclApi only (no nccl.h, no CUDA): how a dtype travels, how an
 // alltoallv layout becomes one group of ncclSend/ncclRecv, who owns a communicator, and how waits get a
-// timeout. Built into every atb_ops._C so the mock tests (tests/test_nccl_mock.py) run on CPU.
+// timeout. Built into every atb_ops._C so the mock tests (tests/vendor_mocks/test_nccl_mock.py) run on CPU.
 #pragma once
 
 #include <c10/core/ScalarType.h>

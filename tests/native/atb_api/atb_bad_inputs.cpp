@@ -3,7 +3,7 @@
 //
 //   atb_bad_inputs          prints "bad inputs: ok, N checks" and exits 0 when every check passed
 //
-// tests/test_atb_cpp_api.py also reads its stderr: every refusal is logged with ATB's error name.
+// tests/atb_cpp/test_atb_cpp_api.py also reads its stderr: every refusal is logged with ATB's error name.
 #include <cstdio>
 #include <vector>
 

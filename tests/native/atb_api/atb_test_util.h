@@ -1,4 +1,4 @@
-// Helpers of the ATB C++ API test programs (tests/test_atb_cpp_api.py builds them against the installed headers
+// Helpers of the ATB C++ API test programs (tests/atb_cpp/test_atb_cpp_api.py builds them against the installed headers
 // with ATB's own build line). Nothing here comes from atb_ops: values are encoded to and decoded from each dtype's
 // bytes on the host, so every golden is computed independently of the library under test.
 #ifndef ATB_OPS_TESTS_ATB_TEST_UTIL_H

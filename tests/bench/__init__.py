@@ -1,0 +1,1 @@
+"""`python -m atb_ops bench`."""

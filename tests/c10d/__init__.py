@@ -1,0 +1,1 @@
+"""The torch.distributed backend "atb_ops"."""

@@ -1,0 +1,1 @@
+"""The command line: the demo, and bad values refused as argparse does."""

@@ -1,0 +1,1 @@
+"""The real NCCL backend on a GPU (skips without CUDA)."""

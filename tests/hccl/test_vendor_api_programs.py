@@ -1,0 +1,128 @@
+"""The vendor C APIs of the CANN-like layout every install has (`python -m atb_ops env`'s ASCEND_HOME_PATH), used
+as users use them: a C program against the installed hccl/hccl.h with -lhccl on 2-3 rank processes, a C++ program
+against the installed acl/acl.h with -lascendcl, and HCCL's handle checks (a second HcclCommDestroy, a call on
+a destroyed or made-up communicator: HCCL_E_PARA, never a crash) through ctypes."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from atb_ops.emulation import atb_home, launcher
+from tests.support.launch import run_programs
+from tests.support.paths import REPO_ROOT
+
+ASCEND_HOME = atb_home.packaged_ascend_home()
+HCCL_E_PARA = 1
+HCCL_E_PTR = 2
+
+
+def _compiler(name: str, default: str) -> str:
+    found = shutil.which(os.environ.get(name, default))
+    if found is None:
+        pytest.skip(f"no {default} compiler")
+    return found
+
+
+@pytest.fixture(scope="module")
+def ascend_home() -> Path:
+    assert ASCEND_HOME is not None, "this install has no atb_ops/ascend_home (every build makes it)"
+    return Path(ASCEND_HOME)
+
+
+@pytest.fixture(scope="module")
+def user_env() -> dict[str, str]:
+    """The environment of `eval "$(python -m atb_ops env)"`: what finds libhccl.so at run time."""
+    return {**os.environ, **launcher.emulation_env("cpu"), "ATB_OPS_TIMEOUT": "60"}
+
+
+def _build(cmd: list[str]) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stderr[-4000:]}"
+
+
+@pytest.fixture(scope="module")
+def hccl_c_program(ascend_home, tmp_path_factory) -> Path:
+    exe = tmp_path_factory.mktemp("c_program") / "hccl_allreduce_alltoallv"
+    source = REPO_ROOT / "tests/hccl/c_programs/hccl_allreduce_alltoallv.c"
+    _build([_compiler("CC", "cc"), "-Wall", "-Wextra", "-Werror", str(source), f"-I{ascend_home}/include",
+            f"-L{ascend_home}/lib64", "-lhccl", "-o", str(exe)])
+    return exe
+
+
+@pytest.mark.parametrize("world_size", [2, 3])
+def test_c_program_allreduce_and_alltoallv_on_rank_processes(hccl_c_program, user_env, tmp_path, world_size):
+    root_info = tmp_path / "root_info.bin"
+    exits = run_programs(lambda r: [hccl_c_program, str(r), str(world_size), root_info], world_size, user_env,
+                         timeout_s=120)
+    for rank, e in enumerate(exits):
+        assert e.returncode == 0, f"rank {rank} exited {e.returncode}: {e.stdout}{e.stderr[-3000:]}"
+        assert e.stdout.strip() == f"rank {rank}: ok", e.stdout + e.stderr
+
+
+def test_c_program_needs_the_library_path_like_cann(hccl_c_program, tmp_path):
+    """Without LD_LIBRARY_PATH (set_env.sh's, or `atb_ops env`'s) the loader does not find libhccl.so, as with
+    CANN: the program was linked by name (-lhccl), not to a path inside the package."""
+    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    proc = subprocess.run([str(hccl_c_program), "0", "1", str(tmp_path / "ri")], capture_output=True, text=True,
+                          env=env, timeout=60)
+    assert proc.returncode != 0 and "libhccl.so" in proc.stderr, proc.stderr
+
+
+def test_acl_runtime_program(ascend_home, user_env, tmp_path):
+    exe = tmp_path / "acl_runtime_sample"
+    _build([_compiler("CXX", "c++"), "-std=c++17", "-Wall", "-Wextra", "-Werror",
+            str(REPO_ROOT / "tests/native/standalone/acl_runtime_sample.cpp"), f"-I{ascend_home}/include",
+            f"-L{ascend_home}/lib64", "-lascendcl", "-lpthread", "-o", str(exe)])
+    proc = subprocess.run([str(exe)], capture_output=True, text=True, env={**user_env, "ATB_OPS_NPU_COUNT": "4"},
+                          timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    words = proc.stdout.split()
+    assert words[:2] == ["acl", "runtime:"] and int(words[2]) >= 100, proc.stdout
+
+
+@pytest.fixture(scope="module")
+def hccl(ascend_home) -> ctypes.CDLL:
+    lib = ctypes.CDLL(str(ascend_home / "lib64" / "libhccl.so"))
+    lib.atbOpsHcclCpuLastError.restype = ctypes.c_char_p
+    for name in ("HcclCommDestroy", "HcclGetRankSize", "HcclCommInitRootInfo", "HcclGetRootInfo"):
+        getattr(lib, name).restype = ctypes.c_int
+    return lib
+
+
+def _one_rank_comm(hccl: ctypes.CDLL) -> ctypes.c_void_p:
+    root_info = ctypes.create_string_buffer(4108)  # HCCL_ROOT_INFO_BYTES
+    assert hccl.HcclGetRootInfo(root_info) == 0
+    comm = ctypes.c_void_p()
+    assert hccl.HcclCommInitRootInfo(ctypes.c_uint32(1), root_info, ctypes.c_uint32(0), ctypes.byref(comm)) == 0
+    assert comm.value
+    return comm
+
+
+def test_hccl_double_destroy_and_use_after_destroy_return_para(hccl):
+    comm = _one_rank_comm(hccl)
+    size = ctypes.c_uint32(0)
+    assert hccl.HcclGetRankSize(comm, ctypes.byref(size)) == 0 and size.value == 1
+    assert hccl.HcclCommDestroy(comm) == 0
+    assert hccl.HcclCommDestroy(comm) == HCCL_E_PARA
+    assert b"already destroyed" in hccl.atbOpsHcclCpuLastError()
+    assert hccl.HcclGetRankSize(comm, ctypes.byref(size)) == HCCL_E_PARA
+    assert b"HcclGetRankSize" in hccl.atbOpsHcclCpuLastError()
+    # A new communicator never gets the destroyed one's handle.
+    fresh = _one_rank_comm(hccl)
+    assert fresh.value != comm.value
+    assert hccl.HcclCommDestroy(comm) == HCCL_E_PARA
+    assert hccl.HcclCommDestroy(fresh) == 0
+
+
+def test_hccl_made_up_and_null_handles(hccl):
+    size = ctypes.c_uint32(0)
+    assert hccl.HcclGetRankSize(ctypes.c_void_p(0x1234), ctypes.byref(size)) == HCCL_E_PARA
+    assert b"not a live communicator" in hccl.atbOpsHcclCpuLastError()
+    assert hccl.HcclCommDestroy(ctypes.c_void_p(0x1234)) == HCCL_E_PARA
+    assert hccl.HcclCommDestroy(None) == HCCL_E_PTR

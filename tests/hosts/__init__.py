@@ -1,0 +1,1 @@
+"""Several hosts, on emulated hosts (network namespaces on a private bridge)."""

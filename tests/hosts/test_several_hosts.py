@@ -1,0 +1,304 @@
+"""Several hosts (issue 39, SPEC "Several hosts"), on emulated hosts: network namespaces on a private bridge, each
+with its own hostname and /dev/shm (atb_ops.emulated_hosts). Every surface that works on one host works across
+two: ATB operators after init_process_group (backend "hccl", "auto"), HCCL's C API by root info and by a rank table
+of two servers, torch.distributed's backend "atb_ops", torchrun with a DDP step; "shm" across hosts is one clear
+error at once; a lost host is named by every survivor. Values against goldens, every rank's exit status checked.
+Needs root (CI runs as root); skipped elsewhere with the reason."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from atb_ops import emulated_hosts
+from tests.hosts import hosts_tasks as tasks
+from tests.support.environment import clean_env
+from tests.support.launch import finish
+from tests.support.paths import REPO_ROOT
+
+_why = emulated_hosts.available()
+pytestmark = pytest.mark.skipif(_why is not None, reason=f"emulated hosts unavailable: {_why}")
+
+PORT = "29511"  # per network namespace: never clashes with the machine's own
+
+
+def _start(hosts: emulated_hosts.EmulatedHosts, code: str, placement: list[int], args, env: dict[str, str]):
+    """Rank r runs `code` (dedented) on host placement[r]; args(r) are its arguments after the rank."""
+    program = textwrap.dedent(code)
+    return [hosts.popen(h, [sys.executable, "-c", program, str(r), *args(r)], env=env, stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT) for r, h in enumerate(placement)]
+
+
+def _finish(procs, timeout_s: float = 180) -> list[dict]:
+    """Every rank's report line, once each exited 0 (checked here, rank by rank)."""
+    reports = []
+    for exit_ in finish(procs, timeout_s):
+        assert exit_.returncode == 0, f"exit {exit_.returncode}: {exit_.stderr[-3000:]}"
+        reports.append(json.loads(exit_.last_line()))
+    return reports
+
+
+def _env(**extra: str) -> dict[str, str]:
+    return clean_env(ATB_OPS_TIMEOUT="60", MASTER_ADDR="h0", MASTER_PORT=PORT, **extra)
+
+
+@pytest.fixture(scope="module")
+def two_hosts():
+    with emulated_hosts.EmulatedHosts(2) as hosts:
+        yield hosts
+
+
+# ------------------------------------------------------------------------------------------ ATB operators
+
+
+@pytest.mark.parametrize("backend", ["hccl", "auto"])
+def test_atb_operators_span_hosts_after_init(two_hosts, backend):
+    """2 hosts x 2 ranks after init_process_group("gloo"): AllToAllVV2 (uneven counts), AllReduce and AllGather
+    with ATB's default backend "hccl" (and "auto") give the golden values; they run in two levels, shared memory
+    within each host and gloo between them (where each rank of a host would otherwise wait for shared memory its
+    peers cannot see)."""
+    procs = _start(two_hosts, tasks.ATB_AFTER_INIT, [0, 0, 1, 1], lambda r: ["4", backend], _env())
+    for report in _finish(procs):
+        assert report.get("wrong") == 0, report
+        assert report["backends"] == ["shm+gloo"], report
+
+
+@pytest.mark.parametrize(
+    ("placement", "two_level", "backend"),
+    [
+        ([0, 0, 1, 1], "1", "shm+gloo"),  # 2 hosts x 2 ranks, ranks host by host
+        ([0, 1, 0, 1], "1", "shm+gloo"),  # 2 hosts x 2 ranks, ranks alternating: the gather is put in rank order
+        ([0, 0, 1, 1], "0", "gloo"),  # ATB_OPS_TWO_LEVEL=0: one gloo group of every rank
+        ([0, 1], "1", "gloo"),  # one rank per host: nothing to share within a host
+        ([0, 0, 1], "1", "gloo"),  # hosts with different numbers of ranks
+    ],
+    ids=["2x2", "2x2-alternating", "2x2-flat", "2x1", "2+1"],
+)
+def test_every_collective_across_hosts(two_hosts, placement, two_level, backend):
+    """Every collective of ATB's (backend "hccl") on CPU ranks spanning two hosts, against exact goldens: all-reduce
+    small and sharded (odd lengths, bf16, max), all-gather, broadcast from every root, reduce-scatter, AllToAllVV2
+    with uneven counts; in two levels where every host holds the same number of ranks, else one gloo group."""
+    size = str(len(placement))
+    procs = _start(two_hosts, tasks.EVERY_COLLECTIVE, placement, lambda r: [size], _env(ATB_OPS_TWO_LEVEL=two_level))
+    for report in _finish(procs):
+        assert report == {"wrong": 0, "backends": [backend]}, report
+
+
+def test_every_collective_on_three_hosts():
+    """Three hosts: 3 x 1 ranks (one gloo group) and 3 x 2 ranks (two levels), every collective against exact
+    goldens."""
+    with emulated_hosts.EmulatedHosts(3) as hosts:
+        for placement, backend in (([0, 1, 2], "gloo"), ([0, 0, 1, 1, 2, 2], "shm+gloo")):
+            size = str(len(placement))
+            procs = _start(hosts, tasks.EVERY_COLLECTIVE, placement, lambda r, size=size: [size], _env())
+            for report in _finish(procs):
+                assert report == {"wrong": 0, "backends": [backend]}, (placement, report)
+
+
+def test_atb_operators_under_the_npu_emulation_span_hosts(two_hosts):
+    """The same under `python -m atb_ops run`'s environment: backend "hccl" is HCCL's C API on CPU, whose root
+    info now carries the root's address and store, so ranks on both hosts join it."""
+    from atb_ops.emulation import launcher
+
+    env = _env(EMULATE="1")
+    env.update(launcher.emulation_env("cpu", base=env))
+    procs = _start(two_hosts, tasks.ATB_AFTER_INIT, [0, 0, 1, 1], lambda r: ["4", "hccl"], env)
+    for report in _finish(procs):
+        assert report.get("wrong") == 0, report
+
+
+def test_shm_across_hosts_is_one_error_at_once(two_hosts):
+    """backend "shm" by name on ranks of two hosts: every rank raises within seconds, naming the hosts and the
+    backends that work, instead of the root waiting out ATB_OPS_TIMEOUT."""
+    procs = _start(two_hosts, tasks.ATB_AFTER_INIT, [0, 1], lambda r: ["2", "shm"], _env())
+    for report in _finish(procs):
+        assert "error" in report, report
+        message = report["error"]
+        assert message.startswith("ERROR_INVALID_PARAM") and "'h0'" in message and "'h1'" in message, message
+        assert "'auto'" in message and "'gloo'" in message, message
+        assert report["seconds"] < 20, report
+
+
+def test_nothing_to_meet_on_across_hosts_says_how_at_once(two_hosts):
+    """Ranks on two hosts with no torch.distributed, no rank table and no hcclComm, started like torchrun's
+    (LOCAL_WORLD_SIZE 1 of 2): the error comes at once and names the three ways ranks on several hosts meet."""
+    env = _env(INIT="0", LOCAL_WORLD_SIZE="1", WORLD_SIZE="2")
+    procs = _start(two_hosts, tasks.ATB_AFTER_INIT, [0, 1], lambda r: ["2", "hccl"], env)
+    for report in _finish(procs):
+        message = report.get("error", "")
+        assert "rankTableFile" in message and "hcclComm" in message and "torch.distributed" in message, report
+        assert report["seconds"] < 20, report
+
+
+# -------------------------------------------------------------------------------------------- HCCL's C API
+
+
+def test_hccl_root_info_joins_from_another_host(two_hosts, tmp_path):
+    """HCCL's C API with no torch.distributed: rank 0's HcclGetRootInfo bytes are handed to the others out of
+    band (a file here, MPI_Bcast in HCCL's examples); HcclCommInitRootInfo on both hosts joins the store the root
+    info names; AllReduce and AllGather give the golden values."""
+    path = str(tmp_path / "root_info")
+    procs = _start(two_hosts, tasks.HCCL_ROOT_INFO, [0, 0, 1, 1], lambda r: ["4", path], _env())
+    assert _finish(procs) == [{"wrong": 0}] * 4
+
+
+def _rank_table(hosts: emulated_hosts.EmulatedHosts, **overrides) -> dict:
+    table = {"version": "1.0", "server_count": "2", "status": "completed", "server_list": [
+        {"server_id": hosts.names[s], "host_ip": hosts.addresses[s],
+         "device": [{"device_id": str(d), "device_ip": f"192.0.2.{2 * s + d + 1}", "rank_id": str(2 * s + d)}
+                    for d in range(2)]} for s in range(2)]}
+    table.update(overrides)
+    return table
+
+
+def test_hccl_rank_table_of_two_servers(two_hosts, tmp_path):
+    """HcclCommInitClusterInfo on a rank table listing two servers: the ranks meet on the first server's host_ip
+    (ATB_OPS_RANK_TABLE_PORT), AllReduce gives the golden values."""
+    table = tmp_path / "rank_table.json"
+    table.write_text(json.dumps(_rank_table(two_hosts)))
+    procs = _start(two_hosts, tasks.HCCL_RANK_TABLE, [0, 0, 1, 1], lambda r: [str(table)], _env())
+    assert _finish(procs) == [{"wrong": 0}] * 4
+
+
+@pytest.mark.parametrize("fault,expected", [
+    ("duplicate", "rank_id 1 is listed twice"),
+    ("count", "server_count 3 but its server_list lists 2"),
+    ("missing", "rank 3 is not in rank table"),
+    ("range", "rank_id 7"),
+])
+def test_rank_table_faults_are_named_at_once(two_hosts, tmp_path, fault, expected):
+    """A rank table with a duplicate rank_id, a wrong server_count, rank 3's device missing, or an out-of-range
+    rank_id: HcclCommInitClusterInfo fails at once on rank 3, which reads it, naming the fault."""
+    table = _rank_table(two_hosts)
+    devices = table["server_list"][1]["device"]
+    if fault == "duplicate":
+        devices[0]["rank_id"] = "1"
+    elif fault == "count":
+        table["server_count"] = "3"
+    elif fault == "missing":
+        devices.pop()
+    else:
+        devices[1]["rank_id"] = "7"
+    path = tmp_path / "bad_table.json"
+    path.write_text(json.dumps(table))
+    began = time.monotonic()
+    program = textwrap.dedent(tasks.HCCL_RANK_TABLE)
+    rank3 = two_hosts.popen(1, [sys.executable, "-c", program, "3", str(path)], env=_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT)
+    (report,) = _finish([rank3])
+    assert expected in report.get("error", ""), report
+    assert time.monotonic() - began < 30
+
+
+def test_atb_params_with_a_rank_table_span_hosts(two_hosts, tmp_path):
+    """ATB params with a rankTableFile listing two servers and nothing else (no torch.distributed): the ranks meet
+    on the table's store and every operator gives the golden values."""
+    table = tmp_path / "rank_table.json"
+    table.write_text(json.dumps(_rank_table(two_hosts)))
+    env = _env(INIT="0", RANK_TABLE=str(table))
+    procs = _start(two_hosts, tasks.ATB_AFTER_INIT, [0, 0, 1, 1], lambda r: ["4", "hccl"], env)
+    for report in _finish(procs):
+        assert report.get("wrong") == 0, report
+
+
+# ------------------------------------------------------------------------------------- torch.distributed
+
+
+def test_atb_ops_process_group_spans_hosts(two_hosts):
+    """init_process_group("atb_ops") on 2 hosts x 2 ranks: all_reduce and all_gather_into_tensor right."""
+    procs = _start(two_hosts, tasks.C10D_ATB_OPS, [0, 0, 1, 1], lambda r: ["4"], _env())
+    assert _finish(procs) == [{"wrong": 0}] * 4
+
+
+def _ddp_golden() -> list[float]:
+    """One SGD step of the same model on the 4 ranks' data: the gradient is the mean of the ranks' gradients."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(8, 3)
+    grads = None
+    for rank in range(4):
+        model.zero_grad()
+        g = torch.Generator().manual_seed(100 + rank)
+        x, y = torch.randn(16, 8, generator=g), torch.randn(16, 3, generator=g)
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        flat = torch.cat([p.grad.reshape(-1) for p in model.parameters()])
+        grads = flat if grads is None else grads + flat
+    params = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+    return (params - 0.1 * grads / 4).tolist()
+
+
+@pytest.mark.parametrize("backend", ["atb_ops", "gloo"])
+def test_torchrun_two_nodes_ddp_step(two_hosts, tmp_path, backend):
+    """torchrun --nnodes 2 --nproc-per-node 2 --rdzv-backend c10d on the two hosts: a DDP step on backend "atb_ops"
+    equals the single-process golden (and gloo's)."""
+    script = tmp_path / "ddp_step.py"
+    script.write_text(tasks.DDP_STEP)
+    result = tmp_path / f"params_{backend}.json"
+    env = clean_env(ATB_OPS_TIMEOUT="60", BACKEND=backend, RESULT=str(result))
+    argv = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "2",
+            "--rdzv-backend", "c10d", "--rdzv-endpoint", f"h0:{PORT}", "--rdzv-id", f"ddp-{backend}", str(script)]
+    nodes = [two_hosts.popen(h, argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT)
+             for h in range(2)]
+    for p in nodes:
+        out, err = p.communicate(timeout=240)
+        assert p.returncode == 0, err[-4000:]
+    got = json.loads(result.read_text())
+    assert torch.allclose(torch.tensor(got), torch.tensor(_ddp_golden()), atol=1e-6), (got, _ddp_golden())
+
+
+# ------------------------------------------------------------------------------------------------ faults
+
+
+def test_lost_host_is_named_and_a_new_communicator_works_when_it_is_back(tmp_path):
+    """A loop of AllReduce on 2 hosts x 1 rank; h1's link goes down: rank 0 raises within ATB_OPS_TIMEOUT naming the
+    rank and host it lost; the failed communicator leaves the cache, and once the link is back a new operation
+    works (both ranks)."""
+    flag = str(tmp_path / "link")
+    with emulated_hosts.EmulatedHosts(2) as hosts:
+        env = clean_env(ATB_OPS_TIMEOUT="8", MASTER_ADDR="h0", MASTER_PORT=PORT)
+        procs = _start(hosts, tasks.LOOP_UNTIL_LOST, [0, 1], lambda r: ["2", flag], env)
+        for p in procs:
+            assert json.loads(p.stdout.readline()) == {"stage": "looping"}
+        time.sleep(1.0)
+        Path(flag + ".down").touch()
+        hosts.set_link(1, False)
+        lost = json.loads(procs[0].stdout.readline())
+        assert lost["stage"] == "lost" and lost["seconds"] < 30, lost
+        assert "ERROR_COMM_TIMEOUT" in lost["error"] or "ERROR_COMM_PEER_DIED" in lost["error"], lost
+        assert "rank 1 on 'h1'" in lost["error"], lost
+        hosts.set_link(1, True)
+        other = json.loads(procs[1].stdout.readline())  # rank 1 lost rank 0 the same way
+        assert other["stage"] == "lost" and other["error"], other
+        Path(flag + ".up").touch()
+        reports = _finish(procs, 120)
+        assert reports == [{"wrong": 0}] * 2
+
+
+def test_rank_killed_on_the_other_host_is_named(tmp_path):
+    """The same loop on 2 hosts x 2 ranks; a rank on h1 is killed (SIGKILL): every survivor raises within
+    ATB_OPS_TIMEOUT naming what it lost: the ranks of the other host from h0, the dead rank and its pid on h1."""
+    flag = str(tmp_path / "kill")
+    with emulated_hosts.EmulatedHosts(2) as hosts:
+        env = clean_env(ATB_OPS_TIMEOUT="8", MASTER_ADDR="h0", MASTER_PORT=PORT)
+        procs = _start(hosts, tasks.LOOP_UNTIL_LOST, [0, 0, 1, 1], lambda r: ["4", flag], env)
+        for p in procs:
+            assert json.loads(p.stdout.readline()) == {"stage": "looping"}
+        time.sleep(1.0)
+        Path(flag + ".down").touch()
+        procs[3].kill()
+        for r in (0, 1, 2):
+            lost = json.loads(procs[r].stdout.readline())
+            assert lost["stage"] == "lost" and lost["seconds"] < 30, (r, lost)
+            assert "ERROR_COMM_TIMEOUT" in lost["error"] or "ERROR_COMM_PEER_DIED" in lost["error"], (r, lost)
+            if r < 2:  # on h0: the lost peer is on the other host
+                assert "on 'h1'" in lost["error"], (r, lost)
+            else:  # on h1 itself: the dead process is named by its pid
+                assert "rank 3" in lost["error"], (r, lost)
+        for p in procs:
+            p.kill()

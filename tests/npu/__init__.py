@@ -1,0 +1,1 @@
+"""The hccl backend on real Ascend NPUs (skips without torch_npu and NPUs)."""

@@ -1,0 +1,408 @@
+"""Rank programs for tests/reliability/test_membership.py: who forms a communicator (issue 38). Each is a snippet run
+in a fresh interpreter (tests/support/launch.py), printing one JSON line that the test checks against an independent
+golden."""
+
+from __future__ import annotations
+
+# argv: rank, size, job tag (a number, or a word: alpha, beta, gamma). One AllToAllVV2 of equal splits whose every
+# element names (job, source rank, index); prints {"wrong", "tags"} or {"error"}. ROOT, BACKEND and DOMAIN from the
+# environment.
+ALLTOALL_BY_WORD = """
+    import json, os, sys, torch, atb_ops
+    rank, size, word = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    tag = {"alpha": 1.0, "beta": 2.0, "gamma": 3.0}.get(word) or float(word)
+    op = torch.classes.OperationTorch.OperationTorch("AllToAllVV2Operation")
+    op.set_param(json.dumps({"rank": rank, "rankSize": size, "rankRoot": int(os.environ.get("ROOT", "0")),
+                             "backend": os.environ.get("BACKEND", "shm"), "commDomain": os.environ.get("DOMAIN", "")}))
+    n = 8
+    x = torch.arange(n * size, dtype=torch.float64) + 1000 * rank + 1e6 * tag
+    c = torch.full((size,), n, dtype=torch.int64)
+    d = torch.arange(size, dtype=torch.int64) * n
+    try:
+        out = op.execute([x, c, d, c, d, torch.empty(n * size)])[0].reshape(-1)
+    except RuntimeError as e:
+        print(json.dumps({"error": str(e).splitlines()[0]}))
+        sys.exit(0)
+    want = torch.cat([torch.arange(rank * n, (rank + 1) * n, dtype=torch.float64) + 1000 * j + 1e6 * tag
+                      for j in range(size)])
+    print(json.dumps({"wrong": int((out != want).sum()), "tags": sorted({int(v // 1e6) for v in out.tolist()})}))
+"""
+
+# argv: rank, job word, rank table path. HCCL's C API through ctypes: HcclCommInitClusterInfo on the table, then
+# an HcclAllGather of 4 floats naming (job, rank); prints {"wrong", "tags"} or {"error"}.
+HCCL_TABLE_ALLGATHER = """
+    import ctypes, json, sys
+    from tests.support.hccl_ctypes import HCCL_DATA_TYPE_FP32, check, hccl
+    rank, word, table = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+    tag = {"alpha": 1, "beta": 2}[word]
+    lib = hccl()
+    comm = ctypes.c_void_p()
+    check(lib, lib.HcclCommInitClusterInfo(table.encode(), ctypes.c_uint32(rank), ctypes.byref(comm)),
+          "HcclCommInitClusterInfo")
+    send = (ctypes.c_float * 4)(*[tag * 100 + rank * 10 + i for i in range(4)])
+    recv = (ctypes.c_float * 8)()
+    check(lib, lib.HcclAllGather(send, recv, ctypes.c_uint64(4), ctypes.c_int(HCCL_DATA_TYPE_FP32), comm, None),
+          "HcclAllGather")
+    want = [tag * 100 + r * 10 + i for r in range(2) for i in range(4)]
+    got = list(recv)
+    lib.HcclCommDestroy(comm)
+    print(json.dumps({"wrong": sum(a != b for a, b in zip(got, want)), "tags": sorted({int(v // 100) for v in got})}))
+"""
+
+# argv: mode (at-once|apart|interleaved), program, then pairs of (word, rank) children to start. A parent that
+# imports nothing of atb_ops starts the children (no job id, no MASTER_*), the first half, then (apart) 0.5 s later
+# the rest; prints [{word, rank, exit, report, stderr}].
+TWO_JOBS_PARENT = """
+import json, subprocess, sys, time
+mode, program, extra = sys.argv[1], sys.argv[2], sys.argv[3]
+children = [c.split(":") for c in sys.argv[4:]]
+procs = []
+for i, (word, rank) in enumerate(children):
+    if mode == "apart" and i == len(children) // 2:
+        time.sleep(0.5)
+    args = [rank, "2", word] if extra == "-" else [rank, word, extra]
+    procs.append((word, rank, subprocess.Popen([sys.executable, "-c", program, *args], stdout=subprocess.PIPE,
+                                               stderr=subprocess.PIPE, text=True)))
+result = []
+for word, rank, p in procs:
+    out, err = p.communicate(timeout=200)
+    lines = out.strip().splitlines()
+    result.append({"word": word, "rank": int(rank), "exit": p.returncode,
+                   "report": json.loads(lines[-1]) if lines else {}, "stderr": err[-1500:]})
+print(json.dumps(result))
+"""
+
+# argv: rank, commDomain, size. An AllGather in its own commDomain; prints {"wrong"} or {"error"}.
+ALLGATHER_IN_DOMAIN = """
+    import json, sys, torch, atb_ops
+    rank, domain, size = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+    op = torch.classes.OperationTorch.OperationTorch("AllGatherOperation")
+    op.set_param(json.dumps({"rank": rank, "rankSize": size, "backend": "shm", "commDomain": domain}))
+    salt = sum(map(ord, domain))
+    try:
+        out = op.execute([torch.full((3,), float(salt * 10 + rank))])[0]
+    except RuntimeError as e:
+        print(json.dumps({"error": str(e).splitlines()[0]}))
+        sys.exit(0)
+    want = torch.stack([torch.full((3,), float(salt * 10 + r)) for r in range(size)])
+    print(json.dumps({"wrong": int((out != want).sum())}))
+"""
+
+# A parent that starts 4 children forming two 2-rank commDomains tp0 (ranks 0, 1) and tp1 (ranks 2, 3); prints
+# [{exit, report}].
+TWO_DOMAINS_PARENT = """
+import json, subprocess, sys
+program = sys.argv[1]
+procs = [subprocess.Popen([sys.executable, "-c", program, str(r % 2), f"tp{r // 2}", "2"], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True) for r in range(4)]
+result = []
+for p in procs:
+    out, err = p.communicate(timeout=200)
+    lines = out.strip().splitlines()
+    result.append({"exit": p.returncode, "report": json.loads(lines[-1]) if lines else {}, "stderr": err[-1500:]})
+print(json.dumps(result))
+"""
+
+# argv: 1 to import atb_ops in the parent (its spawn hook then gives the children a job id), 0 not to. A spawn-
+# context Manager runs beside a 2-rank torch.multiprocessing.spawn (the Manager is a child of the parent too).
+SPAWN_WITH_MANAGER_PARENT = """
+import json, multiprocessing, sys, time
+
+
+def rank_main(rank, results):
+    import torch, atb_ops
+    op = torch.classes.OperationTorch.OperationTorch("AllGatherOperation")
+    op.set_param(json.dumps({"rank": rank, "rankSize": 2, "backend": "shm"}))
+    out = op.execute([torch.full((2,), float(rank + 1))])[0]
+    results[rank] = out.reshape(-1).tolist()
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "1":
+        import atb_ops  # noqa: F401
+    import torch.multiprocessing as mp
+    began = time.monotonic()
+    with multiprocessing.get_context("spawn").Manager() as manager:
+        results = manager.dict()
+        mp.spawn(rank_main, args=(results,), nprocs=2)
+        print(json.dumps({"results": dict(results), "seconds": time.monotonic() - began}))
+"""
+
+# argv: rank. Identical code on both ranks: an operation held in a reference cycle is dropped and re-made;
+# only rank 1's garbage collector runs in between. Prints {"wrong", "seconds"} or {"error"}.
+CYCLE_REMADE = """
+    import gc, json, sys, time, torch, atb_ops
+    gc.disable()
+    rank = int(sys.argv[1])
+
+    def make():
+        op = torch.classes.OperationTorch.OperationTorch("AllGatherOperation")
+        op.set_param(json.dumps({"rank": rank, "rankSize": 2, "backend": "shm", "commDomain": "cycle"}))
+        return op
+
+    def check(op, value):
+        out = op.execute([torch.full((4,), float(value + rank))])[0]
+        return int((out != torch.stack([torch.full((4,), float(value + r)) for r in range(2)])).sum())
+
+    holder = {"op": make()}
+    holder["self"] = holder  # a cycle: only the collector frees it
+    wrong = check(holder["op"], 10)
+    del holder
+    if rank == 1:
+        gc.collect()  # this rank's communicator goes now; rank 0's lives on in the cycle
+    began = time.monotonic()
+    try:
+        wrong += check(make(), 20)
+        wrong += check(make(), 30)  # and the next one shares it again
+    except RuntimeError as e:
+        print(json.dumps({"error": str(e).splitlines()[0]}))
+        sys.exit(0)
+    print(json.dumps({"wrong": wrong, "seconds": time.monotonic() - began}))
+"""
+
+# argv: rank, role (survivor|victim|replacement). The survivor runs a collective with the victim, the victim
+# dies (os._exit) before the second; the survivor gets the peer's death, makes a new operation (README's recovery)
+# and meets a fresh process for rank 1. Prints {"wrong", "first_error"} or {"error"}.
+REPLACED_RANK = """
+    import json, os, sys, time, torch, atb_ops
+    rank, role = int(sys.argv[1]), sys.argv[2]
+
+    def make():
+        op = torch.classes.OperationTorch.OperationTorch("AllReduceOperation")
+        op.set_param(json.dumps({"rank": rank, "rankSize": 2, "backend": "shm", "commDomain": "replaced"}))
+        return op
+
+    def check(op, value):
+        out = op.execute([torch.full((5,), float(value + rank))])[0]
+        return int((out != torch.full((5,), float(2 * value + 1))).sum())
+
+    if role == "replacement":
+        print(json.dumps({"wrong": check(make(), 40)}))
+        sys.exit(0)
+    op = make()
+    wrong = check(op, 10)
+    if role == "victim":
+        sys.stdout.flush()
+        os._exit(0)  # gone without releasing anything
+    first_error = ""
+    try:
+        check(op, 20)
+    except RuntimeError as e:
+        first_error = str(e).splitlines()[0]
+    print(json.dumps({"stage": "lost"}), flush=True)
+    wrong += check(make(), 40)
+    print(json.dumps({"wrong": wrong, "first_error": first_error}))
+"""
+
+# argv: rank, role, port. The same through torch.distributed's backend "atb_ops": the survivor (rank 0, which
+# hosts the store) re-initialises the group after the victim's death and meets its replacement.
+REPLACED_RANK_C10D = """
+    import datetime, json, os, sys, torch, torch.distributed as dist, atb_ops
+    rank, role, port = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
+
+    def init():
+        dist.init_process_group("atb_ops", rank=rank, world_size=2, timeout=datetime.timedelta(seconds=60))
+
+    def check(value):
+        t = torch.full((5,), float(value + rank))
+        dist.all_reduce(t)
+        return int((t != torch.full((5,), float(2 * value + 1))).sum())
+
+    init()
+    if role == "replacement":
+        print(json.dumps({"wrong": check(40)}))
+        dist.destroy_process_group()
+        sys.exit(0)
+    wrong = check(10)
+    if role == "victim":
+        sys.stdout.flush()
+        os._exit(0)
+    first_error = ""
+    try:
+        check(20)
+    except Exception as e:  # DistBackendError
+        first_error = str(e).splitlines()[0]
+    dist.destroy_process_group()
+    print(json.dumps({"stage": "lost"}), flush=True)
+    init()
+    wrong += check(40)
+    dist.destroy_process_group()
+    print(json.dumps({"wrong": wrong, "first_error": first_error}))
+"""
+
+# argv: rank, swap-with-clear (0|1), dir. A gloo group, atb_ops.distributed.all_gather, destroy_process_group, a
+# new default group with the ranks swapped; each all_gather compared with torch's own.
+REMADE_GROUP = """
+    import json, os, sys, torch, torch.distributed as dist, atb_ops
+    from atb_ops import distributed as ad
+    first, clear, folder = int(sys.argv[1]), sys.argv[2] == "1", sys.argv[3]
+    results = []
+    for round_, rank in enumerate((first, 1 - first)):
+        store = dist.FileStore(os.path.join(folder, f"store{round_}"), 2)
+        dist.init_process_group("gloo", store=store, rank=rank, world_size=2)
+        x = torch.full((2,), float(rank + 1))
+        ours = ad.all_gather(x)
+        theirs = torch.empty(4)
+        dist.all_gather_into_tensor(theirs, x)
+        results.append({"ours": ours.reshape(-1).tolist(), "torch": theirs.tolist()})
+        dist.destroy_process_group()
+        if clear:
+            atb_ops.clear_communicators()
+    print(json.dumps(results))
+"""
+
+# argv: rank, setting value, variable. Both ranks make one group collective (CPU) or ATB operation (HCCL) with
+# the variable set to their own value; prints {"error", "seconds"} or {"ok"}.
+SETTING_DIFFERS = """
+    import json, os, sys, time, torch
+    rank, value, variable = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+    os.environ[variable] = value
+    import atb_ops
+    began = time.monotonic()
+    try:
+        if variable == "ATB_OPS_CPU_PATH":
+            import torch.distributed as dist
+            from atb_ops import distributed as ad
+            dist.init_process_group("gloo", init_method="file://" + os.environ["STORE_FILE"], rank=rank, world_size=2)
+            ad.all_gather(torch.ones(2))
+        else:
+            import torch_npu  # noqa: F401  the emulation's: backend "hccl" is HCCL's C API on CPU ranks
+            assert "hccl (cpu)" in atb_ops.backends(), atb_ops.backends()
+            op = torch.classes.OperationTorch.OperationTorch("AllToAllVV2Operation")
+            op.set_param(json.dumps({"rank": rank, "rankSize": 2, "backend": "hccl", "commDomain": "setting"}))
+            c = torch.tensor([1, 1])
+            d = torch.tensor([0, 1])
+            op.execute([torch.zeros(2), c, d, c, d, torch.empty(2)])
+        print(json.dumps({"ok": True, "seconds": time.monotonic() - began}))
+    except RuntimeError as e:
+        print(json.dumps({"error": str(e).splitlines()[0], "seconds": time.monotonic() - began}))
+    if variable == "ATB_OPS_CPU_PATH":
+        dist.destroy_process_group()
+    sys.stdout.flush()
+    os._exit(0)  # torch's gloo group can abort in its static teardown ("terminate called without an active exception")
+"""
+
+# argv: rank. Several collectives with ordinary tensors (peers read them in place where the kernel lets them) and
+# execute() outputs; prints {"wrong", "stats"} or {"error"}.
+PTRACE_RESTRICTED = """
+    import json, os, sys, torch, atb_ops
+    rank = int(sys.argv[1])
+    domain = "ptrace"
+
+    def op(name, **extra):
+        o = torch.classes.OperationTorch.OperationTorch(name)
+        o.set_param(json.dumps({"rank": rank, "rankSize": 2, "backend": "shm", "commDomain": domain, **extra}))
+        return o
+
+    wrong = 0
+    try:
+        n = 2 * 1024 * 1024  # 16 MiB of float64 per rank: 8 MiB to each peer, read in place
+        a2a = op("AllToAllVV2Operation")
+        c = torch.tensor([n // 2, n // 2])
+        d = torch.tensor([0, n // 2])
+        for it in range(2):
+            x = torch.arange(n, dtype=torch.float64) + 1e7 * rank + 3e7 * it
+            want = torch.cat([torch.arange(rank * n // 2, (rank + 1) * n // 2, dtype=torch.float64) + 1e7 * j + 3e7 * it
+                              for j in range(2)]).reshape(1, -1)
+            out = torch.full((1, n), -1.0, dtype=torch.float64)
+            a2a.execute_out([x, c, d, c, d, torch.empty(n)], [out])
+            wrong += int((out != want).sum())
+            (fresh,) = a2a.execute([x, c, d, c, d, torch.empty(n)])
+            wrong += int((fresh != want).sum())
+        m = 300_000
+        (gathered,) = op("AllGatherOperation").execute([torch.arange(m, dtype=torch.float32) + rank])
+        wrong += int((gathered != torch.stack([torch.arange(m, dtype=torch.float32) + r for r in range(2)])).sum())
+        b = torch.arange(m, dtype=torch.float32) * (rank + 1)
+        op("BroadcastOperation", rankRoot=1).execute([b])
+        wrong += int((b != torch.arange(m, dtype=torch.float32) * 2).sum())
+        if rank == 0:
+            op("SendOperation", destRank=1).execute([torch.arange(m, dtype=torch.float32) + 5])
+        else:
+            (got,) = op("RecvOperation", srcRank=0).execute([torch.empty(m)])
+            wrong += int((got != torch.arange(m, dtype=torch.float32) + 5).sum())
+    except RuntimeError as e:
+        print(json.dumps({"error": str(e).splitlines()[0]}))
+        sys.exit(0)
+    (stats,) = atb_ops._C.communicator_stats(domain)
+    print(json.dumps({"wrong": wrong, "stats": stats}))
+"""
+
+# argv: rank, role (root|other). The root is killed while it waits in creation for a peer that never comes.
+LONELY_CREATION = """
+    import json, sys, torch, atb_ops
+    rank = int(sys.argv[1])
+    op = torch.classes.OperationTorch.OperationTorch("AllGatherOperation")
+    op.set_param(json.dumps({"rank": rank, "rankSize": 8, "backend": "shm", "commDomain": "killed-root"}))
+    print("waiting", flush=True)
+    op.execute([torch.ones(2)])
+"""
+
+# argv: rank, port. 4 ranks started like torchrun's (MASTER_ADDR/PORT, RANK, WORLD_SIZE), nothing initialised: each
+# rank's first gloo communicator is a 2-rank sub-communicator (commDomain sub0: ranks 0-1, sub1: ranks 2-3).
+GLOO_SUBCOMMUNICATOR_FIRST = """
+    import json, os, sys, torch, atb_ops
+    rank, port = int(sys.argv[1]), sys.argv[2]
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=port, RANK=str(rank), WORLD_SIZE="4")
+    op = torch.classes.OperationTorch.OperationTorch("AllGatherOperation")
+    op.set_param(json.dumps({"rank": rank % 2, "rankSize": 2, "backend": "gloo", "commDomain": f"sub{rank // 2}"}))
+    out = op.execute([torch.full((3,), float(rank))])[0]
+    want = torch.stack([torch.full((3,), float(rank // 2 * 2 + r)) for r in range(2)])
+    print(json.dumps({"wrong": int((out != want).sum())}))
+"""
+
+# argv: rank, store file. On backend "atb_ops", rank 0 calls reduce_scatter_tensor and rank 1 reduce_scatter (the
+# list form) with the same sizes: two calls whose labels share their first 31 characters.
+LABELS_SHARING_A_PREFIX = """
+    import datetime, json, sys, torch, torch.distributed as dist, atb_ops
+    rank, store = int(sys.argv[1]), sys.argv[2]
+    dist.init_process_group("atb_ops", init_method="file://" + store, rank=rank, world_size=2,
+                            timeout=datetime.timedelta(seconds=60))
+    out = torch.empty(4)
+    try:
+        if rank == 0:
+            dist.reduce_scatter_tensor(out, torch.ones(8))
+        else:
+            dist.reduce_scatter(out, [torch.ones(4), torch.ones(4)])
+        print(json.dumps({"ok": out.tolist()}))
+    except Exception as e:
+        print(json.dumps({"error": str(e).splitlines()[0]}))
+    dist.destroy_process_group()
+"""
+
+# argv: rank. Rank 0 keeps one operation for every call; rank 1 makes a new one for each call and drops the last
+# (as ATB's send/recv test does per dtype): Send/Recv and AllGather, three rounds. Prints {"wrong"} or {"error"}.
+REMADE_EACH_CALL = """
+    import json, os, sys, torch
+    if os.environ.get("EMULATE") == "1":
+        import torch_npu  # noqa: F401  backend "hccl": HCCL's C API on CPU ranks
+    import atb_ops
+    rank = int(sys.argv[1])
+    backend = os.environ.get("BACKEND", "shm")
+
+    def make(name, **extra):
+        op = torch.classes.OperationTorch.OperationTorch(name)
+        op.set_param(json.dumps({"rank": rank, "rankSize": 2, "backend": backend, "commDomain": "remade", **extra}))
+        return op
+
+    wrong = 0
+    kept = {}
+    try:
+        for round_, dtype in enumerate((torch.float32, torch.int32, torch.float16)):
+            value = torch.arange(6).to(dtype) + 10 * round_
+            if rank == 0:
+                send = kept.setdefault("send", make("SendOperation", destRank=1))
+                send.execute([value])
+                gather = kept.setdefault("gather", make("AllGatherOperation"))
+            else:
+                (got,) = make("RecvOperation", srcRank=0).execute([torch.empty(6, dtype=dtype)])
+                wrong += int((got != value).sum())
+                gather = make("AllGatherOperation")
+            (g,) = gather.execute([value + rank])
+            wrong += int((g != torch.stack([value, value + 1])).sum())
+            del gather
+    except RuntimeError as e:
+        print(json.dumps({"error": str(e).splitlines()[0]}))
+        sys.exit(0)
+    print(json.dumps({"wrong": wrong}))
+"""

@@ -1,0 +1,350 @@
+"""Who is in a communicator (issue 38, SPEC "Membership"): ranks pair only when something proves they are one job,
+two jobs that could be confused fail together naming ATB_OPS_JOB_ID, valid jobs are never refused, re-made groups
+and replaced peers meet, a ptrace-restricted host works, killed creations leave nothing, and settings that change
+the protocol are compared. Every rank is a process of its own whose exit status is checked; values are compared
+with goldens computed here."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.reliability import membership_tasks as tasks
+from tests.support.environment import clean_env
+from tests.support.launch import finish, free_port, run_programs, run_ranks, start
+from tests.support.paths import REPO_ROOT
+
+
+def _reports(exits) -> list[dict]:
+    for e in exits:
+        assert e.returncode == 0, f"exit {e.returncode}: {e.stderr[-3000:]}"
+    return [json.loads(e.last_line()) for e in exits]
+
+
+def _parent(script: str, args: list[str], env: dict[str, str], timeout: float = 300) -> list[dict]:
+    """Runs a parent script (in a fresh interpreter) and returns its children's results."""
+    done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, env=env,
+                          timeout=timeout, cwd=REPO_ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    children = json.loads(done.stdout.strip().splitlines()[-1])
+    for child in children:
+        assert child["exit"] == 0, child
+    return children
+
+
+# ---------------------------------------------------------------------------------- two jobs, one parent
+
+
+@pytest.mark.parametrize("mode", ["at-once", "apart", "interleaved"])
+def test_two_jobs_with_different_arguments_never_pair(mode):
+    """Case 2: one parent runs `prog --job alpha` twice and `prog --job beta` twice (no job id, no MASTER_*): the
+    argument words differ, so no program-name heuristic can group them. Whatever the start order, no rank ever gets
+    the other job's data; ranks that cannot tell fail naming ATB_OPS_JOB_ID."""
+    order = {"at-once": ["alpha:0", "alpha:1", "beta:0", "beta:1"],
+             "apart": ["alpha:0", "alpha:1", "beta:0", "beta:1"],
+             "interleaved": ["alpha:0", "beta:1", "alpha:1", "beta:0"]}[mode]
+    env = clean_env(ATB_OPS_TIMEOUT="40")
+    program = textwrap.dedent(tasks.ALLTOALL_BY_WORD)
+    children = _parent(tasks.TWO_JOBS_PARENT, ["apart" if mode != "at-once" else mode, program, "-", *order], env)
+    tag = {"alpha": 1, "beta": 2}
+    for child in children:
+        report = child["report"]
+        if "error" in report:
+            assert "ATB_OPS_JOB_ID" in report["error"] and "cannot tell which processes" in report["error"], child
+        else:
+            assert report["wrong"] == 0 and report["tags"] == [tag[child["word"]]], children
+    if mode == "at-once":
+        # Started together, both jobs are visible to every rank before anyone pairs: all refuse.
+        assert all("error" in c["report"] for c in children), children
+
+
+def test_two_jobs_on_one_rank_table_never_pair(tmp_path):
+    """Case 3: two jobs of HCCL's C API on one rank table (one program for both), started at once by one parent:
+    the table names the communicator, not the job, so the parent scope joins it; no rank gets the other job's
+    data, every rank fails naming ATB_OPS_JOB_ID."""
+    table = tmp_path / "rank_table.json"
+    table.write_text(json.dumps({
+        "version": "1.0", "server_count": "1", "status": "completed",
+        "server_list": [{"server_id": "127.0.0.1", "device": [
+            {"device_id": str(r), "device_ip": f"192.0.2.{r + 1}", "rank_id": str(r)} for r in range(2)]}],
+    }))
+    env = clean_env(ATB_OPS_TIMEOUT="40")
+    children = _parent(tasks.TWO_JOBS_PARENT, ["at-once", textwrap.dedent(tasks.HCCL_TABLE_ALLGATHER), str(table),
+                                               "alpha:0", "alpha:1", "beta:0", "beta:1"], env)
+    for child in children:
+        report = child["report"]
+        assert "error" in report, children
+        assert "ATB_OPS_JOB_ID" in report["error"], child
+    # With a job id per job, each job pairs with itself.
+    for word in ("alpha", "beta"):
+        ids = clean_env(ATB_OPS_TIMEOUT="40", ATB_OPS_JOB_ID=uuid.uuid4().hex)
+        exits = finish([start(tasks.HCCL_TABLE_ALLGATHER, [str(r), word, str(table)], ids) for r in range(2)], 120)
+        for report in _reports(exits):
+            assert report == {"wrong": 0, "tags": [{"alpha": 1, "beta": 2}[word]]}, report
+
+
+def test_two_commdomains_under_one_parent_are_not_refused():
+    """Case 4a: a parent (not importing atb_ops) starts 4 ranks forming two 2-rank commDomains tp0 and tp1, with no
+    job id: each domain's ranks are exactly its size, so nothing can be confused and both work."""
+    env = clean_env(ATB_OPS_TIMEOUT="60")
+    children = _parent(tasks.TWO_DOMAINS_PARENT, [textwrap.dedent(tasks.ALLGATHER_IN_DOMAIN)], env)
+    assert [c["report"] for c in children] == [{"wrong": 0}] * 4, children
+
+
+@pytest.mark.parametrize("parent_imports_atb_ops", [True, False])
+def test_spawn_beside_a_manager_is_not_refused(tmp_path, parent_imports_atb_ops):
+    """Case 4b: a 2-rank torch.multiprocessing.spawn whose parent also runs a spawn-context Manager (a third child
+    of the same parent that never takes part). With atb_ops imported in the parent, spawn hands the ranks a job id
+    of their own; without, the census waits until the Manager is old enough to be no rank."""
+    script = tmp_path / "spawn_with_manager.py"  # spawn pickles rank_main by its module: a file, not -c
+    script.write_text(tasks.SPAWN_WITH_MANAGER_PARENT)
+    done = subprocess.run([sys.executable, str(script), str(int(parent_imports_atb_ops))], capture_output=True,
+                          text=True, env=clean_env(ATB_OPS_TIMEOUT="60"), timeout=240,
+                          cwd=REPO_ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["results"] == {"0": [1.0, 1.0, 2.0, 2.0], "1": [1.0, 1.0, 2.0, 2.0]}, report
+
+
+def test_spawn_gives_each_call_its_own_job_id(tmp_path):
+    """The parent's spawn hook: the children of one call share ATB_OPS_JOB_ID, two calls differ, and an id already
+    in the environment is kept."""
+    code = textwrap.dedent("""
+        import json, os, multiprocessing
+        import torch.multiprocessing as mp
+        import atb_ops  # noqa: F401
+
+        def child(rank, q):
+            q.put(os.environ.get("ATB_OPS_JOB_ID"))
+
+        if __name__ == "__main__":
+            seen = []
+            for preset in (None, None, "mine"):
+                if preset:
+                    os.environ["ATB_OPS_JOB_ID"] = preset
+                q = multiprocessing.get_context("spawn").SimpleQueue()
+                mp.spawn(child, args=(q,), nprocs=2)
+                seen.append([q.get(), q.get()])
+            print(json.dumps({"seen": seen, "after": os.environ.get("ATB_OPS_JOB_ID")}))
+    """)
+    script = tmp_path / "spawn_ids.py"
+    script.write_text(code)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=clean_env(), timeout=120,
+                          cwd=REPO_ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    first, second, preset = report["seen"]
+    assert first[0] == first[1] and first[0].startswith("spawn-")
+    assert second[0] == second[1] and second[0].startswith("spawn-") and second[0] != first[0]
+    assert preset == ["mine", "mine"] and report["after"] == "mine"
+
+
+def test_ranks_under_different_parents_are_told_why(tmp_path):
+    """Case 10: each rank started under its own `sh -c` (different parents, no job id): the wait ends in a timeout
+    that names the rank waiting in another job, both parents, and ATB_OPS_JOB_ID."""
+    env = clean_env(ATB_OPS_TIMEOUT="6", DOMAIN="parents")
+    program = textwrap.dedent(tasks.ALLTOALL_BY_WORD)
+    exits = run_programs(lambda r: ["sh", "-c", f'"{sys.executable}" -c "$0" {r} 2 alpha; exit $?', program], 2, env,
+                         timeout_s=120, cwd=REPO_ROOT)
+    for e in exits:
+        assert e.returncode == 0, e.stderr[-3000:]
+        report = json.loads(e.last_line())
+        assert report["error"].startswith("ERROR_COMM_TIMEOUT"), report
+        assert "ATB_OPS_JOB_ID" in report["error"] and "parent process" in report["error"], report
+        assert "in another job" in report["error"], report
+
+
+# ------------------------------------------------------------------------------ re-made groups and operations
+
+
+@pytest.mark.parametrize("clear", [False, True])
+def test_remade_group_with_swapped_ranks_gives_torchs_answer(tmp_path, clear):
+    """Case 1: all_gather on a gloo group, destroy_process_group, a new default group with the ranks swapped (torch
+    names it "0" again): atb_ops.distributed gives exactly what torch's own all_gather gives, both times."""
+    exits = [start(tasks.REMADE_GROUP, [str(r), str(int(clear)), str(tmp_path)], clean_env()) for r in range(2)]
+    for results in _reports(finish(exits, 180)):
+        assert len(results) == 2
+        for result in results:
+            assert result["ours"] == result["torch"] == [1.0, 1.0, 2.0, 2.0], results
+
+
+def test_operation_remade_after_uneven_garbage_collection_meets():
+    """Case 5: identical code on both ranks drops an operation that sits in a reference cycle and makes a new one;
+    only rank 1's collector ran, so rank 0 still holds the old communicator. The ranks meet in a fresh one within
+    seconds (the first call of the new operation on the old communicator learns its peer left), right values."""
+    env = clean_env(ATB_OPS_TIMEOUT="60", ATB_OPS_JOB_ID=uuid.uuid4().hex)
+    for report in _reports(run_ranks(tasks.CYCLE_REMADE, 2, env, timeout_s=150)):
+        assert report.get("wrong") == 0, report
+        assert report["seconds"] < 30, report  # never the 60 s timeout
+
+
+def _replaced_rank(program: str, extra: list[str], env: dict[str, str]) -> tuple[dict, dict]:
+    survivor = start(program, ["0", "survivor", *extra], env)
+    victim = start(program, ["1", "victim", *extra], env)
+    (victim_exit,) = finish([victim], 120)
+    assert victim_exit.returncode == 0, victim_exit.stderr[-3000:]
+    line = survivor.stdout.readline()  # {"stage": "lost"} once it saw the death and made a new operation
+    assert json.loads(line) == {"stage": "lost"}, (line, survivor.stderr.read()[-3000:] if not line else "")
+    (replacement,) = _reports(finish([start(program, ["1", "replacement", *extra], env)], 120))
+    (survivor_exit,) = finish([survivor], 120)
+    (survived,) = _reports([survivor_exit])
+    return survived, replacement
+
+
+def test_replaced_rank_meets_the_survivors_new_operation():
+    """Case 6, ATB surface: rank 1 dies; rank 0's next call names its death, rank 0 makes a new operation (README's
+    recovery) and a fresh process for rank 1 meets it, although the survivor has made a communicator of that
+    commDomain before and the newcomer has not."""
+    env = clean_env(ATB_OPS_TIMEOUT="60", ATB_OPS_JOB_ID=uuid.uuid4().hex)
+    survived, replacement = _replaced_rank(tasks.REPLACED_RANK, [], env)
+    assert survived["first_error"].startswith("ERROR_COMM_PEER_DIED"), survived
+    assert survived["wrong"] == 0 and replacement["wrong"] == 0, (survived, replacement)
+
+
+def test_replaced_rank_meets_the_reinitialised_atb_ops_group():
+    """Case 6, torch.distributed backend "atb_ops": the survivor destroys and re-initialises its group after the
+    death; the replacement meets it."""
+    env = clean_env(ATB_OPS_TIMEOUT="60")
+    survived, replacement = _replaced_rank(tasks.REPLACED_RANK_C10D, [str(free_port())], env)
+    assert survived["first_error"], survived
+    assert survived["wrong"] == 0 and replacement["wrong"] == 0, (survived, replacement)
+
+
+# ------------------------------------------------------------------------------------- ptrace restricted
+
+
+def _ptrace_shim(tmp_path: Path) -> Path | None:
+    """The LD_PRELOAD stand-in for Yama (tests/native/shims/ptrace_scope_shim.c), built here; None without a C
+    compiler."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        return None
+    out = tmp_path / "ptrace_scope_shim.so"
+    subprocess.run([cc, "-shared", "-fPIC", "-O2", "-o", str(out),
+                    str(REPO_ROOT / "tests" / "native" / "shims" / "ptrace_scope_shim.c"), "-ldl"], check=True)
+    return out
+
+
+@pytest.mark.parametrize("mode", ["yama", "never"])
+def test_ptrace_restricted_host_moves_every_byte(tmp_path, mode):
+    """Case 7: process_vm_readv refused between sibling ranks unless the target named its tracer (Yama's
+    ptrace_scope=1, Ubuntu's default for non-root users), or refused always. AllToAllVV2 16 MiB through execute_out
+    with ordinary tensors and through execute(), AllGather, Broadcast and Send/Recv all give the golden values: with
+    "yama" the ranks allow each other (PR_SET_PTRACER) and copy in place; with "never" every rank stages its large
+    messages in the shared-memory arena instead, together."""
+    shim = _ptrace_shim(tmp_path)
+    if shim is None:
+        pytest.skip("no C compiler to build the ptrace shim")
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    env = clean_env(ATB_OPS_TIMEOUT="60", ATB_OPS_JOB_ID=uuid.uuid4().hex, LD_PRELOAD=str(shim),
+                    PTRACE_SHIM_DIR=str(marks), PTRACE_SHIM_MODE=mode)
+    reports = _reports(run_ranks(tasks.PTRACE_RESTRICTED, 2, env, timeout_s=240))
+    for report in reports:
+        assert report.get("wrong") == 0, report
+        stats = report["stats"]
+        if mode == "yama":
+            assert stats["cross_memory"] == 1 and stats["vm_bytes"] > 0 and stats["staged_bytes"] == 0, stats
+        else:
+            assert stats["cross_memory"] == 0 and stats["vm_bytes"] == 0 and stats["staged_bytes"] > 0, stats
+    if mode == "yama":
+        assert len(list(marks.iterdir())) == 2  # each rank named its tracer
+
+
+# ----------------------------------------------------------------------------------------- leftovers
+
+
+def test_killed_creation_leaves_the_folder_clean(tmp_path):
+    """Case 8: the root of an 8-rank job is killed with SIGTERM (as mp.spawn stops ranks) while it waits in
+    creation; its segment, record and claim stay only until the next creation in that folder, whose job then
+    leaves the folder empty."""
+    env = clean_env(ATB_OPS_TIMEOUT="60", ATB_OPS_JOB_ID=uuid.uuid4().hex, ATB_OPS_SHM_DIR=str(tmp_path))
+    root = start(tasks.LONELY_CREATION, ["0"], env)
+    assert root.stdout.readline().strip() == "waiting"
+    folder = tmp_path / f"atb_ops-{os.getuid()}"
+    deadline = time.time() + 30
+    while time.time() < deadline and len(list(folder.glob("*"))) < 3:
+        time.sleep(0.05)
+    time.sleep(0.2)
+    root.send_signal(signal.SIGTERM)
+    root.wait(30)
+    left = sorted(p.name.split(".")[0] for p in folder.iterdir())
+    assert left == ["clm", "rdv", "seg"], left
+    healthy = clean_env(ATB_OPS_TIMEOUT="60", ATB_OPS_JOB_ID=uuid.uuid4().hex, ATB_OPS_SHM_DIR=str(tmp_path))
+    exits = [start(tasks.ALLGATHER_IN_DOMAIN, [str(r), "healthy", "2"], healthy) for r in range(2)]
+    assert _reports(finish(exits, 120)) == [{"wrong": 0}] * 2
+    assert list(folder.iterdir()) == []
+
+
+# ------------------------------------------------------------------------------------ settings compared
+
+
+@pytest.mark.parametrize("variable,values", [("ATB_OPS_CPU_PATH", ("shm", "group")),
+                                             ("ATB_OPS_HCCL_ALLTOALLV", ("alltoallv", "p2p"))])
+def test_protocol_settings_that_differ_are_named_at_creation(tmp_path, variable, values):
+    """Case 9: a setting that decides what goes on the wire differs between the ranks: every rank fails at once
+    (not after ATB_OPS_TIMEOUT) naming the variable and both values."""
+    env = clean_env(ATB_OPS_TIMEOUT="60", ATB_OPS_JOB_ID=uuid.uuid4().hex, STORE_FILE=str(tmp_path / "store"))
+    if variable == "ATB_OPS_HCCL_ALLTOALLV":
+        from atb_ops.emulation import launcher  # the NPU emulation: backend "hccl" runs HCCL's API on CPU
+
+        env.update(launcher.emulation_env("cpu", base=env))
+    exits = [start(tasks.SETTING_DIFFERS, [str(r), values[r], variable], env) for r in range(2)]
+    for report in _reports(finish(exits, 150)):
+        assert "error" in report, report
+        assert variable in report["error"] and all(repr(v) in report["error"] or f"'{v}'" in report["error"]
+                                                    for v in values), report
+        assert report["seconds"] < 20, report
+
+
+# ------------------------------------------------------------------------------------------- read items
+
+
+def test_gloo_subcommunicator_first_uses_the_launchers_rank():
+    """Without a default group, the first gloo communicator makes one from MASTER_ADDR/PORT: with RANK and
+    WORLD_SIZE set (torchrun sets them), as the launcher's rank of its world, so a 2-rank sub-communicator on each
+    half of a 4-rank job never gives two processes rank 0 of the default group."""
+    env = clean_env(ATB_OPS_TIMEOUT="60", ATB_OPS_JOB_ID=uuid.uuid4().hex)
+    port = str(free_port())
+    exits = [start(tasks.GLOO_SUBCOMMUNICATOR_FIRST, [str(r), port], env) for r in range(4)]
+    assert _reports(finish(exits, 180)) == [{"wrong": 0}] * 4
+
+
+def test_call_labels_that_share_31_characters_still_differ(tmp_path):
+    """torch.distributed.reduce_scatter and torch.distributed.reduce_scatter_tensor share their first 31 characters
+    (a signature keeps 31): a long label keeps its head and a digest of all of it, so ranks that called the two
+    forms are told, on every rank, instead of passing as one call."""
+    env = clean_env(ATB_OPS_TIMEOUT="60")
+    store = str(tmp_path / "store")
+    for report in _reports(finish([start(tasks.LABELS_SHARING_A_PREFIX, [str(r), store], env) for r in range(2)],
+                                  120)):
+        assert "error" in report and "operation" in report["error"], report
+        assert "torch.distributed.redu~" in report["error"], report
+
+
+@pytest.mark.parametrize("backend", ["shm", "hccl"])
+def test_a_rank_that_remakes_its_operation_each_call_meets_one_that_keeps_it(backend):
+    """ATB's send/recv test makes a new RecvOperation per dtype on the receiving ranks while the senders keep
+    theirs. atb_ops releases a communicator with its last operation (ATB pools them for the process's life), so the
+    sender's next call finds its peer gone before any data moves (ERROR_COMM_PEER_LEFT) and moves to the fresh
+    communicator the receiver's new operation is making: every round's values arrive, on shm and on HCCL's C API on
+    CPU (under the NPU emulation), within seconds."""
+    env = clean_env(ATB_OPS_TIMEOUT="60", ATB_OPS_JOB_ID=uuid.uuid4().hex, BACKEND=backend)
+    if backend == "hccl":
+        from atb_ops.emulation import launcher
+
+        env["EMULATE"] = "1"
+        env.update(launcher.emulation_env("cpu", base=env))
+    began = time.monotonic()
+    assert _reports(run_ranks(tasks.REMADE_EACH_CALL, 2, env, timeout_s=150)) == [{"wrong": 0}] * 2
+    assert time.monotonic() - began < 60

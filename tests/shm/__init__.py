@@ -1,0 +1,1 @@
+"""The shm backend's fast paths and which route each call took."""
