@@ -14,6 +14,7 @@ import sys
 import pytest
 import torch
 
+from atb_ops import emulated_hosts
 from atb_ops.bench import report, workload
 
 
@@ -303,3 +304,32 @@ def test_bench_c10d_api(tmp_path, op):
         assert set(row["figures"]) == {"atb", "floor", "gloo"}, row["figures"]
         assert all(f["wrong"] == 0 for f in row["figures"].values()), row["figures"]
         assert row["figures"]["floor"]["time_us"] > 0
+
+
+_hosts_why = emulated_hosts.available(shaping=True)
+
+
+@pytest.mark.skipif(_hosts_why is not None, reason=f"emulated hosts unavailable: {_hosts_why}")
+@pytest.mark.parametrize("op", ["allreduce", "alltoallv"])
+def test_bench_across_emulated_hosts(tmp_path, op):
+    """--hosts 2 --link-rate: 4 ranks on 2 shaped emulated hosts, atb_ops (backend auto: two levels) beside gloo,
+    0 wrong; the footer and the JSON give each size's link limit (bytes the busiest host sends / the rate), here
+    1 MiB at 1 Gbit/s (125e6 B/s): 2 x (2-1)/2 x 1 MiB for allreduce, L x (H-1)/H x 1 MiB for alltoallv."""
+    args = ["--op", op, "--hosts", "2", "--world-size", "4", "--link-rate", "1gbit", "--sizes", "64K,1M", "--iters",
+            "2", "--warmup", "1", "--no-torchscript", "--no-shared"]
+    stdout, doc = _run_bench(args, tmp_path)
+    assert "2 emulated hosts x 2 ranks, host by host; link 1gbit" in stdout
+    assert "# link limit" in stdout
+    for row in doc["rows"]:
+        assert row["figures"]["atb"]["wrong"] == 0 and row["figures"]["gloo"]["wrong"] == 0, row
+    # allreduce: 2(H-1)/H x size; alltoallv: L(H-1)/H x size; both 1 x 1 MiB with H = L = 2
+    assert doc["rows"][1]["link_limit_us"] == pytest.approx(2**20 / 125e6 * 1e6)
+
+
+def test_bench_hosts_arguments_are_checked():
+    """--link-rate needs --hosts; --hosts must divide the ranks; both before anything starts."""
+    for extra, message in ((["--link-rate", "1gbit"], "give --hosts too"),
+                           (["--hosts", "3", "--world-size", "4"], "divide --world-size")):
+        proc = subprocess.run([sys.executable, "-m", "atb_ops", "bench", *extra], capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 2 and message in proc.stderr, proc.stderr

@@ -186,7 +186,7 @@ def _check_hosts(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     try:
         if args.link_rate:
             emulated_hosts.parse_rate(args.link_rate)
-    except ValueError as e:
+    except (ValueError, emulated_hosts.EmulatedHostsError) as e:
         p.error(f"--link-rate: {e}")
     why = emulated_hosts.available(shaping=bool(args.link_rate))
     if why is not None:

@@ -126,7 +126,7 @@ def _run(args: argparse.Namespace, hosts: Any) -> dict[str, Any]:
             row = rounds.make_row(raw, mpi_raw, cfg.dtype, bus_factor, cols.keys)
             if hosts is not None and args.link_rate:
                 link = collective.link_bytes(size, hosts.n, cfg.world_size // hosts.n)
-                row["link_limit_us"] = link / parse_rate(args.link_rate) * 1e6
+                row["link_limit_us"] = link / (parse_rate(args.link_rate) / 8) * 1e6  # the rate is in bits/s
             rows.append(row)
             print(report.row_line(row, cfg.dtype, cols.table, several), flush=True)
     finally:
