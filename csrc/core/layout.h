@@ -67,6 +67,13 @@ struct VLayout {
   int64_t total() const;
 };
 
+// A V collective as one rank runs it: the layout, and this rank's own count (AllGatherV's sendCount,
+// ReduceScatterV's recvCount): what the V operators' plans hand to their runs.
+struct VCall {
+  VLayout layout;
+  int64_t count = 0;
+};
+
 // The one check of a VLayout: both arrays have rankSize entries, values >= 0, every region
 // [displs[i], displs[i]+counts[i]) inside `capacity` elements and, when `disjoint` (regions written by
 // different ranks), no two regions overlap. Names the arrays as `countsName` / `displsName`.

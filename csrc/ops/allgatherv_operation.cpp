@@ -14,18 +14,6 @@
 namespace atb_ops {
 namespace {
 
-struct Pack {
-  std::vector<int64_t> sendCount;
-  std::vector<int64_t> recvCounts;
-  std::vector<int64_t> rdispls;
-};
-
-// What run() needs: the receive side, and how much of x this rank sends.
-struct Gather {
-  VLayout layout;
-  int64_t sendCount = 0;
-};
-
 class AllGatherVOperation final : public CommOperation {
  public:
   AllGatherVOperation() : CommOperation("AllGatherVOperation") {}
@@ -34,14 +22,7 @@ class AllGatherVOperation final : public CommOperation {
   size_t outputNum() const override { return 1; }
 
   void setVariantPack(const std::string& json) override {
-    const nlohmann::json obj = parseJsonObject(json, name() + " variant pack");
-    JsonFields f(obj, name() + " variant pack");
-    Pack p;
-    p.sendCount = {f.int64("sendCount", 0)};
-    p.recvCounts = f.int64Array("recvCounts", {});
-    p.rdispls = f.int64Array("rdispls", {});
-    f.checkUnknownKeys();
-    pack_.set(std::move(p));
+    pack_.set(parseCountsPack(json, name() + " variant pack", {"recvCounts", "rdispls"}, {"sendCount"}));
   }
 
   Plan plan(const std::vector<at::Tensor>& inputs) const override {
@@ -52,12 +33,12 @@ class AllGatherVOperation final : public CommOperation {
     ATB_CHECK(x.dim() >= 1, ERROR_INVALID_TENSOR_DIM_NUM, name(), " input x needs at least 1 dimension");
     ATB_CHECK(y.defined() && y.dim() == 1, ERROR_INVALID_TENSOR_DIM_NUM, name(), " input y must be 1-D, got shape ",
               y.defined() ? y.sizes() : c10::IntArrayRef{});
-    const std::shared_ptr<const Pack> pack = pack_.get();
-    auto gather = std::make_shared<Gather>();
-    const int64_t sendCount = countInput(inputs[1], "sendCount", 1, pack ? &pack->sendCount : nullptr)[0];
+    const std::shared_ptr<const CountsPack> pack = pack_.get();
+    auto gather = std::make_shared<VCall>();
+    const int64_t sendCount = countInput(inputs[1], "sendCount", 1, pack ? pack->find("sendCount") : nullptr)[0];
     VLayout& layout = gather->layout;
-    layout.counts = countInput(inputs[2], "recvCounts", n, pack ? &pack->recvCounts : nullptr);
-    layout.displs = countInput(inputs[3], "rdispls", n, pack ? &pack->rdispls : nullptr);
+    layout.counts = countInput(inputs[2], "recvCounts", n, pack ? pack->find("recvCounts") : nullptr);
+    layout.displs = countInput(inputs[3], "rdispls", n, pack ? pack->find("rdispls") : nullptr);
     Shape shape = x.sizes().vec();
     shape[0] = y.size(0);
     int64_t outNumel = 1;
@@ -70,7 +51,7 @@ class AllGatherVOperation final : public CommOperation {
               "]=", layout.counts[rank], " must equal this rank's sendCount ", sendCount);
     ATB_CHECK(layout.total() > 0, ERROR_INVALID_PARAM, name(), " sum(recvCounts) must be > 0 (ATB), got ",
               c10::IntArrayRef(layout.counts));
-    gather->sendCount = sendCount;
+    gather->count = sendCount;
     return Plan{{TensorDesc{x.scalar_type(), shape}}, std::move(gather)};
   }
 
@@ -88,14 +69,14 @@ class AllGatherVOperation final : public CommOperation {
   }
 
   void run(const Plan& planned, const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) override {
-    const Gather& gather = planned.detailAs<Gather>();
-    const at::Tensor x = inputs[0].contiguous().view({-1}).narrow(0, 0, gather.sendCount);
+    const VCall& gather = planned.detailAs<VCall>();
+    const at::Tensor x = inputs[0].contiguous().view({-1}).narrow(0, 0, gather.count);
     at::Tensor out = outputs[0].view({-1});
     communicatorFor(x)->allgatherv(x, gather.layout, out);
   }
 
  private:
-  VariantPackSlot<Pack> pack_;
+  VariantPackSlot<CountsPack> pack_;
 };
 
 const bool registered =

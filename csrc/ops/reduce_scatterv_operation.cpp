@@ -16,18 +16,6 @@
 namespace atb_ops {
 namespace {
 
-struct Pack {
-  std::vector<int64_t> sendCounts;
-  std::vector<int64_t> sdispls;
-  std::vector<int64_t> recvCount;
-};
-
-// What run() needs: every rank's region of x, and how much of the output this rank's own region fills.
-struct Scatter {
-  VLayout layout;
-  int64_t recvCount = 0;
-};
-
 class ReduceScatterVOperation final : public CommOperation {
  public:
   ReduceScatterVOperation() : CommOperation("ReduceScatterVOperation") {}
@@ -36,14 +24,7 @@ class ReduceScatterVOperation final : public CommOperation {
   size_t outputNum() const override { return 1; }
 
   void setVariantPack(const std::string& json) override {
-    const nlohmann::json obj = parseJsonObject(json, name() + " variant pack");
-    JsonFields f(obj, name() + " variant pack");
-    Pack p;
-    p.sendCounts = f.int64Array("sendCounts", {});
-    p.sdispls = f.int64Array("sdispls", {});
-    p.recvCount = {f.int64("recvCount", 0)};
-    f.checkUnknownKeys();
-    pack_.set(std::move(p));
+    pack_.set(parseCountsPack(json, name() + " variant pack", {"sendCounts", "sdispls"}, {"recvCount"}));
   }
 
   Plan plan(const std::vector<at::Tensor>& inputs) const override {
@@ -54,12 +35,12 @@ class ReduceScatterVOperation final : public CommOperation {
     ATB_CHECK(x.dim() == 2, ERROR_INVALID_TENSOR_DIM_NUM, name(), " input x must be 2-D, got shape ", x.sizes());
     ATB_CHECK(y.defined() && y.dim() == 1, ERROR_INVALID_TENSOR_DIM_NUM, name(), " input y must be 1-D, got shape ",
               y.defined() ? y.sizes() : c10::IntArrayRef{});
-    const std::shared_ptr<const Pack> pack = pack_.get();
-    auto scatter = std::make_shared<Scatter>();
+    const std::shared_ptr<const CountsPack> pack = pack_.get();
+    auto scatter = std::make_shared<VCall>();
     VLayout& layout = scatter->layout;
-    layout.counts = countInput(inputs[1], "sendCounts", n, pack ? &pack->sendCounts : nullptr);
-    layout.displs = countInput(inputs[2], "sdispls", n, pack ? &pack->sdispls : nullptr);
-    const int64_t recvCount = countInput(inputs[3], "recvCount", 1, pack ? &pack->recvCount : nullptr)[0];
+    layout.counts = countInput(inputs[1], "sendCounts", n, pack ? pack->find("sendCounts") : nullptr);
+    layout.displs = countInput(inputs[2], "sdispls", n, pack ? pack->find("sdispls") : nullptr);
+    const int64_t recvCount = countInput(inputs[3], "recvCount", 1, pack ? pack->find("recvCount") : nullptr)[0];
     validateVLayout(layout, n, x.numel(), /*disjoint=*/false, "sendCounts", "sdispls");
     const int64_t rank = param().rank;
     ATB_CHECK(recvCount == layout.counts[rank], ERROR_INVALID_PARAM, name(), " recvCount is ", recvCount,
@@ -67,7 +48,7 @@ class ReduceScatterVOperation final : public CommOperation {
     const Shape shape{y.size(0), x.size(1)};
     ATB_CHECK(recvCount <= y.size(0) * x.size(1), ERROR_INVALID_TENSOR_DIM, name(), " recvCount ", recvCount,
               " does not fit the output [", y.size(0), ", ", x.size(1), "] (y's length, x's columns)");
-    scatter->recvCount = recvCount;
+    scatter->count = recvCount;
     return Plan{{TensorDesc{x.scalar_type(), shape}}, std::move(scatter)};
   }
 
@@ -93,14 +74,14 @@ class ReduceScatterVOperation final : public CommOperation {
 
   void run(const Plan& planned, const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) override {
     const at::Tensor x = inputs[0].contiguous();
-    const Scatter& scatter = planned.detailAs<Scatter>();
-    at::Tensor target = outputs[0].view({-1}).narrow(0, 0, scatter.recvCount);
+    const VCall& scatter = planned.detailAs<VCall>();
+    at::Tensor target = outputs[0].view({-1}).narrow(0, 0, scatter.count);
     communicatorFor(x)->reduceScatterV(x, scatter.layout, target, op_);
   }
 
  private:
   ReduceOp op_ = ReduceOp::kSum;
-  VariantPackSlot<Pack> pack_;
+  VariantPackSlot<CountsPack> pack_;
 };
 
 const bool registered = registerOperation("ReduceScatterVOperation",

@@ -3,8 +3,12 @@
 // (AllToAllVV2 runs on its pack's layout without copying it).
 #pragma once
 
+#include <initializer_list>
+#include <map>
 #include <memory>
+#include <string>
 #include <utility>
+#include <vector>
 
 namespace atb_ops {
 
@@ -18,5 +22,19 @@ class VariantPackSlot {
  private:
   std::shared_ptr<const Pack> pack_;
 };
+
+// The variant pack of a V operator: its host-side count inputs by name, each a list (a single count, such as
+// AllGatherV's sendCount, is a list of one), which the inputs must then equal (CommOperation::countInput).
+struct CountsPack {
+  std::map<std::string, std::vector<int64_t>> counts;
+
+  // The values given for `name`; null when the pack has none.
+  const std::vector<int64_t>* find(const std::string& name) const;
+};
+
+// Reads `json` (ATB's set_varaintpack_param text) with `arrays` as lists and `scalars` as single numbers; a field
+// left out reads as an empty list or 0. `what` names the pack in errors ("AllGatherVOperation variant pack").
+CountsPack parseCountsPack(const std::string& json, const std::string& what, std::initializer_list<const char*> arrays,
+                           std::initializer_list<const char*> scalars);
 
 }  // namespace atb_ops

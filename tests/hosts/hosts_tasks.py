@@ -3,6 +3,20 @@ prints one JSON line that the test checks against a golden computed there."""
 
 from __future__ import annotations
 
+# The uneven AllToAllVV2 both programs below run, with op() and `wrong` defined: rank r sends (r + j + 1) elements to
+# rank j, valued 1000 * r + 100 * j + index; every element against its golden.
+_UNEVEN_ALLTOALLV = """\
+        sc = [rank + j + 1 for j in range(size)]
+        sd = [sum(sc[:j]) for j in range(size)]
+        x = torch.cat([torch.arange(sc[j], dtype=torch.float32) + 1000 * rank + 100 * j for j in range(size)])
+        rc = [i + rank + 1 for i in range(size)]
+        rd = [sum(rc[:i]) for i in range(size)]
+        counts = [torch.tensor(v, dtype=torch.int64) for v in (sc, sd, rc, rd)]
+        (out,) = op("AllToAllVV2Operation").execute([x, *counts, torch.empty(sum(rc))])
+        want = torch.cat([torch.arange(rc[i], dtype=torch.float32) + 1000 * i + 100 * rank for i in range(size)])
+        wrong += int((out.reshape(-1) != want).sum())
+"""
+
 # argv: rank, size, backend. After init_process_group("gloo") (MASTER_ADDR/MASTER_PORT from the environment), ATB
 # operators through OperationTorch: AllToAllVV2 with uneven counts, AllReduce, AllGather; every output against
 # its golden. Prints {"wrong", "backend"} or {"error", "seconds"}.
@@ -27,16 +41,8 @@ ATB_AFTER_INIT = """
 
     began = time.monotonic()
     try:
-        # rank r sends (r + j + 1) elements to rank j, valued 1000 * r + 100 * j + index
-        sc = [rank + j + 1 for j in range(size)]
-        sd = [sum(sc[:j]) for j in range(size)]
-        x = torch.cat([torch.arange(sc[j], dtype=torch.float32) + 1000 * rank + 100 * j for j in range(size)])
-        rc = [i + rank + 1 for i in range(size)]
-        rd = [sum(rc[:i]) for i in range(size)]
-        counts = [torch.tensor(v, dtype=torch.int64) for v in (sc, sd, rc, rd)]
-        (out,) = op("AllToAllVV2Operation").execute([x, *counts, torch.empty(sum(rc))])
-        want = torch.cat([torch.arange(rc[i], dtype=torch.float32) + 1000 * i + 100 * rank for i in range(size)])
-        wrong = int((out.reshape(-1) != want).sum())
+        wrong = 0
+        # <uneven AllToAllVV2>
         (red,) = op("AllReduceOperation").execute([torch.arange(6, dtype=torch.float32) * (rank + 1)])
         wrong += int((red != torch.arange(6, dtype=torch.float32) * sum(range(1, size + 1))).sum())
         (gat,) = op("AllGatherOperation").execute([torch.full((3,), float(rank))])
@@ -48,6 +54,8 @@ ATB_AFTER_INIT = """
     if dist.is_initialized():
         dist.destroy_process_group()
 """
+ATB_AFTER_INIT = ATB_AFTER_INIT.replace("        # <uneven AllToAllVV2>\n", _UNEVEN_ALLTOALLV)
+
 
 # argv: rank, size, root-info file. HCCL's C API through ctypes, no torch.distributed: rank 0 writes
 # HcclGetRootInfo's bytes to a file (HCCL's examples broadcast them with MPI), every rank joins with
@@ -221,17 +229,12 @@ EVERY_COLLECTIVE = """
         x = (torch.arange(size * 33) * (rank + 1)).float()
         (rs,) = op("ReduceScatterOperation", reduceType="sum").execute([x])
         wrong += mismatches(rs, torch.arange(size * 33)[rank * 33:(rank + 1) * 33] * ranks_sum)
-        sc = [rank + j + 1 for j in range(size)]
-        sd = [sum(sc[:j]) for j in range(size)]
-        x = torch.cat([torch.arange(sc[j], dtype=torch.float32) + 1000 * rank + 100 * j for j in range(size)])
-        rc = [i + rank + 1 for i in range(size)]
-        rd = [sum(rc[:i]) for i in range(size)]
-        counts = [torch.tensor(v, dtype=torch.int64) for v in (sc, sd, rc, rd)]
-        (out,) = op("AllToAllVV2Operation").execute([x, *counts, torch.empty(sum(rc))])
-        wrong += mismatches(out, torch.cat([torch.arange(rc[i]) + 1000 * i + 100 * rank for i in range(size)]))
+        # <uneven AllToAllVV2>
         used = {c["backend"] for c in atb_ops._C.communicator_stats("")}
         print(json.dumps({"wrong": wrong, "backends": sorted(used)}))
     except RuntimeError as e:
         print(json.dumps({"error": str(e).splitlines()[0]}))
     dist.destroy_process_group()
 """
+EVERY_COLLECTIVE = EVERY_COLLECTIVE.replace("        # <uneven AllToAllVV2>\n", _UNEVEN_ALLTOALLV)
+
