@@ -188,11 +188,12 @@ os._exit(0)
 # argv: rank, size. After init_process_group("gloo"), every collective of ATB's with its default backend "hccl",
 # which spans hosts in two levels (shared memory in a host, gloo between hosts) where every host holds the same
 # number of ranks: AllReduce (sum below and above the sharded size, odd lengths, bf16, max), AllGather, Broadcast
-# from every root, ReduceScatter, AllToAllVV2 with uneven counts; integer values, so every golden is exact.
+# from every root, atb_ops.quant's int8 all-reduce, ReduceScatter, AllToAllVV2 with uneven counts; integer values
+# (and halves), so every golden is exact.
 # Prints {"wrong", "backends"} or {"error"}.
 EVERY_COLLECTIVE = """
     import datetime, json, sys, torch, torch.distributed as dist
-    import atb_ops
+    import atb_ops, atb_ops.quant
     rank, size = int(sys.argv[1]), int(sys.argv[2])
     dist.init_process_group("gloo", rank=rank, world_size=size, timeout=datetime.timedelta(seconds=60))
     kept = []
@@ -226,6 +227,9 @@ EVERY_COLLECTIVE = """
             x = torch.full((20_000,), float(rank)) + torch.arange(20_000)
             op("BroadcastOperation", rankRoot=root).execute([x])
             wrong += mismatches(x, torch.arange(20_000) + root)
+        codes = ((torch.arange(70_000) % 7 - 3) * (rank + 1)).to(torch.int8)  # int8: atb_ops.quant sums them exactly
+        q = atb_ops.quant.quantized_all_reduce(codes, scale=0.5, out_dtype=torch.float32)
+        wrong += mismatches(q, (torch.arange(70_000) % 7 - 3) * 0.5 * ranks_sum)
         x = (torch.arange(size * 33) * (rank + 1)).float()
         (rs,) = op("ReduceScatterOperation", reduceType="sum").execute([x])
         wrong += mismatches(rs, torch.arange(size * 33)[rank * 33:(rank + 1) * 33] * ranks_sum)
