@@ -312,9 +312,10 @@ _hosts_why = emulated_hosts.available(shaping=True)
 @pytest.mark.skipif(_hosts_why is not None, reason=f"emulated hosts unavailable: {_hosts_why}")
 @pytest.mark.parametrize("op", ["allreduce", "alltoallv"])
 def test_bench_across_emulated_hosts(tmp_path, op):
-    """--hosts 2 --link-rate: 4 ranks on 2 shaped emulated hosts, atb_ops (backend auto: two levels) beside gloo,
-    0 wrong; the footer and the JSON give each size's link limit (bytes the busiest host sends / the rate), here
-    1 MiB at 1 Gbit/s (125e6 B/s): 2 x (2-1)/2 x 1 MiB for allreduce, L x (H-1)/H x 1 MiB for alltoallv."""
+    """--hosts 2 --link-rate: 4 ranks on 2 shaped emulated hosts, atb_ops (backend auto: two levels) beside gloo
+    (and Open MPI where it is installed), 0 wrong; the footer and the JSON give each size's link limit (bytes the
+    busiest host sends / the rate), here 1 MiB at 1 Gbit/s (125e6 B/s): 2 x (2-1)/2 x 1 MiB for allreduce,
+    L x (H-1)/H x 1 MiB for alltoallv."""
     args = ["--op", op, "--hosts", "2", "--world-size", "4", "--link-rate", "1gbit", "--sizes", "64K,1M", "--iters",
             "2", "--warmup", "1", "--no-torchscript", "--no-shared"]
     stdout, doc = _run_bench(args, tmp_path)
@@ -322,6 +323,8 @@ def test_bench_across_emulated_hosts(tmp_path, op):
     assert "# link limit" in stdout
     for row in doc["rows"]:
         assert row["figures"]["atb"]["wrong"] == 0 and row["figures"]["gloo"]["wrong"] == 0, row
+        if HAVE_MPI:  # Open MPI's ranks across the same hosts (mpirun in h0, an agent that enters h1)
+            assert row["figures"]["mpi"]["wrong"] == 0, row
     # allreduce: 2(H-1)/H x size; alltoallv: L(H-1)/H x size; both 1 x 1 MiB with H = L = 2
     assert doc["rows"][1]["link_limit_us"] == pytest.approx(2**20 / 125e6 * 1e6)
 

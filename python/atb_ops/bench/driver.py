@@ -47,23 +47,21 @@ def config_for(args: argparse.Namespace) -> tuple[BenchConfig, list[str], bool]:
     if args.hosts:
         notes.append(f"{args.hosts} emulated hosts x {args.world_size // args.hosts} ranks, host by host; link "
                      f"{args.link_rate or 'unshaped'}")
-        if want_mpi:
-            notes.append("Open MPI skipped: not yet started across emulated hosts")
-            want_mpi = False
+
     if want_mpi and collective.reduces and args.dtype not in mpi.REDUCIBLE:
         notes.append(f"Open MPI skipped: it has no {args.dtype} arithmetic for {collective.mpi_call}")
         want_mpi = False
     return cfg, notes, want_mpi
 
 
-def _start_mpi(cfg: BenchConfig, timeout_s: float, notes: list[str]) -> mpi.MpiJob | None:
+def _start_mpi(cfg: BenchConfig, timeout_s: float, notes: list[str], hosts: Any = None) -> mpi.MpiJob | None:
     """The Open MPI job, started and idle; None when it cannot run (why is noted)."""
     ok, why = mpi.available()
     if not ok:
         notes.append(f"Open MPI skipped: {why}")
         return None
     try:
-        return mpi.MpiJob(cfg.to_json(), cfg.world_size, bind=cfg.bind, timeout_s=min(timeout_s, 600.0))
+        return mpi.MpiJob(cfg.to_json(), cfg.world_size, bind=cfg.bind, timeout_s=min(timeout_s, 600.0), hosts=hosts)
     except (RuntimeError, OSError) as e:
         notes.append(f"Open MPI failed to start, column left empty: {str(e).splitlines()[0]}")
         print(f"# {e}", file=sys.stderr)
@@ -100,7 +98,7 @@ def _run(args: argparse.Namespace, hosts: Any) -> dict[str, Any]:
     run_rank = c10d.run_rank if c10d_api else ranks.run_rank
     spawned = Ranks(run_rank, cfg, cfg.world_size, job="bench", timeout_s=args.timeout, progress=progress,
                     env={"OMP_NUM_THREADS": "1", **pages.env_for(cfg.pages)}, hosts=hosts)
-    mpi_job = _start_mpi(cfg, args.timeout, notes) if want_mpi else None
+    mpi_job = _start_mpi(cfg, args.timeout, notes, hosts) if want_mpi else None
     cols = columns.columns_for(cfg, c10d_api, mpi_job is not None)
     if mpi_job is not None:
         notes.append(f"Open MPI: {mpi_job.library}")

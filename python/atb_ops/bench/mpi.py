@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import shlex
 import shutil
 import subprocess
 import sys
@@ -41,10 +42,34 @@ def available() -> tuple[bool, str]:
     return True, ""
 
 
+def _entering(hosts: Any, host: int) -> list[str]:
+    """nsenter's command line into `host`'s network and host name namespaces (not its mount namespace: the job's
+    FIFOs and files stay where the parent sees them)."""
+    return [a for a in hosts.nsenter_argv(host, wd=os.getcwd()) if a not in ("--mount", "--ipc")]
+
+
+def _across(hosts: Any, world_size: int, folder: Path) -> list[str]:
+    """mpirun's flags that put world_size / hosts.n ranks on each emulated host, host by host: the hosts by their
+    bridge address, an rsh agent (a script in `folder`) that runs Open MPI's daemon inside the named host, and TCP
+    on the hosts' one interface between them."""
+    per_host = world_size // hosts.n
+    cases = "".join(f"  {hosts.addresses[h]}) exec {' '.join(shlex.quote(a) for a in _entering(hosts, h))} -- "
+                    f'sh -c "$*" ;;\n' for h in range(hosts.n))
+    agent = folder / "enter_host"
+    agent.write_text(f'#!/bin/sh\nhost="$1"; shift\ncase "$host" in\n{cases}esac\n'
+                     'echo "unknown emulated host $host" >&2; exit 1\n')
+    agent.chmod(0o755)
+    interface = hosts.interface
+    return ["--host", ",".join(f"{a}:{per_host}" for a in hosts.addresses), "--mca", "plm_rsh_agent", str(agent),
+            "--mca", "btl", "self,vader,tcp", "--mca", "btl_tcp_if_include", interface,
+            "--mca", "oob_tcp_if_include", interface]
+
+
 class MpiJob:
     """The running mpirun job (Open MPI's ranks, atb_ops.bench.mpi_ranks); `run(index)` times one size on it."""
 
-    def __init__(self, cfg_json: str, world_size: int, bind: str = "none", timeout_s: float = 600.0) -> None:
+    def __init__(self, cfg_json: str, world_size: int, bind: str = "none", timeout_s: float = 600.0,
+                 hosts: Any = None) -> None:
         """Starts the job and waits until its ranks are idle on their FIFOs.
 
         Args:
@@ -52,6 +77,9 @@ class MpiJob:
             world_size: MPI ranks (as many as atb_ops').
             bind: "core" or "none", mpirun's --bind-to.
             timeout_s: how long starting, or any one size, may take.
+            hosts: an atb_ops.emulated_hosts.EmulatedHosts to spread the ranks over as atb_ops' are (mpirun runs in
+                the first host and starts the others' ranks through an agent that enters their host; TCP between
+                hosts, shared memory within one); None: every rank on this host.
 
         Raises:
             RuntimeError: With the job's output, when it exits or does not start within timeout_s.
@@ -69,8 +97,11 @@ class MpiJob:
         python_dir = str(Path(atb_ops.__file__).resolve().parent.parent)
         same_env = [arg for k, v in pages.env_for(BenchConfig.from_json(cfg_json).pages).items()
                     for arg in ("-x", f"{k}={v}")]
-        self.cmd = ["mpirun", "-n", str(world_size), *MPIRUN_FLAGS, *BIND_FLAGS[bind], "-x", f"PYTHONPATH={python_dir}",
-                    *same_env,
+        placement = [] if hosts is None else _across(hosts, world_size, self.dir)
+        enter = [] if hosts is None else [*_entering(hosts, 0), "--"]
+        flags = MPIRUN_FLAGS if hosts is None else [f for f in MPIRUN_FLAGS if f not in ("--mca", "btl", "self,vader")]
+        self.cmd = [*enter, "mpirun", "-n", str(world_size), *flags, *placement, *BIND_FLAGS[bind],
+                    "-x", f"PYTHONPATH={python_dir}", *same_env,
                     sys.executable, "-m", "atb_ops.bench.mpi_ranks", str(self.dir / "config.json"), str(self.dir)]
         self.log = open(self.dir / "log", "w+")  # noqa: SIM115 - closed in close()
         self.proc = subprocess.Popen(self.cmd, stdout=self.log, stderr=subprocess.STDOUT)
