@@ -109,6 +109,7 @@ DEFAULT_SUBNET = "10.213.0.0/24"
 HOST_IFNAME = "eth0"
 _TMP_PREFIX = "atb-emulated-hosts-"
 _NS_FLAGS = ("--net", "--uts", "--mount", "--ipc")
+_NAME_AND_NET_FLAGS = ("--net", "--uts")  # a host's network and name, this machine's files
 
 # The anchor: holds the namespaces it was started in until its stdin (a pipe whose only writer is the owner)
 # reaches EOF or it gets SIGTERM; then it kills every other process in its network namespace (the host
@@ -651,8 +652,9 @@ class EmulatedHosts:
             for i in range(self.n):
                 self._apply_shaping(i, self.link_rate, self.delay_ms)
 
-    def _enter(self, pid: int, net_only: bool = False, wd: str | None = None) -> list[str]:
-        argv = [self._tools["nsenter"], "-t", str(pid), *(("--net",) if net_only else _NS_FLAGS)]
+    def _enter(self, pid: int, net_only: bool = False, wd: str | None = None,
+               flags: Sequence[str] = _NS_FLAGS) -> list[str]:
+        argv = [self._tools["nsenter"], "-t", str(pid), *(("--net",) if net_only else flags)]
         return argv + [f"--wd={wd}"] if wd is not None else argv
 
     def _apply_shaping(self, host: int, rate: str | None, delay_ms: float | None) -> None:
@@ -697,20 +699,24 @@ class EmulatedHosts:
         self._check(host)
         return host
 
-    def nsenter_argv(self, host: int | str, wd: str | None = None) -> list[str]:
+    def nsenter_argv(self, host: int | str, wd: str | None = None, *, own_files: bool = True) -> list[str]:
         """The command prefix that enters a host (what :meth:`popen` runs; also for an rsh agent of mpirun).
 
         Args:
             host: index or name.
             wd: the working directory inside (nsenter's ``--wd``); None: none given, and then nsenter starts
                 the program in the root of the host's mount namespace ("/"), not in the caller's folder.
+            own_files: also enter the host's mount and IPC namespaces (its /dev/shm, its /etc/hosts). False: only
+                its network and host name, so that the program shares this machine's files with the caller (the
+                bench's ranks rebuild multiprocessing's locks from /dev/shm and talk through FIFOs).
 
         Returns:
-            ``["/usr/bin/nsenter", "-t", "<anchor pid>", "--net", "--uts", "--mount", "--ipc", ...]``.
+            ``["/usr/bin/nsenter", "-t", "<anchor pid>", "--net", "--uts", "--mount", "--ipc", ...]`` (without
+            ``--mount --ipc`` when `own_files` is False).
         """
         i = self.index(host)
         self._check(i)
-        return self._enter(self.anchor_pids[i], wd=wd)
+        return self._enter(self.anchor_pids[i], wd=wd, flags=_NS_FLAGS if own_files else _NAME_AND_NET_FLAGS)
 
     def env(self, env: Mapping[str, str] | None = None) -> dict[str, str]:
         """The environment a process in a host gets: `env` (default os.environ) plus the owner marker.

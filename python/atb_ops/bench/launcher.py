@@ -197,7 +197,7 @@ def _scripts_entering(hosts: Any, folder: str) -> list[str]:
     host names, core/host.h)."""
     scripts = []
     for h in range(hosts.n):
-        argv = [a for a in hosts.nsenter_argv(h, wd=os.getcwd()) if a not in ("--mount", "--ipc")]
+        argv = hosts.nsenter_argv(h, wd=os.getcwd(), own_files=False)
         script = os.path.join(folder, f"python_on_{hosts.names[h]}")
         with open(script, "w") as f:
             f.write(f"#!/bin/sh\nexec {' '.join(shlex.quote(a) for a in argv)} -- {shlex.quote(sys.executable)} "

@@ -42,19 +42,15 @@ def available() -> tuple[bool, str]:
     return True, ""
 
 
-def _entering(hosts: Any, host: int) -> list[str]:
-    """nsenter's command line into `host`'s network and host name namespaces (not its mount namespace: the job's
-    FIFOs and files stay where the parent sees them)."""
-    return [a for a in hosts.nsenter_argv(host, wd=os.getcwd()) if a not in ("--mount", "--ipc")]
-
-
 def _across(hosts: Any, world_size: int, folder: Path) -> list[str]:
     """mpirun's flags that put world_size / hosts.n ranks on each emulated host, host by host: the hosts by their
     bridge address, an rsh agent (a script in `folder`) that runs Open MPI's daemon inside the named host, and TCP
     on the hosts' one interface between them."""
     per_host = world_size // hosts.n
-    cases = "".join(f"  {hosts.addresses[h]}) exec {' '.join(shlex.quote(a) for a in _entering(hosts, h))} -- "
-                    f'sh -c "$*" ;;\n' for h in range(hosts.n))
+    cases = ""
+    for h in range(hosts.n):
+        enter = " ".join(shlex.quote(a) for a in hosts.nsenter_argv(h, wd=os.getcwd(), own_files=False))
+        cases += f'  {hosts.addresses[h]}) exec {enter} -- sh -c "$*" ;;\n'
     agent = folder / "enter_host"
     agent.write_text(f'#!/bin/sh\nhost="$1"; shift\ncase "$host" in\n{cases}esac\n'
                      'echo "unknown emulated host $host" >&2; exit 1\n')
@@ -98,7 +94,8 @@ class MpiJob:
         same_env = [arg for k, v in pages.env_for(BenchConfig.from_json(cfg_json).pages).items()
                     for arg in ("-x", f"{k}={v}")]
         placement = [] if hosts is None else _across(hosts, world_size, self.dir)
-        enter = [] if hosts is None else [*_entering(hosts, 0), "--"]
+        # The job's FIFOs and files stay where the parent sees them: the hosts' network and names only.
+        enter = [] if hosts is None else [*hosts.nsenter_argv(0, wd=os.getcwd(), own_files=False), "--"]
         flags = MPIRUN_FLAGS if hosts is None else [f for f in MPIRUN_FLAGS if f not in ("--mca", "btl", "self,vader")]
         self.cmd = [*enter, "mpirun", "-n", str(world_size), *flags, *placement, *BIND_FLAGS[bind],
                     "-x", f"PYTHONPATH={python_dir}", *same_env,
