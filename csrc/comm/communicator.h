@@ -80,6 +80,10 @@ class Communicator {
   void sendRecv(std::vector<P2pOp>& ops);
   void barrier();
 
+  // Compares a call of a communicator made of this one (and others) across this one's ranks, as this one compares
+  // its own collectives before data moves; raises the same error on every rank when they differ.
+  void compareCall(const CallSignature& sig, const AllToAllVLayout* counts) { crossCheck(sig, counts); }
+
   // A tensor for this communicator's outputs; backends may place it where their peers reach it faster.
   virtual at::Tensor emptyOutput(c10::IntArrayRef sizes, const at::TensorOptions& options);
 

@@ -60,6 +60,17 @@ class TwoLevelCommunicator final : public Communicator {
   }
 
  protected:
+  // The collectives run in parts (all-reduce, all-gather, broadcast): every rank's call against every other's
+  // before any part moves data. A part compares only its own ranks, so a host whose ranks agree would otherwise wait
+  // between hosts for a host whose ranks found a disagreement, and time out. The rest run on `everyone_`, which
+  // compares them itself.
+  void crossCheck(const CallSignature& sig, const AllToAllVLayout* counts) override {
+    const Collective c = static_cast<Collective>(sig.collective);
+    if (c == Collective::kAllreduce || c == Collective::kAllgather || c == Collective::kBroadcast) {
+      everyone_->compareCall(sig, counts);
+    }
+  }
+
   void doAlltoallv(const at::Tensor& send, const AllToAllVLayout& layout, at::Tensor& recv) override {
     everyone_->alltoallv(send, layout, recv);
   }

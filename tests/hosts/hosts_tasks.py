@@ -242,3 +242,22 @@ EVERY_COLLECTIVE = """
 """
 EVERY_COLLECTIVE = EVERY_COLLECTIVE.replace("        # <uneven AllToAllVV2>\n", _UNEVEN_ALLTOALLV)
 
+
+# argv: rank, size. One AllReduce every rank agrees on, then one where the last rank passes one element more: every
+# rank must raise at once (no rank left waiting between hosts). Prints {"error", "seconds"} or {"wrong"}.
+DISAGREEING_SIZES = """
+    import datetime, json, sys, time, torch, torch.distributed as dist
+    import atb_ops
+    rank, size = int(sys.argv[1]), int(sys.argv[2])
+    dist.init_process_group("gloo", rank=rank, world_size=size, timeout=datetime.timedelta(seconds=60))
+    o = torch.classes.OperationTorch.OperationTorch("AllReduceOperation")
+    o.set_param(json.dumps({"rank": rank, "rankSize": size}))
+    (agreed,) = o.execute([torch.ones(8)])
+    wrong = int((agreed != size).sum())
+    began = time.monotonic()
+    try:
+        o.execute([torch.ones(100_000 + (rank == size - 1))])
+        print(json.dumps({"wrong": wrong}))
+    except RuntimeError as e:
+        print(json.dumps({"error": str(e).splitlines()[0], "seconds": time.monotonic() - began, "wrong": wrong}))
+"""

@@ -92,6 +92,18 @@ def test_every_collective_across_hosts(two_hosts, placement, two_level, backend)
         assert report == {"wrong": 0, "backends": [backend]}, report
 
 
+def test_ranks_that_disagree_across_hosts_all_raise_at_once(two_hosts):
+    """2 hosts x 2 ranks in two levels; the last rank passes one element more to an AllReduce: every rank, on both
+    hosts, raises ERROR_INVALID_TENSOR_SIZE naming the sizes well within ATB_OPS_TIMEOUT (60 s), not only the ranks
+    of the host where the odd one is while the others wait between hosts."""
+    procs = _start(two_hosts, tasks.DISAGREEING_SIZES, [0, 0, 1, 1], lambda r: ["4"], _env())
+    for report in _finish(procs):
+        assert report["wrong"] == 0, report
+        assert report.get("error", "").startswith("ERROR_INVALID_TENSOR_SIZE"), report
+        assert "size differs" in report["error"] and "100001" in report["error"], report
+        assert report["seconds"] < 20, report
+
+
 def test_every_collective_on_three_hosts():
     """Three hosts: 3 x 1 ranks (one gloo group) and 3 x 2 ranks (two levels), every collective against exact
     goldens."""
