@@ -34,6 +34,18 @@ def dequantize_ref(q: torch.Tensor, scale: torch.Tensor, dtype: torch.dtype, blo
     return (q.reshape(-1).to(torch.float32) * per_element).to(dtype).reshape(q.shape)
 
 
+def packed_ref(x: torch.Tensor, block_size: int, shard_blocks: int) -> torch.Tensor:
+    """The wire format from the reference: per shard of shard_blocks blocks, its codes then its scales."""
+    q, scale = quantize_ref(x, block_size)
+    q = q.reshape(-1)
+    pieces = []
+    shard = shard_blocks * block_size
+    for j in range(math.ceil(scale.numel() / shard_blocks)):
+        pieces.append(q[j * shard : (j + 1) * shard])
+        pieces.append(scale[j * shard_blocks : (j + 1) * shard_blocks].contiguous().view(torch.int8))
+    return torch.cat(pieces) if pieces else torch.empty(0, dtype=torch.int8)
+
+
 def int8_golden(xs: list[torch.Tensor], scales: list[torch.Tensor], out_dtype: torch.dtype) -> torch.Tensor:
     """numpy golden of the int8 path: sum_r float32(x_r) * float32(scale_r), in rank order, float32.
 

@@ -28,7 +28,7 @@ import pytest
 import torch
 
 from atb_ops import _C, quant
-from tests.quant.quant_reference import dequantize_ref, int8_golden, quantize_ref, shard_elements
+from tests.quant.quant_reference import dequantize_ref, int8_golden, packed_ref, quantize_ref, shard_elements
 from tests.quant.quant_tasks import POISON_INDEX, Case, bad_arguments, case_input, run_cases, subgroups
 
 FLOATS = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
@@ -148,25 +148,13 @@ def test_bad_kernel_arguments():
         )
 
 
-def _packed_ref(x: torch.Tensor, block_size: int, shard_blocks: int) -> torch.Tensor:
-    """The wire format from the reference: per shard of shard_blocks blocks, its codes then its scales."""
-    q, scale = quantize_ref(x, block_size)
-    q = q.reshape(-1)
-    pieces = []
-    shard = shard_blocks * block_size
-    for j in range(math.ceil(scale.numel() / shard_blocks)):
-        pieces.append(q[j * shard : (j + 1) * shard])
-        pieces.append(scale[j * shard_blocks : (j + 1) * shard_blocks].contiguous().view(torch.int8))
-    return torch.cat(pieces) if pieces else torch.empty(0, dtype=torch.int8)
-
-
 @pytest.mark.usefixtures("isa")
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
 def test_packed_wire_format_matches_reference(dtype):
     for n, block_size, shard_blocks in ((1, 128, 1), (1000, 128, 4), (1000, 100, 3), (4096, 128, 16), (777, 5, 7)):
         x = _data(n, dtype, seed=n)
         packed = torch.ops.atb_ops.quantize_int8_packed(x, block_size, shard_blocks, False)
-        assert torch.equal(packed, _packed_ref(x, block_size, shard_blocks)), (n, block_size, shard_blocks)
+        assert torch.equal(packed, packed_ref(x, block_size, shard_blocks)), (n, block_size, shard_blocks)
         q, scale = quantize_ref(x, block_size)
         for out_dtype in (torch.float16, torch.bfloat16, torch.float32):
             y = torch.ops.atb_ops.dequantize_int8_packed(packed, n, block_size, shard_blocks, out_dtype)
@@ -221,7 +209,7 @@ def test_dequantize_sum_requantize_matches_sum_then_quantize():
         for r in range(rows):
             summed = summed + q[r].to(torch.float32) * per_element[r]
         one_shard = math.ceil(padded / block_size)
-        want = _packed_ref(torch.cat([summed, torch.zeros(padded - length)]), block_size, one_shard)
+        want = packed_ref(torch.cat([summed, torch.zeros(padded - length)]), block_size, one_shard)
         got = torch.ops.atb_ops.dequantize_sum_requantize_int8(q, scale, block_size, scale.shape[1], block_size, padded)
         assert torch.equal(got, want), (rows, length, padded)
 
@@ -253,7 +241,7 @@ def test_dequantize_sum_with_an_exact_term_in_its_rank_position():
 @pytest.mark.usefixtures("isa")
 def test_packed_skip_shard_leaves_it_out():
     x = _data(1000, torch.float32, seed=3)
-    full = _packed_ref(x, 128, 3)  # the reference wire format
+    full = packed_ref(x, 128, 3)  # the reference wire format
     shard_bytes = 3 * 128 + 4 * 3  # shards 0 and 1 are full; shard 2 holds the last 232 elements
     for skip in range(3):
         skipped = torch.ops.atb_ops.quantize_int8_packed(x, 128, 3, False, skip)

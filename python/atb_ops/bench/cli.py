@@ -22,7 +22,8 @@ count layout (see traffic patterns), fills its send buffer from ``--seed``, and 
    operator object; TorchScript's dispatch adds about 2 us per call);
 3. **atb_ops, shm_empty buffers** (CPU backends; ``--no-shared`` skips): the same call with ``x`` and
    ``out`` allocated by ``atb_ops.shm_empty``, the shared-memory arena peers copy from with memcpy;
-4. **gloo**: ``torch.distributed.all_to_all_single`` on a gloo group, same counts (``--no-gloo`` skips);
+4. **gloo**: ``torch.distributed.all_to_all_single`` on a gloo group, same counts (``--no-gloo`` skips); with
+   ``--backend nccl`` the same call on torch's nccl group, the same GPUs;
 5. **Open MPI**: ``MPI_Alltoallv`` on the same counts, displacements and bytes, in a separate
    ``mpirun`` job of ``atb_ops.bench.mpi`` (mpi4py) that stays up and runs one size per request, so
    the libraries take turns size by size; only where ``mpirun`` and mpi4py exist
@@ -134,7 +135,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--json", metavar="FILE", help="write the configuration and every row as JSON")
     p.add_argument("--plot", metavar="FILE.png", help="plot algbw vs size per library (needs matplotlib)")
     p.add_argument("--no-mpi", action="store_true", help="skip Open MPI's MPI_Alltoallv")
-    p.add_argument("--no-gloo", action="store_true", help="skip torch.distributed.all_to_all_single on gloo")
+    p.add_argument("--no-gloo", action="store_true",
+                   help="skip torch.distributed's own call (on gloo; on nccl with --backend nccl)")
     p.add_argument("--no-torchscript", action="store_true",
                    help="skip the OperationTorch column (the same execute_out through TorchScript's dispatch)")
     p.add_argument("--no-shared", action="store_true",

@@ -12,7 +12,7 @@ from atb_ops.bench import ops, pages, report
 from atb_ops.bench.config import BenchConfig
 from atb_ops.bench.rounds import KEYS
 
-# Column key -> its label; {backend}, {dist}, {torch_call} and {mpi} are the run's.
+# Column key -> its label; {backend}, {dist}, {torch_call}, {mpi} and {native} are the run's.
 LABELS = {
     "torchscript": "atb_ops {backend}, OperationTorch (TorchScript)",
     "shared": "atb_ops {backend}, shm_empty buffers",
@@ -20,7 +20,7 @@ LABELS = {
     "dist_single": "atb_ops.distributed.alltoall_single",
     "dist_scatter": "atb_ops.distributed.global_scatter, 2 experts/rank",
     "floor": "torch's floor: {torch_call} on backend 'fake' (does nothing)",
-    "gloo": "gloo {torch_call}",
+    "gloo": "{native} {torch_call}",  # torch.distributed's call on gloo (CPU) or nccl (CUDA tensors)
     "mpi": "Open MPI {mpi}",
 }
 
@@ -56,7 +56,8 @@ def columns_for(cfg: BenchConfig, c10d_api: bool, mpi: bool) -> Columns:
     others = [k for k in KEYS if k != "atb" and present[k]]
     labels = {"atb": f"atb_ops c10d backend, {collective.torch_call}" if c10d_api else f"atb_ops {cfg.backend}"}
     labels.update({k: LABELS[k].format(backend=cfg.backend, dist=collective.distributed,
-                                       torch_call=collective.torch_call, mpi=collective.mpi_call) for k in others})
+                                       torch_call=collective.torch_call, mpi=collective.mpi_call,
+                                       native="nccl" if cfg.backend == "nccl" else "gloo") for k in others})
     table = []
     for k in others:
         if k in ("shared", "torchscript"):

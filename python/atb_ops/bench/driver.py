@@ -39,7 +39,9 @@ def config_for(args: argparse.Namespace) -> tuple[BenchConfig, list[str], bool]:
     notes: list[str] = []
     if not cpu_backend or args.backend == "gloo" or c10d_api:
         cfg.shared = False  # shm_empty buffers are the shm backend's (and a c10d group allocates nothing)
-    if not cpu_backend:
+    if args.backend == "nccl":
+        notes.append("torch.distributed's column runs on its nccl backend; Open MPI's only for CPU backends")
+    elif not cpu_backend:
         cfg.gloo = False
         notes.append("gloo and Open MPI columns run only for CPU backends")
     collective = ops.COLLECTIVES[args.op]

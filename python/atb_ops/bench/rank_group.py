@@ -88,6 +88,10 @@ class BenchRank:
     results: Any
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
     sync: Callable[[], None] = _nothing
+    # torch.distributed's own call is timed on this group: None is the default (gloo) group, for CPU tensors;
+    # CUDA tensors get an nccl group (see ranks.run_rank).
+    torch_group: Any = None
+    torch_backend: str = "gloo"
 
     def progress(self, what: str) -> None:
         """A progress line (rank 0 speaks for all)."""

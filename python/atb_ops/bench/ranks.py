@@ -42,7 +42,12 @@ def run_rank(rank: int, cfg: BenchConfig, results: Any, commands: Any) -> None:
     device = _device_for(cfg.backend, rank)
     me = BenchRank(rank, cfg, results, device)
     if device.type == "cuda":
+        import torch.distributed as dist
+
+        torch.cuda.set_device(device)
         me.sync = torch.cuda.synchronize
+        if cfg.gloo:  # torch.distributed's column: its nccl backend on the same GPUs
+            me.torch_group, me.torch_backend = dist.new_group(backend="nccl"), "nccl"
     collective = ops.COLLECTIVES[cfg.op]
     param = json.dumps({"rank": rank, "rankSize": cfg.world_size, "rankRoot": 0, "backend": cfg.backend,
                         **collective.param})

@@ -3,8 +3,8 @@
 In this order, each checked once (its output pre-filled with a sentinel where it writes into a reused one) and
 then timed: ``execute_out([x, tensorForInferShape], [out])`` through ``atb_ops.Operation``, the same through the
 TorchScript class, the same on ``atb_ops.shm_empty`` buffers, the ``atb_ops.distributed`` forms (``all_to_all_v``,
-Paddle's ``alltoall_single`` and Paddle/FastMoE's ``global_scatter``, with ``--api distributed``), and gloo's
-``all_to_all_single``.
+Paddle's ``alltoall_single`` and Paddle/FastMoE's ``global_scatter``, with ``--api distributed``), and
+torch.distributed's ``all_to_all_single`` on gloo (CPU tensors) or nccl (CUDA tensors).
 """
 
 from __future__ import annotations
@@ -83,20 +83,23 @@ def run_size(me: BenchRank, index: int, round_no: int, ops: tuple[Any, Any], dty
         timed.update(_time_distributed(me, size, data, send, out))
 
     timed["gloo"] = NOT_RUN
-    if cfg.gloo and me.device.type == "cpu":
-        me.progress(f"{workload.format_bytes(size)}: gloo all_to_all_single")
-        as_is = dtype not in (torch.int16, torch.bool)  # gloo has no int16/bool: those move as bytes
+    if cfg.gloo:
+        me.progress(f"{workload.format_bytes(size)}: {me.torch_backend} all_to_all_single")
+        # gloo has no int16/bool (nccl no int16): those move as bytes
+        as_is = dtype not in (torch.int16, torch.bool)
         scale = 1 if as_is else workload.element_size(dtype)
         g_in = send if as_is else send.view(torch.uint8)
         g_out = out.reshape(-1) if as_is else out.reshape(-1).view(torch.uint8)
         in_splits = [c * scale for c in lay.send_counts]
         out_splits = [c * scale for c in lay.recv_counts]
-        gloo_call = functools.partial(dist.all_to_all_single, g_out, g_in, out_splits, in_splits)
+        gloo_call = functools.partial(dist.all_to_all_single, g_out, g_in, out_splits, in_splits,
+                                      group=me.torch_group)
         gloo_wrong = 0
         if cfg.check:
             workload.poison(out)
             gloo_call()
-            gloo_wrong = data.wrong(out.reshape(-1))
+            me.sync()
+            gloo_wrong = data.wrong(out.reshape(-1).cpu())
         timed["gloo"] = (me.time(gloo_call, (g_in, g_out)), gloo_wrong)
 
     me.report(index, round_no, size, data.plan.bytes, data.plan.count, timed)

@@ -2,7 +2,8 @@
 
 In this order, each checked against ``collectives.expected`` (what it writes starts as a sentinel; a broadcast
 root keeps its data) and then timed: the ATB operation through ``atb_ops.Operation``, through the TorchScript
-class, on ``atb_ops.shm_empty`` buffers, ``atb_ops.distributed`` (``--api distributed``), and gloo.
+class, on ``atb_ops.shm_empty`` buffers, ``atb_ops.distributed`` (``--api distributed``), and torch.distributed's own
+call on gloo (CPU tensors) or nccl (CUDA tensors).
 """
 
 from __future__ import annotations
@@ -81,22 +82,25 @@ def run_size(me: BenchRank, index: int, round_no: int, ops: tuple[Any, Any], dty
             last[0] = calls[kind]()
 
         timed["dist"] = checked(d_call, lambda: last[0], f"atb_ops.distributed, {kind}", (mine,))
-    if cfg.gloo and me.device.type == "cpu":
-        g_x, g_out = buffers(torch.empty)
+    if cfg.gloo:
+        g_x, g_out = buffers(functools.partial(torch.empty, device=me.device))
+        group = me.torch_group
         if kind == "allreduce":
             # gloo reduces in place: checked once from the input, then timed reducing the result again.
-            me.progress(f"{workload.format_bytes(size)}: gloo all_reduce")
+            me.progress(f"{workload.format_bytes(size)}: {me.torch_backend} all_reduce")
             g_wrong = 0
             if cfg.check:
-                dist.all_reduce(g_x)
+                dist.all_reduce(g_x, group=group)
+                me.sync()
                 g_wrong = collectives.count_wrong(g_x, data.want)
-            timed["gloo"] = (me.time(functools.partial(dist.all_reduce, g_x), (g_x,)), g_wrong)
+            timed["gloo"] = (me.time(functools.partial(dist.all_reduce, g_x, group=group), (g_x,)), g_wrong)
         else:
             if kind == "broadcast":
-                g_call, g_result = functools.partial(dist.broadcast, g_x, collectives.ROOT), g_x
+                g_call, g_result = functools.partial(dist.broadcast, g_x, collectives.ROOT, group=group), g_x
             elif kind == "allgather":
-                g_call, g_result = functools.partial(dist.all_gather_into_tensor, g_out.view(-1), g_x), g_out
+                g_call = functools.partial(dist.all_gather_into_tensor, g_out.view(-1), g_x, group=group)
+                g_result = g_out
             else:
-                g_call, g_result = functools.partial(dist.reduce_scatter_tensor, g_out, g_x), g_out
-            timed["gloo"] = checked(g_call, lambda: g_result, f"gloo, {kind}", (g_x, g_out))
+                g_call, g_result = functools.partial(dist.reduce_scatter_tensor, g_out, g_x, group=group), g_out
+            timed["gloo"] = checked(g_call, lambda: g_result, f"{me.torch_backend}, {kind}", (g_x, g_out))
     me.report(index, round_no, size, nbytes, count, timed)
