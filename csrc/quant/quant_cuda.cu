@@ -71,13 +71,16 @@ __device__ float getScale(const char* src) {
 }
 
 // One warp per quantisation block: absmax (and a non-finite flag) by warp shuffles, then the codes.
-// x: [numel]; firstBad: lowest block index holding NaN / inf.
+// x: [numel]; firstBad: lowest block index holding NaN / inf; blocks in [skipBegin, skipEnd) are left out.
 template <typename T>
 __global__ void quantizeKernel(const T* __restrict__ x, Layout out, int64_t blocks, bool markNonFinite,
                                unsigned long long* firstBad, int64_t skipBegin, int64_t skipEnd) {
   const int lane = threadIdx.x % kWarp;
   const int64_t warpsTotal = static_cast<int64_t>(gridDim.x) * kWarpsPerCta;
   for (int64_t b = static_cast<int64_t>(blockIdx.x) * kWarpsPerCta + threadIdx.x / kWarp; b < blocks; b += warpsTotal) {
+    // The skipped shard has no room in the packed buffer: writing it would overwrite the next shard (or run past
+    // the end after the last one). b is the same across the warp, so the shuffles below stay whole.
+    if (b >= skipBegin && b < skipEnd) continue;
     const int64_t start = b * out.blockSize;
     const int64_t len = min(out.blockSize, out.numel - start);
     int8_t* q = out.code(b);

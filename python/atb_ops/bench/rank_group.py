@@ -127,7 +127,9 @@ class BenchRank:
         import torch.distributed as dist
 
         keys = sorted(timed)
-        memcpy_s = timing.memcpy_seconds(nbytes) if self.rank == 0 and nbytes > 0 else float("nan")
+        # The footer's memcpy bound is a CPU core's: it says nothing of a GPU's buffers.
+        cpu = self.device.type == "cpu"
+        memcpy_s = timing.memcpy_seconds(nbytes) if self.rank == 0 and nbytes > 0 and cpu else float("nan")
         times = over_ranks([timed[k][0] for k in keys], dist.ReduceOp.MAX)
         wrongs = over_ranks([float(timed[k][1]) for k in keys], dist.ReduceOp.SUM)
         if self.rank == 0:
