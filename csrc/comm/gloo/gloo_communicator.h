@@ -46,6 +46,8 @@ class GlooCommunicator final : public Communicator {
 
  private:
   void waitFor(const c10::intrusive_ptr<c10d::Work>& work, const char* what) const;
+  // Every rank's `in` (bytes, the same length on each) into `out` in rank order, through gloo's all-to-all.
+  void gatherBytes(at::Tensor in, at::Tensor& out, const char* what);
   // Ranks on this host whose process has exited, for error messages ("" when none is known dead).
   std::string deadPeers() const;
   // "ranks 2-3 on 'h1'": the peers on other hosts, for errors where a host may be what was lost.

@@ -90,8 +90,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="python -m atb_ops bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="--op quant_allreduce (atb_ops.quant's int8 all-reduce) takes flags of its own: --world-size, --sizes, "
-               "--dtype, --out-dtype, --block-size, --warmup, --iters, --rounds, --path auto|shm|group, --thp, --json "
-               "(python -m atb_ops bench --op quant_allreduce --help); --op linear_parallel (LinearParallelOperation "
+               "--dtype, --out-dtype, --block-size, --warmup, --iters, --rounds, --path auto|shm|group, --thp, "
+               "--hosts, --link-rate, --json (python -m atb_ops bench --op quant_allreduce --help); --op "
+               "linear_parallel (LinearParallelOperation "
                "against matmul + all-reduce) likewise: --world-size, --backend, --sizes, --k, --n, --dtype, --iters, "
                "--budget, --warmup, --rounds, --no-gloo, --json (python -m atb_ops bench --op linear_parallel --help)")
     p.add_argument("--op", default="alltoallv", choices=[*ops.COLLECTIVES, *ops.OWN_BENCHES],
@@ -171,28 +172,45 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def _check_hosts(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """--hosts and --link-rate, before anything starts: H divides the ranks, the backend spans hosts (shm by
     default becomes auto: shared memory within a host, gloo between), and this machine can make the hosts."""
-    if args.link_rate and not args.hosts:
-        p.error("--link-rate shapes the links of --hosts; give --hosts too")
-    if not args.hosts:
+    if not check_hosts(p, args.hosts, args.world_size, args.link_rate):
         return
-    if args.hosts < 1 or args.world_size % args.hosts:
-        p.error(f"--hosts must be >= 1 and divide --world-size; got --hosts {args.hosts} for {args.world_size} ranks")
     if args.backend == "shm":
         args.backend = "auto"  # shm by name is one host's; auto is shm within a host and gloo between
     if args.backend not in ("auto", "hccl", "gloo"):
         p.error(f"--backend {args.backend} does not run on CPU ranks across hosts; use auto, hccl or gloo")
     if args.api == "c10d":
         p.error("--hosts times the ATB surface (--api atb or distributed)")
+
+
+def check_hosts(p: argparse.ArgumentParser, hosts: int, world_size: int, link_rate: str | None) -> bool:
+    """The checks every bench makes of --hosts and --link-rate (argparse's error on a bad one).
+
+    Args:
+        p: the bench's parser (its error() exits with the usage message).
+        hosts: --hosts (0: none).
+        world_size: --world-size, which hosts must divide.
+        link_rate: --link-rate, or None.
+
+    Returns:
+        Whether the run uses emulated hosts (the checks passed and hosts > 0).
+    """
+    if link_rate and not hosts:
+        p.error("--link-rate shapes the links of --hosts; give --hosts too")
+    if not hosts:
+        return False
+    if hosts < 1 or world_size % hosts:
+        p.error(f"--hosts must be >= 1 and divide --world-size; got --hosts {hosts} for {world_size} ranks")
     from atb_ops import emulated_hosts
 
     try:
-        if args.link_rate:
-            emulated_hosts.parse_rate(args.link_rate)
+        if link_rate:
+            emulated_hosts.parse_rate(link_rate)
     except (ValueError, emulated_hosts.EmulatedHostsError) as e:
         p.error(f"--link-rate: {e}")
-    why = emulated_hosts.available(shaping=bool(args.link_rate))
+    why = emulated_hosts.available(shaping=bool(link_rate))
     if why is not None:
         p.error(f"--hosts needs emulated hosts, which this machine cannot make: {why}")
+    return True
 
 
 def op_named(argv: list[str]) -> str | None:

@@ -161,7 +161,7 @@ class Ranks:
 
 
 def rows_of(run_rank: RunRank, config: Any, world_size: int, sizes: int, *, job: str, env: dict[str, str],
-            timeout_s: float) -> list[Any]:
+            timeout_s: float, hosts: Any = None) -> list[Any]:
     """Runs every size once on freshly spawned ranks (a bench whose ranks do their own rounds) and collects the
     rows rank 0 reports.
 
@@ -173,6 +173,7 @@ def rows_of(run_rank: RunRank, config: Any, world_size: int, sizes: int, *, job:
         job: prefix of ATB_OPS_JOB_ID.
         env: variables of this bench for every rank.
         timeout_s: how long any one step may take.
+        hosts: the emulated hosts the ranks run on (see Ranks); None: this host.
 
     Returns:
         The rows, in the order rank 0 reported them.
@@ -181,7 +182,7 @@ def rows_of(run_rank: RunRank, config: Any, world_size: int, sizes: int, *, job:
         RuntimeError: When a rank fails, exits early or does not finish a step within timeout_s.
     """
     rows: list[Any] = []
-    ranks = Ranks(run_rank, config, world_size, job=job, env=env, timeout_s=timeout_s)
+    ranks = Ranks(run_rank, config, world_size, job=job, env=env, timeout_s=timeout_s, hosts=hosts)
     try:
         for index in range(sizes):
             ranks.run(index, 0, rows.append)

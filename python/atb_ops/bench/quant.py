@@ -5,6 +5,8 @@ and the same tensor goes through:
 
 - ``all_reduce fp32`` / ``all_reduce fp16``: torch.distributed.all_reduce on the gloo group (the tensor
   cast to float32 / float16), timed in place with no copy (the strictest baseline);
+- ``atb_ops AllReduce fp32``: ATB's ``AllReduceOperation`` (backend ``auto``: shared memory in a host, two
+  levels across hosts), ``execute_out`` into a reused output: atb_ops' own float32 all-reduce;
 - ``quant int8, gather <out>``: atb_ops.quant.quantized_all_reduce (int8 all-to-all + scales, float32
   reduce, all-gather in --out-dtype) on the node-local path (ATB_OPS_CPU_PATH, default auto: shm);
 - ``quant int8, gather int8``: the same with quantize_allgather=True.
@@ -14,7 +16,10 @@ Columns: ``bytes`` each rank sends per call (the busiest rank; for all_reduce th
 ``time`` the mean wall time per call (the slowest rank's), ``xfp32`` the fp32 all_reduce's time over this
 row's (> 1: faster than fp32), ``rel_err`` the relative L2 error against the exact float64 sum.
 
-The ranks are CPU processes on this host (spawned, loopback only). Timings on a shared machine are noisy:
+The ranks are CPU processes on this host (spawned, loopback only), or with ``--hosts H`` on H emulated hosts
+(network namespaces on a bridge, made for the run and removed after it; root only), host by host, the link
+shaped with ``--link-rate`` (e.g. 10gbit); the title then gives each size's link limit for float32. Timings
+on a shared machine are noisy:
 each variant runs --rounds rounds of --iters calls, interleaved with the other variants, and the table shows
 the best round (the least disturbed by other processes) and the median one.
 """
@@ -42,6 +47,8 @@ def run(
     path: str = "auto",
     thp: bool = False,
     timeout_s: float = 600.0,
+    hosts: int = 0,
+    link_rate: str | None = None,
 ) -> list[dict[str, Any]]:
     """Spawn the ranks, run every variant at every size, return rank 0's rows with ratios added.
 
@@ -57,10 +64,12 @@ def run(
         path: ATB_OPS_CPU_PATH of the ranks (auto, shm or group).
         thp: whether torch's CPU allocator asks for transparent huge pages (THP_MEM_ALLOC_ENABLE=1).
         timeout_s: how long any one step (start, a size) may take.
+        hosts: run the ranks on this many emulated hosts (0: on this host); it must divide world_size.
+        link_rate: with hosts, every host's link shaped to this rate (tc's spelling, e.g. "10gbit").
 
     Returns:
         One row per size and variant: size, count, variant, bytes, time_s (best round), time_median_s, times_s,
-        rel_err, bytes_vs_fp16, speedup_vs_fp32.
+        rel_err, bytes_vs_fp16, speedup_vs_fp32, speedup_vs_atb_fp32.
 
     Raises:
         RuntimeError: When a rank failed or did not finish within timeout_s.
@@ -71,15 +80,24 @@ def run(
         env["THP_MEM_ALLOC_ENABLE"] = "1"  # torch's CPU allocator asks for transparent huge pages
     config = {"world_size": world_size, "sizes": sizes, "dtype": dtype, "out_dtype": out_dtype,
               "block_size": block_size, "warmup": warmup, "iters": iters, "rounds": rounds}
-    rows = launcher.rows_of(quant_ranks.run_rank, config, world_size, len(sizes), job="bench-quant", env=env,
-                            timeout_s=timeout_s)
+    if hosts:
+        from atb_ops.emulated_hosts import EmulatedHosts
+
+        with EmulatedHosts(hosts, link_rate=link_rate, tag="bench") as emulated:
+            rows = launcher.rows_of(quant_ranks.run_rank, config, world_size, len(sizes), job="bench-quant",
+                                    env=env, timeout_s=timeout_s, hosts=emulated)
+    else:
+        rows = launcher.rows_of(quant_ranks.run_rank, config, world_size, len(sizes), job="bench-quant", env=env,
+                                timeout_s=timeout_s)
     for size in sizes:
         same = [r for r in rows if r["size"] == size]
         fp16 = next(r for r in same if r["variant"].startswith("all_reduce fp16"))
         fp32 = next(r for r in same if r["variant"].startswith("all_reduce fp32"))
+        atb32 = next(r for r in same if r["variant"].startswith("atb_ops AllReduce fp32"))
         for r in same:
             r["bytes_vs_fp16"] = r["bytes"] / fp16["bytes"]
             r["speedup_vs_fp32"] = fp32["time_s"] / r["time_s"]
+            r["speedup_vs_atb_fp32"] = atb32["time_s"] / r["time_s"]
     return rows
 
 
@@ -94,6 +112,7 @@ BLOCKS = [
         table.Field("time(ms)", 9, lambda r: f"{r['time_s'] * 1e3:.2f}"),
         table.Field("(median)", 9, lambda r: f"({r['time_median_s'] * 1e3:.2f})"),
         table.Field("xfp32", 6, lambda r: f"{r['speedup_vs_fp32']:.2f}"),
+        table.Field("xatb32", 6, lambda r: f"{r['speedup_vs_atb_fp32']:.2f}"),
         table.Field("rel_err", 9, lambda r: f"{r['rel_err']:.2e}"),
     ), gap="  "),
 ]
@@ -107,6 +126,8 @@ def format_table(
     block_size: int,
     path: str = "auto",
     thp: bool = False,
+    hosts: int = 0,
+    link_rate: str | None = None,
 ) -> str:
     """The table of run()'s rows, under a title that says what was run and what each column means.
 
@@ -118,6 +139,8 @@ def format_table(
         block_size: elements per scale.
         path: ATB_OPS_CPU_PATH of the run.
         thp: whether torch's allocator used huge pages.
+        hosts: the emulated hosts the ranks ran on (0: this host).
+        link_rate: their links' rate, if shaped.
 
     Returns:
         The table's text.
@@ -126,9 +149,24 @@ def format_table(
         f"quant_allreduce: {world_size} CPU ranks, input {dtype}, block_size {block_size}, out_dtype {out_dtype}, "
         f"quant path {path}{', THP' if thp else ''}",
         "bytes: sent per rank per call (busiest rank); xfp16: bytes / fp16 all_reduce bytes;",
-        "time: best round (median in brackets); xfp32: fp32 all_reduce time / this time (> 1 is faster);",
+        "time: best round (median in brackets); xfp32: gloo's fp32 all_reduce time / this time (> 1 is faster);",
+        "xatb32: atb_ops' own fp32 AllReduceOperation time / this time;",
         "rel_err: L2 error against the exact float64 sum",
     ]
+    if hosts:
+        title.insert(1, f"{hosts} emulated hosts x {world_size // hosts} ranks, host by host; link "
+                        f"{link_rate or 'unshaped'}")
+        if link_rate:
+            from atb_ops.bench import ops
+            from atb_ops.emulated_hosts import parse_rate
+
+            limits = []
+            for size in sorted({r["size"] for r in rows}):
+                count = next(r["count"] for r in rows if r["size"] == size)
+                link = ops.COLLECTIVES["allreduce"].link_bytes(count * 4, hosts, world_size // hosts)
+                limits.append(f"{workload.format_bytes(size)} {link / (parse_rate(link_rate) / 8) * 1e3:.1f} ms")
+            title.append("link limit of a float32 all-reduce (what crosses the busiest link / its rate): "
+                         + ", ".join(limits))
     return table.render(title, BLOCKS, rows)
 
 
@@ -169,10 +207,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--thp", action="store_true", help="THP_MEM_ALLOC_ENABLE=1 in the ranks: torch's CPU allocator uses huge pages"
     )
+    parser.add_argument("--hosts", type=int, default=0, metavar="H",
+                        help="run the ranks on H emulated hosts (root only; H divides --world-size)")
+    parser.add_argument("--link-rate", metavar="RATE", help="with --hosts: shape every host's link, e.g. 10gbit")
     parser.add_argument("--json", help="also write the rows to this file")
     args = parser.parse_args(argv)
     if args.world_size < 1:
         parser.error(f"--world-size must be >= 1, got {args.world_size}")
+    _check_hosts(parser, args)
     try:
         sizes = workload.parse_sizes(",".join(args.sizes))
     except ValueError as e:
@@ -188,8 +230,11 @@ def main(argv: list[str] | None = None) -> int:
         args.rounds,
         args.path,
         args.thp,
+        hosts=args.hosts,
+        link_rate=args.link_rate,
     )
-    print(format_table(rows, args.world_size, args.dtype, args.out_dtype, args.block_size, args.path, args.thp))
+    print(format_table(rows, args.world_size, args.dtype, args.out_dtype, args.block_size, args.path, args.thp,
+                       args.hosts, args.link_rate))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(
@@ -198,12 +243,24 @@ def main(argv: list[str] | None = None) -> int:
                     "dtype": args.dtype,
                     "out_dtype": args.out_dtype,
                     "block_size": args.block_size,
+                    "hosts": args.hosts,
+                    "link_rate": args.link_rate,
                     "rows": rows,
                 },
                 f,
                 indent=2,
             )
     return 0
+
+
+def _check_hosts(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """--hosts and --link-rate, before anything starts (the collectives bench's checks, and a path that spans
+    hosts)."""
+    from atb_ops.bench.cli import check_hosts
+
+    if args.hosts and args.path == "shm":
+        parser.error("--path shm keeps every rank on one host; use auto or group with --hosts")
+    check_hosts(parser, args.hosts, args.world_size, args.link_rate)
 
 
 if __name__ == "__main__":

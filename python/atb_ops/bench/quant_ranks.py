@@ -1,9 +1,10 @@
 """The ranks of ``bench --op quant_allreduce``: the int8 all-reduce and torch.distributed.all_reduce, per size.
 
 Every rank holds a seeded Gaussian tensor and runs each variant on it: gloo's all_reduce in float32 and float16
-(in place, no copy: the strictest baseline), and atb_ops.quant.quantized_all_reduce gathering in --out-dtype or
-in int8. Each variant's error against the exact float64 sum is measured once, then the variants are warmed up and
-timed in --rounds rounds, interleaved, through the bench's timing loop; a round's time is the slowest rank's.
+(in place, no copy: the strictest baseline), ATB's AllReduceOperation in float32 (backend auto: atb_ops' own
+all-reduce, two levels across hosts), and atb_ops.quant.quantized_all_reduce gathering in --out-dtype or in int8.
+Each variant's error against the exact float64 sum is measured once, then the variants are warmed up and timed in
+--rounds rounds, interleaved, through the bench's timing loop; a round's time is the slowest rank's.
 """
 
 from __future__ import annotations
@@ -37,9 +38,12 @@ def run_rank(rank: int, config: dict[str, Any], results: Any, commands: Any) -> 
 
 def _run_size(rank: int, config: dict[str, Any], size: int) -> list[dict[str, Any]]:
     """Every variant at `size` bytes of input: its bytes sent, rounds, and error (rank 0 only)."""
+    import json
+
     import torch
     import torch.distributed as dist
 
+    import atb_ops
     from atb_ops import quant
 
     world_size = config["world_size"]
@@ -62,9 +66,19 @@ def _run_size(rank: int, config: dict[str, Any], size: int) -> list[dict[str, An
     x32, x16 = x.float(), x.half()
     buf32, buf16 = x32.clone(), x16.clone()  # all_reduce runs in place on these (values grow; no copy)
     reduce_q = functools.partial(quant.quantized_all_reduce, x, block_size=block, out_dtype=out_dtype)
+    op = atb_ops.Operation("AllReduceOperation")
+    op.set_param(json.dumps({"rank": rank, "rankSize": world_size, "rankRoot": 0, "backend": "auto",
+                             "allReduceType": "sum", "commDomain": "bench-quant-fp32"}))
+    atb_out = torch.empty_like(x32)
+
+    def atb_fp32() -> torch.Tensor:
+        op.execute_out([x32], [atb_out])
+        return atb_out
+
     variants = [  # (name, call, bytes the busiest rank sends, input of the error's all_reduce or None)
         ("all_reduce fp32 (gloo)", functools.partial(dist.all_reduce, buf32), ring * 4, x32),
         ("all_reduce fp16 (gloo)", functools.partial(dist.all_reduce, buf16), ring * 2, x16),
+        ("atb_ops AllReduce fp32", atb_fp32, ring * 4, None),
         (f"quant int8, gather {config['out_dtype']}", reduce_q,
          max(plan.bytes_sent(r, out_dtype, False) for r in range(world_size)), None),
         ("quant int8, gather int8", functools.partial(reduce_q, quantize_allgather=True),
