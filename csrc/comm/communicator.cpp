@@ -44,7 +44,8 @@ void Communicator::markFailed(Status status, const std::string& why) {
 }
 
 template <typename F>
-void Communicator::call(const char* what, const CallSignature* sig, const AllToAllVLayout* counts, F&& body) {
+void Communicator::call(const char* what, const CallSignature* sig, const AllToAllVLayout* counts, F&& body,
+                        const EagerCall* eager) {
   // A child of fork() shares the parent's segments, sockets and peer mappings: touching them would corrupt
   // the parent's and its peers' data. NCCL and torch.distributed refuse this too.
   const pid_t self = thisProcessId();
@@ -71,7 +72,10 @@ void Communicator::call(const char* what, const CallSignature* sig, const AllToA
       signature_ = *sig;
       signature_.seq = ++seq_;
       stats_.collectives.fetch_add(1, std::memory_order_relaxed);
-      crossCheck(signature_, counts);
+      const EagerResult done =
+          eager != nullptr ? checkAndComplete(signature_, counts, *eager) : EagerResult::kNotChecked;
+      if (done == EagerResult::kCompleted) return;
+      if (done == EagerResult::kNotChecked) crossCheck(signature_, counts);
     }
     body();
   } catch (const StatusError& e) {
@@ -89,7 +93,8 @@ void Communicator::shutdown() {
 
 void Communicator::alltoallv(const at::Tensor& send, const AllToAllVLayout& layout, at::Tensor& recv) {
   const CallSignature sig = makeSignature(Collective::kAlltoallv, 0, send.scalar_type(), 0);
-  call("alltoallv", &sig, &layout, [&] { doAlltoallv(send, layout, recv); });
+  EagerCall eager{Collective::kAlltoallv, &send, &recv, &layout};
+  call("alltoallv", &sig, &layout, [&] { doAlltoallv(send, layout, recv); }, &eager);
 }
 
 void Communicator::allgather(const at::Tensor& send, at::Tensor& recv) {
@@ -97,7 +102,8 @@ void Communicator::allgather(const at::Tensor& send, at::Tensor& recv) {
   ATB_CHECK(recv.nbytes() == send.nbytes() * static_cast<uint64_t>(size()), ERROR_INVALID_TENSOR_SIZE, backend_,
             " allgather: output of ", recv.nbytes(), " bytes, expected ", size(), " x ", send.nbytes());
   const CallSignature sig = makeSignature(Collective::kAllgather, 0, send.scalar_type(), send.nbytes());
-  call("allgather", &sig, nullptr, [&] { doAllgather(send, recv); });
+  EagerCall eager{Collective::kAllgather, &send, &recv};
+  call("allgather", &sig, nullptr, [&] { doAllgather(send, recv); }, &eager);
 }
 
 void Communicator::allgatherv(const at::Tensor& send, const VLayout& recvLayout, at::Tensor& recv) {
@@ -109,7 +115,8 @@ void Communicator::allgatherv(const at::Tensor& send, const VLayout& recvLayout,
 void Communicator::allreduce(const at::Tensor& send, at::Tensor& recv, ReduceOp op) {
   CallSignature sig = makeSignature(Collective::kAllreduce, 0, send.scalar_type(), send.nbytes());
   sig.reduceOp = static_cast<int8_t>(op);
-  call("allreduce", &sig, nullptr, [&] { doAllreduce(send, recv, op); });
+  EagerCall eager{Collective::kAllreduce, &send, &recv, nullptr, op};
+  call("allreduce", &sig, nullptr, [&] { doAllreduce(send, recv, op); }, &eager);
 }
 
 void Communicator::reduceScatter(const at::Tensor& send, at::Tensor& recv, ReduceOp op) {
@@ -131,7 +138,8 @@ void Communicator::reduceScatterV(const at::Tensor& send, const VLayout& sendLay
 void Communicator::broadcast(at::Tensor& tensor, int32_t root) {
   CallSignature sig = makeSignature(Collective::kBroadcast, 0, tensor.scalar_type(), tensor.nbytes());
   sig.root = root;
-  call("broadcast", &sig, nullptr, [&] { doBroadcast(tensor, root); });
+  EagerCall eager{Collective::kBroadcast, &tensor, &tensor, nullptr, ReduceOp::kSum, root};
+  call("broadcast", &sig, nullptr, [&] { doBroadcast(tensor, root); }, &eager);
 }
 
 void Communicator::send(const at::Tensor& tensor, int32_t peer) {
@@ -148,10 +156,15 @@ void Communicator::sendRecv(std::vector<P2pOp>& ops) {
 
 void Communicator::barrier() {
   const CallSignature sig = makeSignature(Collective::kBarrier, 0, c10::ScalarType::Undefined, 0);
-  call("barrier", &sig, nullptr, [&] { doBarrier(); });
+  EagerCall eager{Collective::kBarrier};
+  call("barrier", &sig, nullptr, [&] { doBarrier(); }, &eager);
 }
 
 void Communicator::crossCheck(const CallSignature&, const AllToAllVLayout*) {}
+
+EagerResult Communicator::checkAndComplete(const CallSignature&, const AllToAllVLayout*, const EagerCall&) {
+  return EagerResult::kNotChecked;
+}
 
 at::Tensor Communicator::emptyOutput(c10::IntArrayRef sizes, const at::TensorOptions& options) {
   return at::empty(sizes, options);

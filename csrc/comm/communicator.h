@@ -34,7 +34,7 @@ struct P2pOp {
 // pass on right data alone). Counted on the rank that does the copy.
 struct CommStats {
   std::atomic<uint64_t> collectives{0};    // signature-checked collective calls
-  std::atomic<uint64_t> eagerBytes{0};     // copied through the eager buffers of the shared segment
+  std::atomic<uint64_t> eagerBytes{0};     // shm: through the segment's eager buffers; gloo: inside the check
   std::atomic<uint64_t> memcpyBytes{0};    // copied straight between ranks' buffers by memcpy (arena, threads)
   std::atomic<uint64_t> vmBytes{0};        // copied straight by process_vm_readv / process_vm_writev
   std::atomic<uint64_t> pushedBytes{0};    // of the straight copies, written by the sender (the split's tail)
@@ -42,6 +42,24 @@ struct CommStats {
   std::atomic<uint64_t> hugePageBytes{0};  // of reused buffers, collapsed onto huge pages (core/memory.h)
   std::atomic<uint64_t> stagedBytes{0};    // copied into the arena for peers that cannot read process memory
   std::atomic<int32_t> crossMemory{-1};    // shm: 1 peers read process memory, 0 they cannot; -1 n/a
+};
+
+// A collective's data, for backends whose cross-check is an exchange of its own that small calls can ride in
+// (Communicator::checkAndComplete). Pointers to the caller's arguments; unused ones stay null.
+struct EagerCall {
+  Collective kind = Collective::kNone;
+  const at::Tensor* send = nullptr;         // alltoallv, allgather, allreduce: the input; broadcast: the tensor
+  at::Tensor* recv = nullptr;               // alltoallv, allgather, allreduce: the output; broadcast: the tensor
+  const AllToAllVLayout* layout = nullptr;  // alltoallv
+  ReduceOp op = ReduceOp::kSum;             // allreduce
+  int32_t root = -1;                        // broadcast
+};
+
+// What a backend's checkAndComplete did.
+enum class EagerResult {
+  kNotChecked,  // nothing: the call is compared by crossCheck, then its data moves
+  kChecked,     // compared; its data still has to move
+  kCompleted,   // compared, and its data moved in the same exchange: the call is done
 };
 
 class Communicator {
@@ -104,6 +122,9 @@ class Communicator {
   // (checkSignatures); `counts`: alltoallv's layout, whose count matrix must match too. Backends that compare
   // inside their own protocol (shm: the post) or cannot (a vendor library) leave it empty.
   virtual void crossCheck(const CallSignature& sig, const AllToAllVLayout* counts);
+  // Compares the call as crossCheck does and, where the backend's comparison is an exchange that can carry the
+  // call's data, completes a small call in it (one round instead of two). Default: kNotChecked.
+  virtual EagerResult checkAndComplete(const CallSignature& sig, const AllToAllVLayout* counts, const EagerCall& call);
 
   virtual void doAlltoallv(const at::Tensor& send, const AllToAllVLayout& layout, at::Tensor& recv) = 0;
   virtual void doAllgather(const at::Tensor& send, at::Tensor& recv);
@@ -127,8 +148,10 @@ class Communicator {
 
  private:
   // `sig`: the collective's signature (null for point to point, which checks each message itself).
+  // `eager`: the call's data, for checkAndComplete (null: crossCheck only).
   template <typename F>
-  void call(const char* what, const CallSignature* sig, const AllToAllVLayout* counts, F&& body);
+  void call(const char* what, const CallSignature* sig, const AllToAllVLayout* counts, F&& body,
+            const EagerCall* eager = nullptr);
 
   const std::string backend_;
   const int32_t rank_;

@@ -19,6 +19,7 @@
 #include "core/layout.h"
 #include "core/memory.h"
 #include "core/process.h"
+#include "core/reduce.h"
 #include "core/status.h"
 
 namespace atb_ops::gloo {
@@ -183,32 +184,169 @@ void GlooCommunicator::waitFor(const c10::intrusive_ptr<c10d::Work>& work, const
 }
 
 void GlooCommunicator::crossCheck(const CallSignature& sig, const AllToAllVLayout* counts) {
-  // A fixed size whatever the call (the signature, then alltoallv's counts to and from each rank, zeros
-  // otherwise): ranks that called different collectives still exchange matching messages and all raise.
-  const int64_t n = size();
-  constexpr int64_t kSigWords = sizeof(CallSignature) / sizeof(int64_t);
-  const int64_t words = kSigWords + 2 * n;
-  at::Tensor mine = at::zeros({words}, at::kLong);
-  int64_t* m = mine.data_ptr<int64_t>();
-  std::memcpy(m, &sig, sizeof(CallSignature));
-  if (counts != nullptr) {
-    std::copy(counts->sendCounts.begin(), counts->sendCounts.end(), m + kSigWords);
-    std::copy(counts->recvCounts.begin(), counts->recvCounts.end(), m + kSigWords + n);
+  checkExchange(sig, counts, nullptr);
+}
+
+EagerResult GlooCommunicator::checkAndComplete(const CallSignature& sig, const AllToAllVLayout* counts,
+                                               const EagerCall& call) {
+  return checkExchange(sig, counts, &call);
+}
+
+namespace {
+
+constexpr int64_t kSigWords = sizeof(CallSignature) / sizeof(int64_t);
+// Payload room per peer in every cross-check: kEagerTotal bytes over the peers, so a call of many ranks does not
+// grow its check (2 ranks: 16 KiB; 4: 5456 B; 64: 256 B). The same on every rank: it depends only on the size.
+constexpr int64_t kEagerTotal = int64_t{16} << 10;
+int64_t eagerRoom(int32_t size) {
+  return size <= 1 ? 0 : std::max<int64_t>(kEagerTotal / (size - 1) / 8 * 8, 256);
+}
+
+// Bytes a call sends to `peer` inside the check, or -1 when they do not fit (or none go there).
+int64_t eagerBytes(const EagerCall& c, int32_t peer, int32_t me, int64_t room) {
+  int64_t bytes = -1;
+  switch (c.kind) {
+    case Collective::kAlltoallv:
+      bytes = c.layout->sendCounts[peer] * static_cast<int64_t>(c.send->element_size());
+      break;
+    case Collective::kAllgather:
+    case Collective::kAllreduce: bytes = static_cast<int64_t>(c.send->nbytes()); break;
+    case Collective::kBroadcast: bytes = me == c.root ? static_cast<int64_t>(c.send->nbytes()) : 0; break;
+    default: return -1;
   }
-  at::Tensor all = at::empty({n * words}, at::kLong);
-  at::Tensor allBytes = bytesOf(all);
-  gatherBytes(bytesOf(mine), allBytes, "call cross-check");
-  const int64_t* a = all.data_ptr<int64_t>();
+  return bytes <= room ? bytes : -1;
+}
+
+}  // namespace
+
+EagerResult GlooCommunicator::checkExchange(const CallSignature& sig, const AllToAllVLayout* counts,
+                                            const EagerCall* call) {
+  // One all-to-all of a fixed size whatever the call, so ranks that called different collectives still exchange
+  // matching messages and all raise: to each peer, the signature, alltoallv's counts to and from each rank
+  // (zeros otherwise) and eagerRoom bytes, where a small call's data rides along: then the call is done here.
+  const int32_t n = size();
+  const int32_t me = rank();
+  const int64_t headerBytes = (kSigWords + 2 * n) * static_cast<int64_t>(sizeof(int64_t));
+  const int64_t room = eagerRoom(n);
+  const int64_t block = headerBytes + room;
+  at::Tensor header = at::zeros({kSigWords + 2 * n}, at::kLong);
+  int64_t* h = header.data_ptr<int64_t>();
+  std::memcpy(h, &sig, sizeof(CallSignature));
+  if (counts != nullptr) {
+    std::copy(counts->sendCounts.begin(), counts->sendCounts.end(), h + kSigWords);
+    std::copy(counts->recvCounts.begin(), counts->recvCounts.end(), h + kSigWords + n);
+  }
+  // The peers' blocks back to back in rank order (this rank's own takes no room).
+  at::Tensor out = at::zeros({(n - 1) * block}, at::kByte);
+  at::Tensor in = at::empty({(n - 1) * block}, at::kByte);
+  auto* o = static_cast<char*>(out.data_ptr());
+  for (int32_t peer = 0, slot = 0; peer < n; ++peer) {
+    if (peer == me) continue;
+    char* dst = o + slot++ * block;
+    std::memcpy(dst, h, static_cast<size_t>(headerBytes));
+    const int64_t bytes = call != nullptr ? eagerBytes(*call, peer, me, room) : -1;
+    if (bytes > 0) {
+      const auto* src = static_cast<const char*>(call->send->data_ptr());
+      const int64_t from =
+          call->kind == Collective::kAlltoallv ? call->layout->sdispls[peer] * call->send->element_size() : 0;
+      std::memcpy(dst + headerBytes, src + from, static_cast<size_t>(bytes));
+    }
+  }
+  if (n > 1) {
+    std::vector<int64_t> splits(static_cast<size_t>(n), block);
+    splits[me] = 0;
+    std::vector<int64_t> outSplits = splits;  // two vectors: the backend moves from what it is given
+    waitFor(backend_->alltoall_base(in, out, splits, outSplits), "call cross-check");
+  }
+  const auto* received = static_cast<const char*>(in.data_ptr());
+  auto blockOf = [&](int32_t r) -> const char* {
+    return r == me ? reinterpret_cast<const char*>(h) : received + (r < me ? r : r - 1) * block;
+  };
+  auto word = [&](int32_t r, int64_t i) {
+    int64_t v;
+    std::memcpy(&v, blockOf(r) + i * static_cast<int64_t>(sizeof(int64_t)), sizeof(v));
+    return v;
+  };
   // The same prefix on every rank, whatever each called, so all raise one message.
   const std::string what = "gloo call #" + std::to_string(sig.seq);
-  checkSignatures(
-      size(), [&](int32_t r) -> const CallSignature& { return *reinterpret_cast<const CallSignature*>(a + r * words); },
-      what);
+  std::vector<CallSignature> sigs(static_cast<size_t>(n));
+  for (int32_t r = 0; r < n; ++r) std::memcpy(&sigs[r], blockOf(r), sizeof(CallSignature));
+  checkSignatures(n, [&](int32_t r) -> const CallSignature& { return sigs[r]; }, what);
   if (counts != nullptr) {
     checkCountMatrix(
-        size(), [&](int32_t i, int32_t j) { return a[i * words + kSigWords + j]; },
-        [&](int32_t j, int32_t i) { return a[j * words + kSigWords + n + i]; }, what.c_str());
+        n, [&](int32_t i, int32_t j) { return word(i, kSigWords + j); },
+        [&](int32_t j, int32_t i) { return word(j, kSigWords + n + i); }, what.c_str());
   }
+  if (call == nullptr || n == 1) return EagerResult::kChecked;
+  // Every rank decides alike from what all agreed on (the signatures, the count matrix): either every sender put
+  // its data in the check, or none is used.
+  bool fits = false;
+  switch (call->kind) {
+    case Collective::kBarrier:
+      fits = true;  // the check itself waited for every rank
+      break;
+    case Collective::kAlltoallv:
+      fits = true;
+      for (int32_t i = 0; i < n && fits; ++i) {
+        for (int32_t j = 0; j < n && fits; ++j) fits = word(i, kSigWords + j) * sig.elemSize <= room;
+      }
+      break;
+    case Collective::kAllgather:
+    case Collective::kAllreduce:
+    case Collective::kBroadcast: fits = static_cast<int64_t>(sig.bytes) <= room; break;
+    default: break;
+  }
+  if (!fits) return EagerResult::kChecked;
+  completeEagerly(*call, [&](int32_t r) { return blockOf(r) + headerBytes; });
+  return EagerResult::kCompleted;
+}
+
+void GlooCommunicator::completeEagerly(const EagerCall& c, const std::function<const char*(int32_t)>& payload) {
+  const int32_t n = size();
+  const int32_t me = rank();
+  const auto* send = c.send != nullptr ? static_cast<const char*>(c.send->data_ptr()) : nullptr;
+  auto* recv = c.recv != nullptr ? static_cast<char*>(c.recv->data_ptr()) : nullptr;
+  int64_t moved = 0;
+  switch (c.kind) {
+    case Collective::kAlltoallv: {
+      const AllToAllVLayout& l = *c.layout;
+      const int64_t es = c.send->element_size();
+      // This rank's own chunk first: it is read from `send`, which the others' chunks may overwrite (in place).
+      std::memmove(recv + l.rdispls[me] * es, send + l.sdispls[me] * es, static_cast<size_t>(l.recvCounts[me] * es));
+      for (int32_t i = 0; i < n; ++i) {
+        if (i == me || l.recvCounts[i] == 0) continue;
+        std::memcpy(recv + l.rdispls[i] * es, payload(i), static_cast<size_t>(l.recvCounts[i] * es));
+        moved += l.recvCounts[i] * es;
+      }
+      break;
+    }
+    case Collective::kAllgather: {
+      const int64_t m = static_cast<int64_t>(c.send->nbytes());
+      std::memmove(recv + me * m, send, static_cast<size_t>(m));
+      for (int32_t i = 0; i < n; ++i) {
+        if (i == me) continue;
+        std::memcpy(recv + i * m, payload(i), static_cast<size_t>(m));
+        moved += m;
+      }
+      break;
+    }
+    case Collective::kAllreduce: {
+      // In rank order, as every rank does: all get the same bits (16-bit floats accumulate in float32).
+      std::vector<const char*> parts;
+      for (int32_t i = 0; i < n; ++i) parts.push_back(i == me ? send : payload(i));
+      reduceInOrder(parts.data(), parts.size(), recv, c.send->numel(), c.send->scalar_type(), c.op);
+      moved = (n - 1) * static_cast<int64_t>(c.send->nbytes());
+      break;
+    }
+    case Collective::kBroadcast:
+      if (me != c.root) {
+        std::memcpy(recv, payload(c.root), c.recv->nbytes());
+        moved = static_cast<int64_t>(c.recv->nbytes());
+      }
+      break;
+    default: break;
+  }
+  stats_.eagerBytes.fetch_add(static_cast<uint64_t>(moved), std::memory_order_relaxed);
 }
 
 void GlooCommunicator::doAlltoallv(const at::Tensor& send, const AllToAllVLayout& l, at::Tensor& recv) {

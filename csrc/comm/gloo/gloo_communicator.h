@@ -33,8 +33,11 @@ class GlooCommunicator final : public Communicator {
   ~GlooCommunicator() override;
 
  protected:
-  // One all-gather of every rank's signature (and alltoallv's counts) before any data moves.
+  // One exchange of every rank's signature (and alltoallv's counts) before any data moves (checkExchange).
   void crossCheck(const CallSignature& sig, const AllToAllVLayout* counts) override;
+  // The same exchange, carrying a small call's data: all-to-all, all-gather, all-reduce and broadcast of a few
+  // KiB per peer, and barrier, are done in it (one round between the ranks instead of two).
+  EagerResult checkAndComplete(const CallSignature& sig, const AllToAllVLayout* counts, const EagerCall& call) override;
   void doAlltoallv(const at::Tensor& send, const AllToAllVLayout& layout, at::Tensor& recv) override;
   void doAllgather(const at::Tensor& send, at::Tensor& recv) override;
   void doAllreduce(const at::Tensor& send, at::Tensor& recv, ReduceOp op) override;
@@ -46,6 +49,10 @@ class GlooCommunicator final : public Communicator {
 
  private:
   void waitFor(const c10::intrusive_ptr<c10d::Work>& work, const char* what) const;
+  // The cross-check: compares every rank's call, with `call`'s data beside it where it fits (null: none).
+  EagerResult checkExchange(const CallSignature& sig, const AllToAllVLayout* counts, const EagerCall* call);
+  // Finishes `call` from the data that came with the check (`payload(r)`: what rank r sent this rank).
+  void completeEagerly(const EagerCall& call, const std::function<const char*(int32_t)>& payload);
   // Every rank's `in` (bytes, the same length on each) into `out` in rank order, through gloo's all-to-all.
   void gatherBytes(at::Tensor in, at::Tensor& out, const char* what);
   // Ranks on this host whose process has exited, for error messages ("" when none is known dead).
