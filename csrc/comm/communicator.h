@@ -101,6 +101,9 @@ class Communicator {
   // Compares a call of a communicator made of this one (and others) across this one's ranks, as this one compares
   // its own collectives before data moves; raises the same error on every rank when they differ.
   void compareCall(const CallSignature& sig, const AllToAllVLayout* counts) { crossCheck(sig, counts); }
+  // The same, carrying `call`'s data where this backend's comparison can (checkAndComplete): kCompleted when the
+  // call was done in it (its data on this communicator's ranks, in their order), else kChecked.
+  EagerResult compareAndComplete(const CallSignature& sig, const AllToAllVLayout* counts, const EagerCall& call);
 
   // A tensor for this communicator's outputs; backends may place it where their peers reach it faster.
   virtual at::Tensor emptyOutput(c10::IntArrayRef sizes, const at::TensorOptions& options);

@@ -65,10 +65,17 @@ class TwoLevelCommunicator final : public Communicator {
   // between hosts for a host whose ranks found a disagreement, and time out. The rest run on `everyone_`, which
   // compares them itself.
   void crossCheck(const CallSignature& sig, const AllToAllVLayout* counts) override {
-    const Collective c = static_cast<Collective>(sig.collective);
-    if (c == Collective::kAllreduce || c == Collective::kAllgather || c == Collective::kBroadcast) {
-      everyone_->compareCall(sig, counts);
-    }
+    if (inParts(static_cast<Collective>(sig.collective))) everyone_->compareCall(sig, counts);
+  }
+  // The same comparison, where a small call's data rides in it (a few KiB: everyone_'s room, backend gloo): then
+  // the call is done there, one exchange among all ranks instead of that and the parts.
+  EagerResult checkAndComplete(const CallSignature& sig, const AllToAllVLayout* counts,
+                               const EagerCall& call) override {
+    if (inParts(call.kind)) return everyone_->compareAndComplete(sig, counts, call);
+    return EagerResult::kChecked;  // it runs on everyone_, which compares it itself
+  }
+  static bool inParts(Collective c) {
+    return c == Collective::kAllreduce || c == Collective::kAllgather || c == Collective::kBroadcast;
   }
 
   void doAlltoallv(const at::Tensor& send, const AllToAllVLayout& layout, at::Tensor& recv) override {

@@ -312,7 +312,9 @@ void GlooCommunicator::completeEagerly(const EagerCall& c, const std::function<c
       const AllToAllVLayout& l = *c.layout;
       const int64_t es = c.send->element_size();
       // This rank's own chunk first: it is read from `send`, which the others' chunks may overwrite (in place).
-      std::memmove(recv + l.rdispls[me] * es, send + l.sdispls[me] * es, static_cast<size_t>(l.recvCounts[me] * es));
+      if (l.recvCounts[me] > 0) {
+        std::memmove(recv + l.rdispls[me] * es, send + l.sdispls[me] * es, static_cast<size_t>(l.recvCounts[me] * es));
+      }
       for (int32_t i = 0; i < n; ++i) {
         if (i == me || l.recvCounts[i] == 0) continue;
         std::memcpy(recv + l.rdispls[i] * es, payload(i), static_cast<size_t>(l.recvCounts[i] * es));
@@ -322,6 +324,7 @@ void GlooCommunicator::completeEagerly(const EagerCall& c, const std::function<c
     }
     case Collective::kAllgather: {
       const int64_t m = static_cast<int64_t>(c.send->nbytes());
+      if (m == 0) break;
       std::memmove(recv + me * m, send, static_cast<size_t>(m));
       for (int32_t i = 0; i < n; ++i) {
         if (i == me) continue;
@@ -339,7 +342,7 @@ void GlooCommunicator::completeEagerly(const EagerCall& c, const std::function<c
       break;
     }
     case Collective::kBroadcast:
-      if (me != c.root) {
+      if (me != c.root && c.recv->nbytes() > 0) {
         std::memcpy(recv, payload(c.root), c.recv->nbytes());
         moved = static_cast<int64_t>(c.recv->nbytes());
       }
