@@ -162,8 +162,10 @@ class TwoLevelCommunicator final : public Communicator {
   void inHost(F&& f) {
     withNote(inHostNote_, std::forward<F>(f));
   }
+  // Its calls skip their own comparison: this communicator compared every rank's call first (checkAndComplete).
   template <typename F>
   void acrossHosts(F&& f) {
+    const Communicator::Trusted compared(*acrossHosts_);
     withNote(acrossNote_, std::forward<F>(f));
   }
   template <typename F>
