@@ -6,6 +6,7 @@
 #include <string>
 
 #ifdef __linux__
+#include <errno.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #endif
@@ -70,21 +71,28 @@ void adviseHugePages(const at::Tensor& t) {
 #endif
 }
 
-uint64_t collapseHugePages(const void* data, size_t bytes) {
+Collapse tryCollapseHugePages(const void* data, size_t bytes) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   const uintptr_t huge = hugePageBytes();
-  if (huge == 0 || data == nullptr) return 0;
+  if (huge == 0 || data == nullptr) return {};
   const Units pages = wholeUnits(data, bytes, huge);
-  if (pages.bytes() == 0) return 0;
+  if (pages.bytes() == 0) return {};
   void* range = reinterpret_cast<void*>(pages.first);
   // MADV_HUGEPAGE first, so that pages the buffer loses later (swap, migration) come back huge.
   (void)::madvise(range, pages.bytes(), MADV_HUGEPAGE);
-  return ::madvise(range, pages.bytes(), MADV_COLLAPSE) == 0 ? pages.bytes() : 0;
+  if (::madvise(range, pages.bytes(), MADV_COLLAPSE) == 0) return {pages.bytes(), false};
+  // EAGAIN: a page was briefly busy (pinned by a peer's copy, locked, under migration); ENOMEM: no free huge
+  // page even after compaction. Both can pass; EINVAL (no MADV_COLLAPSE) and the rest do not.
+  return {0, errno == EAGAIN || errno == ENOMEM || errno == EBUSY};
 #else
   (void)data;
   (void)bytes;
-  return 0;
+  return {};
 #endif
+}
+
+uint64_t collapseHugePages(const void* data, size_t bytes) {
+  return tryCollapseHugePages(data, bytes).bytes;
 }
 
 uint64_t ReusedBufferPages::onUse(const void* data, size_t bytes) {
@@ -99,13 +107,14 @@ uint64_t ReusedBufferPages::onUse(const void* data, size_t bytes) {
   if (it == entries_.end()) {
     auto oldest = std::min_element(entries_.begin(), entries_.end(),
                                    [](const Entry& a, const Entry& b) { return a.lastUse < b.lastUse; });
-    *oldest = Entry{begin, bytes, clock_, false};
+    *oldest = Entry{begin, bytes, clock_};
     return 0;
   }
   it->lastUse = clock_;
-  if (it->collapsed) return 0;
-  it->collapsed = true;  // one attempt per buffer, whatever the kernel answers
-  return collapseHugePages(data, bytes);
+  if (it->done) return 0;
+  const Collapse result = tryCollapseHugePages(data, bytes);
+  it->done = !result.transient || ++it->attempts >= kAttempts;
+  return result.bytes;
 #else
   (void)data;
   (void)bytes;

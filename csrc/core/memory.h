@@ -27,6 +27,14 @@ void copyContiguous(const at::Tensor& dst, const at::Tensor& src);
 // does to a reused buffer, also offered to the benchmark so every library it times gets the same memory.
 uint64_t collapseHugePages(const void* data, size_t bytes);
 
+// collapseHugePages with the kernel's answer: `transient` where it refused for a reason that can pass (a page
+// briefly pinned or busy, no free huge page at that moment), so a later attempt may succeed.
+struct Collapse {
+  uint64_t bytes = 0;
+  bool transient = false;
+};
+Collapse tryCollapseHugePages(const void* data, size_t bytes);
+
 // Buffers that a caller passes call after call (execute_out's inputs and outputs): the second time one of
 // at least kMinBytes is seen at the same address with the same size, its whole huge pages are collapsed onto
 // transparent huge pages (MADV_HUGEPAGE, then MADV_COLLAPSE, Linux 6.1+). Peers copy such buffers with
@@ -34,11 +42,13 @@ uint64_t collapseHugePages(const void* data, size_t bytes);
 // both copies shrink (2 ranks, 64 MiB AllToAllVV2: ~11.4 -> ~8.8 ms per call here). The collapse is paid
 // once per buffer (5-20 ms per 64 MiB, up to ~170 ms when the kernel must first compact memory), and never
 // for a buffer seen only once; a buffer freed and allocated again at the same address is not collapsed
-// again. Advice only: where THP is off or the kernel refuses, the pages stay as they were. The caller checks
-// ATB_OPS_HUGEPAGES (Options::hugePages, read with its communicator's options).
+// again. A refusal that can pass (tryCollapseHugePages' `transient`) is retried on the buffer's next uses, up
+// to kAttempts tries in all. Advice only: where THP is off or the kernel refuses, the pages stay as they were. The
+// caller checks ATB_OPS_HUGEPAGES (Options::hugePages, read with its communicator's options).
 class ReusedBufferPages {
  public:
   static constexpr size_t kMinBytes = size_t{4} << 20;
+  static constexpr int kAttempts = 3;
 
   // Records one use of [data, data + bytes); returns the bytes this call collapsed (0 almost always).
   uint64_t onUse(const void* data, size_t bytes);
@@ -48,7 +58,8 @@ class ReusedBufferPages {
     uintptr_t begin = 0;
     size_t bytes = 0;
     uint64_t lastUse = 0;  // clock_ of its latest use: the least recent entry makes room for a new one
-    bool collapsed = false;
+    int attempts = 0;      // transient refusals so far
+    bool done = false;     // collapsed, or refused for good (or kAttempts times)
   };
   std::array<Entry, 16> entries_{};
   uint64_t clock_ = 0;

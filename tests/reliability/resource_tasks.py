@@ -104,7 +104,10 @@ print(json.dumps(result))
 # argv: rank. WHERE=creation: rank 0 of 2 creates a communicator alone (its peer never starts). WHERE=collective:
 # both create it, then rank 0 calls an AllGather that rank 1 never joins. Rank 0 prints "waiting" first.
 WAIT_FOREVER = """
-    import json, os, sys, threading, time, torch, atb_ops
+    import json, os, signal, sys, threading, time, torch, atb_ops
+    # Python keeps SIGINT ignored when it starts with it ignored (a test run started in the background, `cmd &`);
+    # a program at a terminal has the KeyboardInterrupt handler, which is what this rank stands for.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     rank = int(sys.argv[1])
     op = torch.classes.OperationTorch.OperationTorch("AllGatherOperation")
     op.set_param(json.dumps({"rank": rank, "rankSize": 2, "backend": "shm", "commDomain": os.environ["DOMAIN"]}))

@@ -181,22 +181,26 @@ def test_allgather_eager_limit_is_the_roots(rank_pools):
 REUSED_NUMEL = 2 << 20  # 8 MiB of float32 per buffer: over the 4 MiB threshold, several whole 2 MiB pages
 
 
-def _reused(pool, fresh: bool, env: dict[str, str] | None = None) -> list[dict]:
-    stats = pool.run(fastpath_tasks.reused_buffer_pages, REUSED_NUMEL, 3, fresh, "pages-" + uuid.uuid4().hex[:8],
-                     env)
+def _reused(pool, fresh: bool, env: dict[str, str] | None = None, calls: int = 3) -> list[dict]:
+    stats = pool.run(fastpath_tasks.reused_buffer_pages, REUSED_NUMEL, calls, fresh,
+                     "pages-" + uuid.uuid4().hex[:8], env)
     assert [s["wrong"] for s in stats] == [0] * len(stats), stats
     return stats
 
 
 def test_reused_buffers_are_collapsed_onto_huge_pages(rank_pools):
-    """Second call with the same send and output tensors: their whole huge pages are collapsed (counted by the
-    communicator and seen in /proc/self/smaps); the first call leaves them alone, the third adds nothing."""
-    stats = _reused(rank_pools(2), fresh=False)
+    """From the second call with the same send and output tensors their whole huge pages are collapsed (counted
+    by the communicator and seen in /proc/self/smaps); the first call leaves them alone. A buffer the kernel
+    refuses for a passing reason (a busy page, no free huge page: seen once in CI) is tried again on its next
+    uses, three tries in all, so after the fourth call every page is counted, and each exactly once."""
+    stats = _reused(rank_pools(2), fresh=False, calls=4)
     if not all(s["collapse_works"] for s in stats):
         pytest.skip("this kernel does not collapse anonymous memory onto huge pages (MADV_COLLAPSE, Linux 6.1+)")
     for s in stats:
+        counted = s["counted"]
         assert s["whole"] > 0, s
-        assert s["counted"] == [0, s["whole"], s["whole"]], s
+        assert counted[0] == 0 and counted[1] > 0, s
+        assert counted == sorted(counted) and counted[-1] == s["whole"], s
         assert s["smaps_kib"] * 1024 >= s["whole"], s
 
 
