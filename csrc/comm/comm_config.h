@@ -51,6 +51,10 @@ struct CommConfig {
   bool hostsChecked = false;
   // Set by placeAcrossHosts (host_span.h) when the ranks span hosts: every rank's host identity, in rank order.
   std::vector<std::string> rankHosts;
+  // Ranks of the whole communicator this one is part of that run on this kernel, when more than rankSize: hosts
+  // that are containers or network namespaces of one machine share its cores, so shm waits yield rather than
+  // spin when these outnumber them. 0: rankSize.
+  int32_t kernelRanks = 0;
   // backend "gloo" over an existing torch.distributed group (atb_ops.distributed): the group itself, and
   // its identity for the communicator cache.
   std::shared_ptr<ExistingGroup> group;

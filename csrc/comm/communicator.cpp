@@ -168,13 +168,6 @@ EagerResult Communicator::checkAndComplete(const CallSignature&, const AllToAllV
   return EagerResult::kNotChecked;
 }
 
-EagerResult Communicator::compareAndComplete(const CallSignature& sig, const AllToAllVLayout* counts,
-                                             const EagerCall& call) {
-  const EagerResult done = checkAndComplete(sig, counts, call);
-  if (done == EagerResult::kNotChecked) crossCheck(sig, counts);
-  return done == EagerResult::kCompleted ? done : EagerResult::kChecked;
-}
-
 at::Tensor Communicator::emptyOutput(c10::IntArrayRef sizes, const at::TensorOptions& options) {
   return at::empty(sizes, options);
 }

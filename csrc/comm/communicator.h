@@ -42,6 +42,7 @@ struct CommStats {
   std::atomic<uint64_t> hugePageBytes{0};  // of reused buffers, collapsed onto huge pages (core/memory.h)
   std::atomic<uint64_t> stagedBytes{0};    // copied into the arena for peers that cannot read process memory
   std::atomic<int32_t> crossMemory{-1};    // shm: 1 peers read process memory, 0 they cannot; -1 n/a
+  std::atomic<int32_t> spins{-1};          // shm (and two levels' shm part): 1 waits spin, 0 they yield; -1 n/a
 };
 
 // A collective's data, for backends whose cross-check is an exchange of its own that small calls can ride in
@@ -97,13 +98,6 @@ class Communicator {
   // each send to the other first. The k-th send from a to b meets b's k-th receive from a.
   void sendRecv(std::vector<P2pOp>& ops);
   void barrier();
-
-  // Compares a call of a communicator made of this one (and others) across this one's ranks, as this one compares
-  // its own collectives before data moves; raises the same error on every rank when they differ.
-  void compareCall(const CallSignature& sig, const AllToAllVLayout* counts) { crossCheck(sig, counts); }
-  // The same, carrying `call`'s data where this backend's comparison can (checkAndComplete): kCompleted when the
-  // call was done in it (its data on this communicator's ranks, in their order), else kChecked.
-  EagerResult compareAndComplete(const CallSignature& sig, const AllToAllVLayout* counts, const EagerCall& call);
 
   // While one lives, this communicator's calls skip their own comparison: for a part of a communicator made of
   // several, whose owner compared every rank's call over all of them first (its parts' calls follow from it).

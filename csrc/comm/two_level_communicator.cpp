@@ -2,10 +2,14 @@
 
 #include <ATen/ops/empty.h>
 
+#include <ATen/ops/zeros.h>
+
 #include <algorithm>
+#include <cstring>
 #include <map>
 
 #include "comm/backend_registry.h"
+#include "comm/eager_completion.h"
 #include "core/memory.h"
 #include "core/status.h"
 
@@ -26,6 +30,21 @@ std::string numbering(const std::vector<int32_t>& ranks) {
   return text;
 }
 
+// The ranks whose host identity (core/host.h: "<hostname>/<boot id>/...") names the same boot as `rank`'s: they
+// share its kernel and its cores, though each namespace or container is a host of its own.
+int32_t ranksOnThisKernel(const std::vector<std::string>& rankHosts, int32_t rank) {
+  auto bootOf = [](const std::string& identity) {
+    const size_t first = identity.find('/');
+    if (first == std::string::npos) return std::string();
+    const size_t second = identity.find('/', first + 1);
+    return identity.substr(first + 1, second == std::string::npos ? std::string::npos : second - first - 1);
+  };
+  const std::string mine = bootOf(rankHosts[rank]);
+  if (mine.empty()) return 0;  // unknown: count only the host's own ranks
+  return static_cast<int32_t>(
+      std::count_if(rankHosts.begin(), rankHosts.end(), [&](const std::string& h) { return bootOf(h) == mine; }));
+}
+
 class TwoLevelCommunicator final : public Communicator {
  public:
   TwoLevelCommunicator(const CommConfig& c, HostLayout layout)
@@ -41,6 +60,7 @@ class TwoLevelCommunicator final : public Communicator {
     host.rank = layout_.local;
     host.rankSize = layout_.perHost();
     host.commDomain = c.commDomain + "/host" + std::to_string(layout_.host);
+    host.kernelRanks = ranksOnThisKernel(c.rankHosts, c.rank);
     inHostNote_ = " (in the part of this communicator within host '" + hostName +
                   "': " + numbering(layout_.ranks[layout_.host]) + ")";
     CommConfig across = base;
@@ -52,11 +72,16 @@ class TwoLevelCommunicator final : public Communicator {
     for (const std::vector<int32_t>& onHost : layout_.ranks) peers.push_back(onHost[layout_.local]);
     acrossNote_ = " (in the part of this communicator between hosts, local index " + std::to_string(layout_.local) +
                   " of each: " + numbering(peers) + ")";
+    slot_.resize(static_cast<size_t>(c.rankSize));
+    for (int32_t h = 0; h < layout_.hosts(); ++h) {
+      for (int32_t l = 0; l < layout_.perHost(); ++l) slot_[layout_.ranks[h][l]] = h * layout_.perHost() + l;
+    }
     CommConfig everyone = base;
     everyone.backend = "gloo";
     inHost_ = createCommunicator(host);
     acrossHosts_ = createCommunicator(across);
     everyone_ = createCommunicator(everyone);
+    stats_.spins.store(inHost_->stats().spins.load());
   }
 
  protected:
@@ -65,13 +90,13 @@ class TwoLevelCommunicator final : public Communicator {
   // between hosts for a host whose ranks found a disagreement, and time out. The rest run on `everyone_`, which
   // compares them itself.
   void crossCheck(const CallSignature& sig, const AllToAllVLayout* counts) override {
-    if (inParts(static_cast<Collective>(sig.collective))) everyone_->compareCall(sig, counts);
+    if (inParts(static_cast<Collective>(sig.collective))) compareInTwoSteps(sig, nullptr);
   }
-  // The same comparison, where a small call's data rides in it (a few KiB: everyone_'s room, backend gloo): then
-  // the call is done there, one exchange among all ranks instead of that and the parts.
+  // The same comparison, where a small call's data rides in it (eagerRoom of every rank): then the call is done
+  // there, two small exchanges instead of those and the parts.
   EagerResult checkAndComplete(const CallSignature& sig, const AllToAllVLayout* counts,
                                const EagerCall& call) override {
-    if (inParts(call.kind)) return everyone_->compareAndComplete(sig, counts, call);
+    if (inParts(call.kind)) return compareInTwoSteps(sig, &call);
     return EagerResult::kChecked;  // it runs on everyone_, which compares it itself
   }
   static bool inParts(Collective c) {
@@ -178,7 +203,42 @@ class TwoLevelCommunicator final : public Communicator {
     }
   }
 
+  // Every rank's call, compared over all ranks in two exchanges of a fixed size whatever the call (so ranks that
+  // called different things still exchange matching messages, and all raise): each rank's record (its signature,
+  // then `room` bytes where a small call's data rides) is gathered in the host over shared memory, then the hosts'
+  // gathers among same-local-rank peers. Every rank then holds every rank's record and raises the same error, or
+  // finishes a small call from them. One exchange between hosts of 2 ranks (4 with 2 x 2 on one gloo group, 2-3 ms
+  // on the emulated hosts, was the cost of every sharded all-reduce from 64 KiB).
+  EagerResult compareInTwoSteps(const CallSignature& sig, const EagerCall* call) {
+    const int64_t room = eagerRoom(size());
+    const int64_t record = static_cast<int64_t>(sizeof(CallSignature)) + room;
+    at::Tensor mine = at::zeros({record}, at::kByte);
+    auto* m = static_cast<char*>(mine.data_ptr());
+    std::memcpy(m, &sig, sizeof(CallSignature));
+    // What goes to one peer goes to all of them here (all-gather, all-reduce, broadcast).
+    const int64_t bytes = call != nullptr ? eagerBytes(*call, rank(), rank(), room) : -1;
+    if (bytes > 0) std::memcpy(m + sizeof(CallSignature), call->send->data_ptr(), static_cast<size_t>(bytes));
+    at::Tensor host = at::empty({layout_.perHost() * record}, at::kByte);
+    inHost([&] { inHost_->allgather(mine, host); });
+    at::Tensor all = at::empty({layout_.hosts() * layout_.perHost() * record}, at::kByte);
+    acrossHosts([&] { acrossHosts_->allgather(host, all); });
+    const auto* records = static_cast<const char*>(all.data_ptr());
+    auto recordOf = [&](int32_t r) { return records + slot_[r] * record; };
+    std::vector<CallSignature> sigs(static_cast<size_t>(size()));
+    for (int32_t r = 0; r < size(); ++r) std::memcpy(&sigs[r], recordOf(r), sizeof(CallSignature));
+    // The same prefix on every rank, whatever each called, so all raise one message.
+    checkSignatures(
+        size(), [&](int32_t r) -> const CallSignature& { return sigs[r]; },
+        backend() + " call #" + std::to_string(sig.seq));
+    if (call == nullptr || !eagerFits(sig, call->kind, room)) return EagerResult::kChecked;
+    const int64_t moved =
+        completeFromPayloads(*call, rank(), size(), [&](int32_t r) { return recordOf(r) + sizeof(CallSignature); });
+    stats_.eagerBytes.fetch_add(static_cast<uint64_t>(moved), std::memory_order_relaxed);
+    return EagerResult::kCompleted;
+  }
+
   HostLayout layout_;
+  std::vector<int32_t> slot_;  // slot_[r]: rank r's place in the two-step gather (host * perHost + local)
   std::string inHostNote_;
   std::string acrossNote_;
   std::shared_ptr<Communicator> inHost_;

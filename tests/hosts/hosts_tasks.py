@@ -245,10 +245,34 @@ EVERY_COLLECTIVE = EVERY_COLLECTIVE.replace("        # <uneven AllToAllVV2>\n", 
 
 # argv: rank, size. One AllReduce every rank agrees on, then one where the last rank passes one element more: every
 # rank must raise at once (no rank left waiting between hosts). Prints {"error", "seconds"} or {"wrong"}.
+# argv: rank, size. 2 hosts x 2 ranks on one kernel (emulated hosts): an AllReduce of 10 floats, done inside the
+# two-step comparison of every rank's call, then one of 64 KiB, sharded. Prints {"wrong", "stats"} (the two-level
+# communicator's counters after each call) or {"error"}.
+SMALL_AND_SHARDED = """
+    import datetime, json, sys, torch, torch.distributed as dist
+    import atb_ops
+    rank, size = int(sys.argv[1]), int(sys.argv[2])
+    dist.init_process_group("gloo", rank=rank, world_size=size, timeout=datetime.timedelta(seconds=60))
+    o = torch.classes.OperationTorch.OperationTorch("AllReduceOperation")
+    o.set_param(json.dumps({"rank": rank, "rankSize": size, "commDomain": "small-and-sharded"}))
+    wrong, stats = 0, []
+    try:
+        for numel in (10, 16384):
+            x = torch.arange(numel, dtype=torch.float32) * (rank + 1)
+            (got,) = o.execute([x])
+            wrong += int((got != torch.arange(numel, dtype=torch.float32) * sum(range(1, size + 1))).sum())
+            stats += atb_ops._C.communicator_stats("small-and-sharded")
+        print(json.dumps({"wrong": wrong, "stats": stats}))
+    except RuntimeError as e:
+        print(json.dumps({"error": str(e).splitlines()[0]}))
+"""
+
+
 DISAGREEING_SIZES = """
     import datetime, json, sys, time, torch, torch.distributed as dist
     import atb_ops
     rank, size = int(sys.argv[1]), int(sys.argv[2])
+    numel, odd = int(sys.argv[3]), [int(r) for r in sys.argv[4].split(",")]  # the ranks that pass one more
     dist.init_process_group("gloo", rank=rank, world_size=size, timeout=datetime.timedelta(seconds=60))
     o = torch.classes.OperationTorch.OperationTorch("AllReduceOperation")
     o.set_param(json.dumps({"rank": rank, "rankSize": size}))
@@ -256,7 +280,7 @@ DISAGREEING_SIZES = """
     wrong = int((agreed != size).sum())
     began = time.monotonic()
     try:
-        o.execute([torch.ones(100_000 + (rank == size - 1))])
+        o.execute([torch.ones(numel + (rank in odd))])
         print(json.dumps({"wrong": wrong}))
     except RuntimeError as e:
         print(json.dumps({"error": str(e).splitlines()[0], "seconds": time.monotonic() - began, "wrong": wrong}))

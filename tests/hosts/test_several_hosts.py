@@ -8,6 +8,7 @@ Needs root (CI runs as root); skipped elsewhere with the reason."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -92,16 +93,35 @@ def test_every_collective_across_hosts(two_hosts, placement, two_level, backend)
         assert report == {"wrong": 0, "backends": [backend]}, report
 
 
-def test_ranks_that_disagree_across_hosts_all_raise_at_once(two_hosts):
-    """2 hosts x 2 ranks in two levels; the last rank passes one element more to an AllReduce: every rank, on both
-    hosts, raises ERROR_INVALID_TENSOR_SIZE naming the sizes well within ATB_OPS_TIMEOUT (60 s), not only the ranks
-    of the host where the odd one is while the others wait between hosts."""
-    procs = _start(two_hosts, tasks.DISAGREEING_SIZES, [0, 0, 1, 1], lambda r: ["4"], _env())
+@pytest.mark.parametrize("numel", [100_000, 10], ids=["large", "small"])
+@pytest.mark.parametrize("odd", ["3", "1", "2,3"], ids=["last-rank", "host0-rank1", "all-of-host1"])
+def test_ranks_that_disagree_across_hosts_all_raise_at_once(two_hosts, numel, odd):
+    """2 hosts x 2 ranks in two levels; some ranks pass one element more to an AllReduce (one rank of either host,
+    or every rank of host 1, so that each host agrees within itself), large (sharded) or small (done inside the
+    comparison): every rank, on both hosts, raises ERROR_INVALID_TENSOR_SIZE naming the sizes well within
+    ATB_OPS_TIMEOUT (60 s), not only the ranks of the host where the odd one is while the others wait between
+    hosts."""
+    procs = _start(two_hosts, tasks.DISAGREEING_SIZES, [0, 0, 1, 1], lambda r: ["4", str(numel), odd], _env())
     for report in _finish(procs):
         assert report["wrong"] == 0, report
         assert report.get("error", "").startswith("ERROR_INVALID_TENSOR_SIZE"), report
-        assert "size differs" in report["error"] and "100001" in report["error"], report
+        assert "size differs" in report["error"] and f"{numel + 1} elements" in report["error"], report
         assert report["seconds"] < 20, report
+
+
+def test_two_levels_small_calls_ride_in_the_comparison_and_waits_yield(two_hosts):
+    """2 hosts x 2 ranks: an AllReduce of 40 bytes is done inside the comparison of every rank's call (the other 3
+    ranks' inputs counted as eager bytes, nothing more), one of 64 KiB is not; and as both emulated hosts run on
+    this one kernel, the shm part's waits spin only where this machine has a core for each of the 4 ranks (they
+    yield on 2 cores, where spinning cost each 64 KiB all-reduce ~3 ms)."""
+    procs = _start(two_hosts, tasks.SMALL_AND_SHARDED, [0, 0, 1, 1], lambda r: ["4"], _env())
+    cores = len(os.sched_getaffinity(0))
+    for report in _finish(procs):
+        assert report.get("wrong") == 0, report
+        small, sharded = report["stats"]
+        assert small["backend"] == "shm+gloo" and small["collectives"] == 1, report
+        assert small["eager_bytes"] == 3 * 40 and sharded["eager_bytes"] == 3 * 40, report
+        assert small["spins"] == sharded["spins"] == int(cores >= 4), report
 
 
 def test_every_collective_on_three_hosts():

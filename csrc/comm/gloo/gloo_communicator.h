@@ -51,8 +51,6 @@ class GlooCommunicator final : public Communicator {
   void waitFor(const c10::intrusive_ptr<c10d::Work>& work, const char* what) const;
   // The cross-check: compares every rank's call, with `call`'s data beside it where it fits (null: none).
   EagerResult checkExchange(const CallSignature& sig, const AllToAllVLayout* counts, const EagerCall* call);
-  // Finishes `call` from the data that came with the check (`payload(r)`: what rank r sent this rank).
-  void completeEagerly(const EagerCall& call, const std::function<const char*(int32_t)>& payload);
   // Every rank's `in` (bytes, the same length on each) into `out` in rank order, through gloo's all-to-all.
   void gatherBytes(at::Tensor in, at::Tensor& out, const char* what);
   // Ranks on this host whose process has exited, for error messages ("" when none is known dead).

@@ -259,7 +259,7 @@ Attachment attachSegment(const CommConfig& c, PeerMemory& memory, CommStats* sta
     for (int32_t r = 0; r < c.rankSize; ++r) all |= a.view.slot(r).cpus[w];
     cpus += __builtin_popcountll(all);
   }
-  a.spin = c.rankSize <= cpus;
+  a.spin = std::max(c.rankSize, c.kernelRanks) <= cpus;
   for (int32_t r = 0; r < c.rankSize; ++r) memory.setPid(r, a.view.slot(r).pid.load());
   probeCrossMemory(c, a, deadline);
   mapPeerArenas(c, a, memory, deadline);

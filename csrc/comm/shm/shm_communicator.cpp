@@ -72,6 +72,7 @@ ShmCommunicator::ShmCommunicator(const CommConfig& config)
   received_.assign(n, 0);
   p2pStaged_.resize(n * kP2pSlots);
   stats_.crossMemory.store(att_.crossMemory ? 1 : 0);
+  stats_.spins.store(att_.spin ? 1 : 0);
 }
 
 ShmCommunicator::~ShmCommunicator() {

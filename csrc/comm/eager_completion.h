@@ -1,0 +1,34 @@
+// Small calls finished from data that travelled inside a call comparison (Communicator::checkAndComplete): the
+// rules every communicator that carries such data shares, so that they agree on when a call fits and on the bits
+// of its result.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "comm/call_signature.h"
+#include "comm/communicator.h"
+
+namespace atb_ops {
+
+// Bytes of data per peer a comparison among `size` ranks carries: 16 KiB over the peers, so a call of many ranks
+// does not grow its comparison (2 ranks: 16 KiB; 4: 5456 B; 64: 256 B). Depends on the size only, so it is the
+// same on every rank.
+int64_t eagerRoom(int32_t size);
+
+// Bytes `call` puts beside its signature for `peer` (`me`: this rank), or -1 when they exceed `room` (or none go
+// there). Alltoallv sends each peer its chunk; all-gather and all-reduce their whole input; broadcast its root's
+// tensor.
+int64_t eagerBytes(const EagerCall& call, int32_t peer, int32_t me, int64_t room);
+
+// Whether an all-gather, all-reduce or broadcast that every rank called as `sig` fits `room` (barrier always
+// does; alltoallv is decided from its count matrix by the caller). The same answer on every rank that agreed.
+bool eagerFits(const CallSignature& sig, Collective kind, int64_t room);
+
+// Finishes `call` on rank `me` of `size` from what came with the comparison: `payload(r)` is rank r's data for
+// this rank (never read for `me`). All-reduce reduces in rank order, as every rank does, so all get the same bits.
+// Returns the bytes taken from other ranks.
+int64_t completeFromPayloads(const EagerCall& call, int32_t me, int32_t size,
+                             const std::function<const char*(int32_t)>& payload);
+
+}  // namespace atb_ops
