@@ -81,9 +81,11 @@ CommConfig configFromParam(const CommParam& param, const c10::Device& device);
 
 // The config of a torch.distributed group's collectives (atb_ops.distributed): `backend` ("shm", "gloo",
 // "auto", ...) for tensors on `device`; `group` is the group itself for backend "gloo", else null; the shm
-// rendezvous is scoped by `jobKey` and named by `commDomain`.
+// rendezvous is scoped by `jobKey` and named by `commDomain`. `rankHosts`: every rank's host identity where the
+// caller compared them and the group spans hosts (backend "gloo"): then it runs in two levels where the hosts
+// hold the same number of ranks (the group itself carries what runs among all ranks); empty: one host, or flat.
 CommConfig configForGroup(const std::string& backend, int32_t rank, int32_t size, const std::string& commDomain,
                           const std::string& jobKey, const c10::Device& device,
-                          c10::intrusive_ptr<c10d::ProcessGroup> group);
+                          c10::intrusive_ptr<c10d::ProcessGroup> group, const std::vector<std::string>& rankHosts = {});
 
 }  // namespace atb_ops

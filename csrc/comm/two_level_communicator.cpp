@@ -54,6 +54,10 @@ class TwoLevelCommunicator final : public Communicator {
     base.rankHosts.clear();
     base.rankRoot = 0;
     base.hostsChecked = true;
+    // A torch.distributed group's communicator (atb_ops.distributed): the group spans every rank, so it carries
+    // what runs among all of them; the parts are groups of their own.
+    base.group = nullptr;
+    base.groupId = nullptr;
     // Every rank makes the three in the same order; each meets under its own commDomain.
     CommConfig host = base;
     host.backend = "shm";
@@ -77,6 +81,8 @@ class TwoLevelCommunicator final : public Communicator {
       for (int32_t l = 0; l < layout_.perHost(); ++l) slot_[layout_.ranks[h][l]] = h * layout_.perHost() + l;
     }
     CommConfig everyone = base;
+    everyone.group = c.group;
+    everyone.groupId = c.groupId;
     everyone.backend = "gloo";
     inHost_ = createCommunicator(host);
     acrossHosts_ = createCommunicator(across);

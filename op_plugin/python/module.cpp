@@ -115,11 +115,13 @@ bool pythonInterrupted() {
 }
 
 int64_t makeComm(const std::string& backend, int32_t rank, int32_t size, const std::string& commDomain,
-                 const std::string& jobKey, const c10::Device& device, py::object group) {
+                 const std::string& jobKey, const c10::Device& device, py::object group,
+                 const std::vector<std::string>& rankHosts) {
   return atb_ops::withPythonErrors([&] {
     c10::intrusive_ptr<c10d::ProcessGroup> pg;
     if (!group.is_none()) pg = group.cast<c10::intrusive_ptr<c10d::ProcessGroup>>();
-    const atb_ops::CommConfig config = atb_ops::configForGroup(backend, rank, size, commDomain, jobKey, device, pg);
+    const atb_ops::CommConfig config =
+        atb_ops::configForGroup(backend, rank, size, commDomain, jobKey, device, pg, rankHosts);
     py::gil_scoped_release unlocked;  // creation waits for peers, which may be threads of this process
     return atb_ops::handleOf(atb_ops::acquireCommunicator(config));
   });
@@ -193,6 +195,7 @@ PYBIND11_MODULE(_C, m) {
         "Installs factory(prefix, rank, size, timeout_s, store) -> a gloo Backend on `store` (None: the job's).");
   m.def("make_comm", &makeComm, py::arg("backend"), py::arg("rank"), py::arg("size"), py::arg("comm_domain"),
         py::arg("job_key"), py::arg("device"), py::arg("group") = py::none(),
+        py::arg("rank_hosts") = std::vector<std::string>{},
         "The handle of the (cached) communicator of a torch.distributed group's collectives.");
   atb_ops::bindDirectCollectives(m);
   atb_ops::bindOperationClass(m);

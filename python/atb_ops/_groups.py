@@ -1,8 +1,10 @@
 """The communicator a torch.distributed group's collectives run on, resolved once per group and device.
 
-CPU tensors take the node-local shared-memory path when every rank of the group is on this host, and the
-group's own backend (gloo) otherwise; ATB_OPS_CPU_PATH=shm|group|auto (default auto) forces it. CUDA tensors
-take NCCL. The result is a communicator handle for the torch.ops.atb_ops ops.
+CPU tensors take the node-local shared-memory path when every rank of the group is on this host; across hosts,
+two levels (shared memory within each host, gloo between them, the group itself for what runs among all ranks)
+where every host holds the same number of ranks, else the group's own backend (gloo);
+ATB_OPS_CPU_PATH=shm|group|auto (default auto) forces it (group: the group's backend alone). CUDA tensors take
+NCCL. The result is a communicator handle for the torch.ops.atb_ops ops.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ class GroupPlan:
     group_name: str
     job_key: str  # scopes the shm rendezvous to this group of this job
     all_local: bool  # every rank of the group runs on this host
+    hosts: tuple[str, ...]  # every rank's host identity (atb_ops._host), in group rank order
 
 
 # Keyed by the group object itself, never by its name: torch numbers groups again from "0" after
@@ -71,7 +74,8 @@ def plan_for(group: dist.ProcessGroup | None) -> GroupPlan:
             f"ranks disagree on ATB_OPS_CPU_PATH for group '{name}' ({views}); it decides which communicator the "
             "group's collectives run on, so every rank must set it alike"
         )
-    plan = GroupPlan(rank, world_size, name, f"pg:{infos[0][1]}", len({info[0] for info in infos}) == 1)
+    hosts = tuple(info[0] for info in infos)
+    plan = GroupPlan(rank, world_size, name, f"pg:{infos[0][1]}", len(set(hosts)) == 1, hosts)
     _plans[g] = plan
     return plan
 
@@ -107,7 +111,7 @@ def comm_for(group: dist.ProcessGroup | None, x: torch.Tensor) -> int:
         return handle
     plan = plan_for(g)
     domain = f"pg:{plan.group_name}"
-    backend, pg = "auto", None
+    backend, pg, rank_hosts = "auto", None, []
     if x.device.type == "cpu":
         path = cpu_path()
         if path == "shm" and not plan.all_local:
@@ -116,8 +120,12 @@ def comm_for(group: dist.ProcessGroup | None, x: torch.Tensor) -> int:
             backend = "shm"
         else:
             backend, pg = "gloo", g
+            if path == "auto":
+                # Across hosts: shared memory within each and the group between them (two levels) where every
+                # host holds the same number of ranks (and ATB_OPS_TWO_LEVEL allows), else the group alone.
+                rank_hosts = list(plan.hosts)
     try:
-        handle = _C.make_comm(backend, plan.rank, plan.world_size, domain, plan.job_key, x.device, pg)
+        handle = _C.make_comm(backend, plan.rank, plan.world_size, domain, plan.job_key, x.device, pg, rank_hosts)
     except RuntimeError as e:
         raise AtbError(str(e)) from None
     _handles.setdefault(g, {})[x.device] = handle

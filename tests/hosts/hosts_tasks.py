@@ -243,8 +243,52 @@ EVERY_COLLECTIVE = """
 EVERY_COLLECTIVE = EVERY_COLLECTIVE.replace("        # <uneven AllToAllVV2>\n", _UNEVEN_ALLTOALLV)
 
 
-# argv: rank, size. One AllReduce every rank agrees on, then one where the last rank passes one element more: every
-# rank must raise at once (no rank left waiting between hosts). Prints {"error", "seconds"} or {"wrong"}.
+# argv: rank, size. atb_ops.distributed's collectives over the default group after init_process_group("gloo"):
+# all_reduce (small, and large enough to be sharded), all_gather, broadcast from every root, reduce_scatter,
+# all_to_all_v with uneven counts, atb_ops.quant's int8 all-reduce; integer values, exact goldens. Prints
+# {"wrong", "backend"} (the group's communicator) or {"error"}.
+DISTRIBUTED_COLLECTIVES = """
+    import datetime, json, sys, torch, torch.distributed as dist
+    import atb_ops, atb_ops.quant
+    from atb_ops import distributed as ad
+    from atb_ops._groups import comm_backend
+    rank, size = int(sys.argv[1]), int(sys.argv[2])
+    dist.init_process_group("gloo", rank=rank, world_size=size, timeout=datetime.timedelta(seconds=60))
+
+    def mismatches(got, want):
+        return int((got.reshape(-1).to(torch.float64) != want.reshape(-1).to(torch.float64)).sum())
+
+    wrong = 0
+    try:
+        ranks_sum = sum(range(1, size + 1))
+        for n in (5, 300_001):
+            base = (torch.arange(n) % 89).float()
+            wrong += mismatches(ad.all_reduce(base * (rank + 1)), base * ranks_sum)
+        x = torch.arange(6, dtype=torch.float32).reshape(2, 3) + 100 * rank
+        want = torch.cat([torch.arange(6, dtype=torch.float32).reshape(2, 3) + 100 * r for r in range(size)])
+        wrong += mismatches(ad.all_gather(x), want)
+        for root in range(size):
+            wrong += mismatches(ad.broadcast(torch.full((1000,), float(rank)), src=root), torch.full((1000,), root))
+        x = torch.arange(size * 7, dtype=torch.float32) * (rank + 1)
+        wrong += mismatches(ad.reduce_scatter(x), torch.arange(size * 7)[rank * 7:(rank + 1) * 7] * ranks_sum)
+        # rank r sends r + j + 1 elements to rank j, valued 1000 * r + j
+        send_counts = [rank + j + 1 for j in range(size)]
+        recv_counts = [r + rank + 1 for r in range(size)]
+        sdispls = [sum(send_counts[:j]) for j in range(size)]
+        rdispls = [sum(recv_counts[:r]) for r in range(size)]
+        send = torch.cat([torch.full((c,), 1000.0 * rank + j) for j, c in enumerate(send_counts)])
+        got = ad.all_to_all_v(send, send_counts, sdispls, recv_counts, rdispls)
+        wrong += mismatches(got, torch.cat([torch.full((c,), 1000.0 * r + rank) for r, c in enumerate(recv_counts)]))
+        codes = ((torch.arange(70_000) % 7 - 3) * (rank + 1)).to(torch.int8)
+        q = atb_ops.quant.quantized_all_reduce(codes, scale=0.5, out_dtype=torch.float32)
+        wrong += mismatches(q, (torch.arange(70_000) % 7 - 3) * 0.5 * ranks_sum)
+        print(json.dumps({"wrong": wrong, "backend": comm_backend(None, torch.ones(1))}))
+    except RuntimeError as e:
+        print(json.dumps({"error": str(e).splitlines()[0]}))
+    dist.destroy_process_group()
+"""
+
+
 # argv: rank, size. 2 hosts x 2 ranks on one kernel (emulated hosts): an AllReduce of 10 floats, done inside the
 # two-step comparison of every rank's call, then one of 64 KiB, sharded. Prints {"wrong", "stats"} (the two-level
 # communicator's counters after each call) or {"error"}.
@@ -268,6 +312,9 @@ SMALL_AND_SHARDED = """
 """
 
 
+# argv: rank, size, numel, odd ranks. One AllReduce every rank agrees on, then one of numel elements where the odd
+# ranks pass one more: every rank must raise at once (no rank left waiting between hosts). Prints {"error",
+# "seconds"} or {"wrong"}.
 DISAGREEING_SIZES = """
     import datetime, json, sys, time, torch, torch.distributed as dist
     import atb_ops

@@ -124,6 +124,27 @@ def test_two_levels_small_calls_ride_in_the_comparison_and_waits_yield(two_hosts
         assert small["spins"] == sharded["spins"] == int(cores >= 4), report
 
 
+@pytest.mark.parametrize(
+    ("placement", "cpu_path", "backend"),
+    [
+        ([0, 0, 1, 1], "auto", "shm+gloo"),  # two levels: shared memory in each host, gloo between
+        ([0, 1, 0, 1], "auto", "shm+gloo"),  # ranks alternating between the hosts
+        ([0, 0, 1, 1], "group", "gloo"),  # ATB_OPS_CPU_PATH=group: the group's own backend alone
+        ([0, 1], "auto", "gloo"),  # one rank per host
+    ],
+    ids=["2x2", "2x2-alternating", "2x2-group", "2x1"],
+)
+def test_distributed_collectives_across_hosts(two_hosts, placement, cpu_path, backend):
+    """atb_ops.distributed over a torch.distributed group spanning two hosts: every collective (and atb_ops.quant's
+    int8 all-reduce) against exact goldens, in two levels where the hosts hold the same number of ranks (the group
+    itself carries what runs among all ranks), on the group alone where ATB_OPS_CPU_PATH=group asks for it."""
+    size = str(len(placement))
+    procs = _start(two_hosts, tasks.DISTRIBUTED_COLLECTIVES, placement, lambda r: [size],
+                   _env(ATB_OPS_CPU_PATH=cpu_path))
+    for report in _finish(procs):
+        assert report == {"wrong": 0, "backend": backend}, report
+
+
 def test_every_collective_on_three_hosts():
     """Three hosts: 3 x 1 ranks (one gloo group) and 3 x 2 ranks (two levels), every collective against exact
     goldens."""

@@ -8,7 +8,7 @@ namespace atb_ops {
 
 CommConfig configForGroup(const std::string& backend, int32_t rank, int32_t size, const std::string& commDomain,
                           const std::string& jobKey, const c10::Device& device,
-                          c10::intrusive_ptr<c10d::ProcessGroup> group) {
+                          c10::intrusive_ptr<c10d::ProcessGroup> group, const std::vector<std::string>& rankHosts) {
   CommParam p;
   p.rank = rank;
   p.rankSize = size;
@@ -21,6 +21,7 @@ CommConfig configForGroup(const std::string& backend, int32_t rank, int32_t size
   if (c.backend == "gloo" && group) {
     c.groupId = group.get();
     c.group = std::make_shared<ExistingGroup>(ExistingGroup{std::move(group)});
+    c.rankHosts = rankHosts;
   }
   return c;
 }
