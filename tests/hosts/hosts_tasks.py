@@ -251,6 +251,7 @@ DISTRIBUTED_COLLECTIVES = """
     import datetime, json, sys, torch, torch.distributed as dist
     import atb_ops, atb_ops.quant
     from atb_ops import distributed as ad
+    import hashlib
     from atb_ops._groups import comm_backend
     rank, size = int(sys.argv[1]), int(sys.argv[2])
     dist.init_process_group("gloo", rank=rank, world_size=size, timeout=datetime.timedelta(seconds=60))
@@ -282,7 +283,22 @@ DISTRIBUTED_COLLECTIVES = """
         codes = ((torch.arange(70_000) % 7 - 3) * (rank + 1)).to(torch.int8)
         q = atb_ops.quant.quantized_all_reduce(codes, scale=0.5, out_dtype=torch.float32)
         wrong += mismatches(q, (torch.arange(70_000) % 7 - 3) * 0.5 * ranks_sum)
-        print(json.dumps({"wrong": wrong, "backend": comm_backend(None, torch.ones(1))}))
+        # A float x, quantised per block: within the bound over every rank's input.
+        n, block = 300_001, 128
+        xs = [torch.randn(n, generator=torch.Generator().manual_seed(1234 + r)) for r in range(size)]
+        got = atb_ops.quant.quantized_all_reduce(xs[rank], out_dtype=torch.float32)
+        terms = [x.double() for x in xs]
+        exact = sum(terms)
+
+        def block_absmax(t):
+            padded = torch.cat([t.abs(), t.new_zeros(-n % block)])
+            return padded.view(-1, block).amax(1).repeat_interleave(block)[:n]
+
+        bound = sum(block_absmax(t) for t in terms) / 254 + 1e-5 * sum(t.abs() for t in terms) + 1e-6
+        quant_wrong = int(((got.double() - exact).abs() > bound).sum())
+        digest = hashlib.sha256(got.numpy().tobytes()).hexdigest()
+        print(json.dumps({"wrong": wrong, "backend": comm_backend(None, torch.ones(1)), "quant_wrong": quant_wrong,
+                          "digest": digest}))
     except RuntimeError as e:
         print(json.dumps({"error": str(e).splitlines()[0]}))
     dist.destroy_process_group()
