@@ -173,6 +173,14 @@ CallLabel::~CallLabel() {
   if (owns_) tlsLabel = nullptr;
 }
 
+ReplacedCallLabel::ReplacedCallLabel(const char* label) : outer_(tlsLabel) {
+  tlsLabel = label;
+}
+
+ReplacedCallLabel::~ReplacedCallLabel() {
+  tlsLabel = outer_;
+}
+
 const char* currentCallLabel() {
   return tlsLabel == nullptr ? "" : tlsLabel;
 }

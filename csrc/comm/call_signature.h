@@ -74,6 +74,19 @@ class CallLabel {
  private:
   bool owns_;
 };
+// Labels the collectives this thread issues while it lives with `label`, in place of any outer label, and puts the
+// outer one back after: for the exchange in which a communicator made of several compares its own calls (surface
+// label included) over its parts, where ranks that called different surfaces must still match.
+class ReplacedCallLabel {
+ public:
+  explicit ReplacedCallLabel(const char* label);
+  ~ReplacedCallLabel();
+  ReplacedCallLabel(const ReplacedCallLabel&) = delete;
+  ReplacedCallLabel& operator=(const ReplacedCallLabel&) = delete;
+
+ private:
+  const char* outer_;
+};
 // The label of the calling thread ("" when none).
 const char* currentCallLabel();
 

@@ -91,40 +91,37 @@ class TwoLevelCommunicator final : public Communicator {
   }
 
  protected:
-  // The collectives run in parts (all-reduce, all-gather, broadcast): every rank's call against every other's
-  // before any part moves data. A part compares only its own ranks, so a host whose ranks agree would otherwise wait
-  // between hosts for a host whose ranks found a disagreement, and time out. The rest run on `everyone_`, which
-  // compares them itself.
+  // Every collective is compared over all ranks before any data moves, the same way whatever it is (so ranks that
+  // called different collectives still meet in the same exchanges, and all raise): a part compares only its own
+  // ranks, so a host whose ranks agree would otherwise wait between hosts for a host whose ranks found a
+  // disagreement, and time out. The parts then skip their own comparison.
   void crossCheck(const CallSignature& sig, const AllToAllVLayout* counts) override {
-    if (inParts(static_cast<Collective>(sig.collective))) compareInTwoSteps(sig, nullptr);
+    compareInTwoSteps(sig, counts, nullptr);
   }
-  // The same comparison, where a small call's data rides in it (eagerRoom of every rank): then the call is done
-  // there, two small exchanges instead of those and the parts.
+  // The same comparison, where a small call's data rides in it (eagerRoom bytes of every rank): then the call is
+  // done there.
   EagerResult checkAndComplete(const CallSignature& sig, const AllToAllVLayout* counts,
                                const EagerCall& call) override {
-    if (inParts(call.kind)) return compareInTwoSteps(sig, &call);
-    return EagerResult::kChecked;  // it runs on everyone_, which compares it itself
-  }
-  static bool inParts(Collective c) {
-    return c == Collective::kAllreduce || c == Collective::kAllgather || c == Collective::kBroadcast;
+    return compareInTwoSteps(sig, counts, &call);
   }
 
   void doAlltoallv(const at::Tensor& send, const AllToAllVLayout& layout, at::Tensor& recv) override {
-    everyone_->alltoallv(send, layout, recv);
+    everyone([&] { everyone_->alltoallv(send, layout, recv); });
   }
 
   void doAllgatherv(const at::Tensor& send, const VLayout& recvLayout, at::Tensor& recv) override {
-    everyone_->allgatherv(send, recvLayout, recv);
+    everyone([&] { everyone_->allgatherv(send, recvLayout, recv); });
   }
 
   void doReduceScatterV(const at::Tensor& send, const VLayout& sendLayout, at::Tensor& recv, ReduceOp op) override {
-    everyone_->reduceScatterV(send, sendLayout, recv, op);
+    everyone([&] { everyone_->reduceScatterV(send, sendLayout, recv, op); });
   }
 
+  // Point to point checks each message itself (sizes first), so it needs no comparison of the whole call.
   void doSend(const at::Tensor& tensor, int32_t peer) override { everyone_->send(tensor, peer); }
   void doRecv(at::Tensor& tensor, int32_t peer) override { everyone_->recv(tensor, peer); }
   void doSendRecv(std::vector<P2pOp>& ops) override { everyone_->sendRecv(ops); }
-  void doBarrier() override { everyone_->barrier(); }
+  void doBarrier() override {}  // the comparison itself waited for every rank
 
   void doAllreduce(const at::Tensor& send, at::Tensor& recv, ReduceOp op) override {
     const int64_t n = send.numel();
@@ -200,6 +197,11 @@ class TwoLevelCommunicator final : public Communicator {
     withNote(acrossNote_, std::forward<F>(f));
   }
   template <typename F>
+  void everyone(F&& f) {
+    const Communicator::Trusted compared(*everyone_);
+    f();
+  }
+  template <typename F>
   static void withNote(const std::string& note, F&& f) {
     try {
       f();
@@ -215,32 +217,93 @@ class TwoLevelCommunicator final : public Communicator {
   // gathers among same-local-rank peers. Every rank then holds every rank's record and raises the same error, or
   // finishes a small call from them. One exchange between hosts of 2 ranks (4 with 2 x 2 on one gloo group, 2-3 ms
   // on the emulated hosts, was the cost of every sharded all-reduce from 64 KiB).
-  EagerResult compareInTwoSteps(const CallSignature& sig, const EagerCall* call) {
-    const int64_t room = eagerRoom(size());
-    const int64_t record = static_cast<int64_t>(sizeof(CallSignature)) + room;
+  EagerResult compareInTwoSteps(const CallSignature& sig, const AllToAllVLayout* counts, const EagerCall* call) {
+    const int32_t n = size();
+    const int32_t me = rank();
+    const int64_t room = eagerRoom(n);
+    // [signature | alltoallv's counts to and from each rank (zeros otherwise) | room]
+    const auto header = static_cast<int64_t>(sizeof(CallSignature) + 2 * n * sizeof(int64_t));
+    const int64_t record = header + room;
     at::Tensor mine = at::zeros({record}, at::kByte);
     auto* m = static_cast<char*>(mine.data_ptr());
     std::memcpy(m, &sig, sizeof(CallSignature));
-    // What goes to one peer goes to all of them here (all-gather, all-reduce, broadcast).
-    const int64_t bytes = call != nullptr ? eagerBytes(*call, rank(), rank(), room) : -1;
-    if (bytes > 0) std::memcpy(m + sizeof(CallSignature), call->send->data_ptr(), static_cast<size_t>(bytes));
+    if (counts != nullptr) {
+      std::memcpy(m + sizeof(CallSignature), counts->sendCounts.data(), n * sizeof(int64_t));
+      std::memcpy(m + sizeof(CallSignature) + n * sizeof(int64_t), counts->recvCounts.data(), n * sizeof(int64_t));
+    }
+    if (call != nullptr) packEager(*call, me, room, m + header);
     at::Tensor host = at::empty({layout_.perHost() * record}, at::kByte);
+    const ReplacedCallLabel sameOnEveryRank("two-level call comparison");  // shm compares labels in its post
     inHost([&] { inHost_->allgather(mine, host); });
     at::Tensor all = at::empty({layout_.hosts() * layout_.perHost() * record}, at::kByte);
     acrossHosts([&] { acrossHosts_->allgather(host, all); });
+
     const auto* records = static_cast<const char*>(all.data_ptr());
     auto recordOf = [&](int32_t r) { return records + slot_[r] * record; };
-    std::vector<CallSignature> sigs(static_cast<size_t>(size()));
-    for (int32_t r = 0; r < size(); ++r) std::memcpy(&sigs[r], recordOf(r), sizeof(CallSignature));
+    auto countOf = [&](int32_t r, int32_t i) {  // i < n: rank r's send count to i; else its receive count from i - n
+      int64_t v;
+      std::memcpy(&v, recordOf(r) + sizeof(CallSignature) + i * sizeof(int64_t), sizeof(v));
+      return v;
+    };
+    std::vector<CallSignature> sigs(static_cast<size_t>(n));
+    for (int32_t r = 0; r < n; ++r) std::memcpy(&sigs[r], recordOf(r), sizeof(CallSignature));
     // The same prefix on every rank, whatever each called, so all raise one message.
-    checkSignatures(
-        size(), [&](int32_t r) -> const CallSignature& { return sigs[r]; },
-        backend() + " call #" + std::to_string(sig.seq));
-    if (call == nullptr || !eagerFits(sig, call->kind, room)) return EagerResult::kChecked;
-    const int64_t moved =
-        completeFromPayloads(*call, rank(), size(), [&](int32_t r) { return recordOf(r) + sizeof(CallSignature); });
+    const std::string what = backend() + " call #" + std::to_string(sig.seq);
+    checkSignatures(n, [&](int32_t r) -> const CallSignature& { return sigs[r]; }, what);
+    if (counts != nullptr) {
+      checkCountMatrix(
+          n, [&](int32_t i, int32_t j) { return countOf(i, j); },
+          [&](int32_t j, int32_t i) { return countOf(j, n + i); }, what.c_str());
+    }
+    if (call == nullptr) return EagerResult::kChecked;
+    // Decided alike on every rank, from what all agreed on (the signatures, the count matrix).
+    bool fits = eagerFits(sig, call->kind, room);
+    if (call->kind == Collective::kAlltoallv) {
+      fits = true;
+      for (int32_t r = 0; r < n && fits; ++r) fits = toOthers(r, countOf) * sig.elemSize <= room;
+    }
+    if (!fits) return EagerResult::kChecked;
+    auto payload = [&](int32_t r) -> const char* {
+      const char* data = recordOf(r) + header;
+      if (call->kind != Collective::kAlltoallv) return data;
+      // Rank r's chunks to the ranks before this one, its own excluded, come first.
+      int64_t before = 0;
+      for (int32_t p = 0; p < me; ++p) before += p == r ? 0 : countOf(r, p);
+      return data + before * sig.elemSize;
+    };
+    const int64_t moved = completeFromPayloads(*call, me, n, payload);
     stats_.eagerBytes.fetch_add(static_cast<uint64_t>(moved), std::memory_order_relaxed);
     return EagerResult::kCompleted;
+  }
+
+  // Elements rank r sends to every rank but itself (`countOf(r, p)`: its send count to p).
+  template <typename CountOf>
+  int64_t toOthers(int32_t r, const CountOf& countOf) const {
+    int64_t total = 0;
+    for (int32_t p = 0; p < size(); ++p) total += p == r ? 0 : countOf(r, p);
+    return total;
+  }
+
+  // This rank's data for the others into its record's room, where it fits: an all-to-all's chunks for every
+  // other rank back to back in rank order; an all-gather's or all-reduce's input, a broadcast root's tensor, once
+  // (every rank reads the same).
+  static void packEager(const EagerCall& call, int32_t me, int64_t room, char* out) {
+    if (call.kind == Collective::kAlltoallv) {
+      const AllToAllVLayout& l = *call.layout;
+      const int64_t es = call.send->element_size();
+      int64_t total = 0;
+      for (size_t p = 0; p < l.sendCounts.size(); ++p) total += static_cast<int32_t>(p) == me ? 0 : l.sendCounts[p];
+      if (total * es > room) return;
+      const auto* src = static_cast<const char*>(call.send->data_ptr());
+      for (size_t p = 0; p < l.sendCounts.size(); ++p) {
+        if (static_cast<int32_t>(p) == me || l.sendCounts[p] == 0) continue;
+        std::memcpy(out, src + l.sdispls[p] * es, static_cast<size_t>(l.sendCounts[p] * es));
+        out += l.sendCounts[p] * es;
+      }
+      return;
+    }
+    const int64_t bytes = eagerBytes(call, me, me, room);
+    if (bytes > 0) std::memcpy(out, call.send->data_ptr(), static_cast<size_t>(bytes));
   }
 
   HostLayout layout_;

@@ -6,8 +6,8 @@
 //   allgather   all-gather of each rank's part among same-local-rank peers, then all-gather in the host;
 //   broadcast   broadcast among the root's local index across hosts, then broadcast in each host;
 //   the rest    (alltoallv, the V forms, send/recv, barrier) on one gloo group of every rank.
-// Before the parts move data, every rank's call is compared over all ranks in two steps (a gather in the host,
-// then one between hosts), where a call of a few KiB is also done.
+// Before any of it moves data, every rank's call (every collective alike) is compared over all ranks in two steps, a
+// gather in the host and one between hosts, where a call of a few KiB is also done.
 // Chosen in comm/ (host_span.h) when the ranks turn out to span hosts with the same number on each; the operators
 // never know.
 #pragma once

@@ -328,14 +328,15 @@ SMALL_AND_SHARDED = """
 """
 
 
-# argv: rank, size, numel, odd ranks. One AllReduce every rank agrees on, then one of numel elements where the odd
-# ranks pass one more: every rank must raise at once (no rank left waiting between hosts). Prints {"error",
+# argv: rank, size, numel, odd ranks, how they differ ("size": they pass one element more to the AllReduce; "call":
+# they call AllToAllVV2 instead). One AllReduce every rank agrees on, then the one that differs: every rank must
+# raise at once (no rank left waiting between hosts). Prints {"error",
 # "seconds"} or {"wrong"}.
 DISAGREEING_SIZES = """
     import datetime, json, sys, time, torch, torch.distributed as dist
     import atb_ops
     rank, size = int(sys.argv[1]), int(sys.argv[2])
-    numel, odd = int(sys.argv[3]), [int(r) for r in sys.argv[4].split(",")]  # the ranks that pass one more
+    numel, odd = int(sys.argv[3]), [int(r) for r in sys.argv[4].split(",")]  # the ranks that differ
     dist.init_process_group("gloo", rank=rank, world_size=size, timeout=datetime.timedelta(seconds=60))
     o = torch.classes.OperationTorch.OperationTorch("AllReduceOperation")
     o.set_param(json.dumps({"rank": rank, "rankSize": size}))
@@ -343,7 +344,17 @@ DISAGREEING_SIZES = """
     wrong = int((agreed != size).sum())
     began = time.monotonic()
     try:
-        o.execute([torch.ones(numel + (rank in odd))])
+        if sys.argv[5] == "size":
+            o.execute([torch.ones(numel + (rank in odd))])
+        elif rank in odd:  # "call": AllToAllVV2, which runs on the group of every rank, where the others all-reduce
+            a2a = torch.classes.OperationTorch.OperationTorch("AllToAllVV2Operation")
+            a2a.set_param(json.dumps({"rank": rank, "rankSize": size}))
+            split = [numel // size] * size
+            a2a.set_varaintpack_param(json.dumps({"sendCounts": split, "sdispls": [i * split[0] for i in range(size)],
+                                                  "recvCounts": split, "rdispls": [i * split[0] for i in range(size)]}))
+            a2a.execute([torch.ones(numel), torch.empty(1, dtype=torch.int8).expand(numel)])
+        else:
+            o.execute([torch.ones(numel)])
         print(json.dumps({"wrong": wrong}))
     except RuntimeError as e:
         print(json.dumps({"error": str(e).splitlines()[0], "seconds": time.monotonic() - began, "wrong": wrong}))

@@ -93,7 +93,7 @@ def test_every_collective_across_hosts(two_hosts, placement, two_level, backend)
         assert report == {"wrong": 0, "backends": [backend]}, report
 
 
-@pytest.mark.parametrize("numel", [100_000, 10], ids=["large", "small"])
+@pytest.mark.parametrize("numel", [100_000, 12], ids=["large", "small"])
 @pytest.mark.parametrize("odd", ["3", "1", "2,3"], ids=["last-rank", "host0-rank1", "all-of-host1"])
 def test_ranks_that_disagree_across_hosts_all_raise_at_once(two_hosts, numel, odd):
     """2 hosts x 2 ranks in two levels; some ranks pass one element more to an AllReduce (one rank of either host,
@@ -101,11 +101,27 @@ def test_ranks_that_disagree_across_hosts_all_raise_at_once(two_hosts, numel, od
     comparison): every rank, on both hosts, raises ERROR_INVALID_TENSOR_SIZE naming the sizes well within
     ATB_OPS_TIMEOUT (60 s), not only the ranks of the host where the odd one is while the others wait between
     hosts."""
-    procs = _start(two_hosts, tasks.DISAGREEING_SIZES, [0, 0, 1, 1], lambda r: ["4", str(numel), odd], _env())
+    procs = _start(two_hosts, tasks.DISAGREEING_SIZES, [0, 0, 1, 1], lambda r: ["4", str(numel), odd, "size"],
+                   _env())
     for report in _finish(procs):
         assert report["wrong"] == 0, report
         assert report.get("error", "").startswith("ERROR_INVALID_TENSOR_SIZE"), report
         assert "size differs" in report["error"] and f"{numel + 1} elements" in report["error"], report
+        assert report["seconds"] < 20, report
+
+
+@pytest.mark.parametrize("numel", [100_000, 12], ids=["large", "small"])
+@pytest.mark.parametrize("odd", ["3", "2,3"], ids=["last-rank", "all-of-host1"])
+def test_ranks_calling_different_collectives_across_hosts_all_raise_at_once(two_hosts, numel, odd):
+    """2 hosts x 2 ranks in two levels; some ranks call AllToAllVV2 (which runs on the group of every rank) where the
+    others call AllReduce (which runs in parts): every rank raises ERROR_INVALID_PARAM naming both operators at once,
+    not after ATB_OPS_TIMEOUT with each side waiting in an exchange the other never joins."""
+    procs = _start(two_hosts, tasks.DISAGREEING_SIZES, [0, 0, 1, 1], lambda r: ["4", str(numel), odd, "call"],
+                   _env())
+    for report in _finish(procs):
+        assert report["wrong"] == 0, report
+        assert report.get("error", "").startswith("ERROR_INVALID_PARAM"), report
+        assert "AllReduceOperation" in report["error"] and "AllToAllVV2Operation" in report["error"], report
         assert report["seconds"] < 20, report
 
 
