@@ -60,3 +60,20 @@ def test_large_collectives_move_after_the_check(rank_pools, world_size):
         # gloo's ring adds in its own order (bit-equal in rank order only with 2 ranks)
         assert r["allreduce_err"] < 1e-6 and r["allgather"] and r["broadcast"] and r["input_untouched"], got
         assert r["allreduce_eager"] == r["allgather_eager"] == r["broadcast_eager"] == 0, got
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("world_size", [2, 3])
+def test_allreduce_of_up_to_512_kib_to_the_peers_is_one_exchange_in_rank_order(rank_pools, world_size, dtype):
+    """Ranks on one host: an all-reduce over the check's room whose input, once to each peer, is at most 512 KiB is
+    one exchange of every rank's input and a sum in rank order (bit-equal to the rank-order golden, also with 3
+    ranks, where gloo's ring adds in another order); one element more takes gloo's ring."""
+    itemsize = {"float32": 4, "bfloat16": 2}[dtype]
+    numel = (512 << 10) // (world_size - 1) // itemsize
+    got = rank_pools(world_size).run(gloo_check_tasks.collectives, numel, dtype, _domain())
+    for r in got:
+        assert r["allreduce"] and r["allgather"] and r["broadcast"] and r["input_untouched"], got
+        assert r["allreduce_eager"] == 0, got  # not inside the check: after it
+    got = rank_pools(world_size).run(gloo_check_tasks.collectives, numel + 1, dtype, _domain())
+    for r in got:
+        assert r["allreduce_err"] < (1e-6 if dtype == "float32" else 1e-2), got

@@ -61,7 +61,8 @@ class GlooCommunicator final : public Communicator {
   std::string name_;                              // for messages: "group 'x'" or "commDomain 'y'"
   c10::intrusive_ptr<c10d::ProcessGroup> group_;  // the caller's group, kept alive
   c10::intrusive_ptr<c10d::Backend> backend_;
-  std::vector<int64_t> peerHosts_;  // per rank: a hash of its host identity (pids compare only within a host)
+  int64_t exchangeAllreduceBytes_ = 0;  // doAllreduce: up to this many bytes to the peers, one exchange
+  std::vector<int64_t> peerHosts_;      // per rank: a hash of its host identity (pids compare only within a host)
   std::vector<int64_t> peerPids_;
   std::vector<std::string> peerHostNames_;  // per rank: its host name, for messages
 };
