@@ -121,7 +121,10 @@ class TwoLevelCommunicator final : public Communicator {
   void doSend(const at::Tensor& tensor, int32_t peer) override { everyone_->send(tensor, peer); }
   void doRecv(at::Tensor& tensor, int32_t peer) override { everyone_->recv(tensor, peer); }
   void doSendRecv(std::vector<P2pOp>& ops) override { everyone_->sendRecv(ops); }
-  void doBarrier() override {}  // the comparison itself waited for every rank
+  // Reached only by a call that skipped the comparison (which, done, waited for every rank and completed it).
+  void doBarrier() override {
+    everyone([&] { everyone_->barrier(); });
+  }
 
   void doAllreduce(const at::Tensor& send, at::Tensor& recv, ReduceOp op) override {
     const int64_t n = send.numel();
