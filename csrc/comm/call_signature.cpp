@@ -173,6 +173,40 @@ CallLabel::~CallLabel() {
   if (owns_) tlsLabel = nullptr;
 }
 
+int64_t callHeaderBytes(int32_t rankSize) {
+  return static_cast<int64_t>(sizeof(CallSignature) + 2 * static_cast<size_t>(rankSize) * sizeof(int64_t));
+}
+
+void writeCallHeader(const CallSignature& sig, const AllToAllVLayout* counts, int32_t rankSize, char* out) {
+  std::memcpy(out, &sig, sizeof(CallSignature));
+  char* sends = out + sizeof(CallSignature);
+  char* recvs = sends + rankSize * sizeof(int64_t);
+  if (counts != nullptr) {
+    std::memcpy(sends, counts->sendCounts.data(), rankSize * sizeof(int64_t));
+    std::memcpy(recvs, counts->recvCounts.data(), rankSize * sizeof(int64_t));
+  } else {
+    std::memset(sends, 0, 2 * rankSize * sizeof(int64_t));
+  }
+}
+
+int64_t headerCount(const char* header, int32_t i) {
+  int64_t v;
+  std::memcpy(&v, header + sizeof(CallSignature) + i * sizeof(int64_t), sizeof(v));
+  return v;
+}
+
+void checkCallHeaders(int32_t rankSize, const std::function<const char*(int32_t)>& headerOf, bool withCounts,
+                      const std::string& what) {
+  std::vector<CallSignature> sigs(static_cast<size_t>(rankSize));
+  for (int32_t r = 0; r < rankSize; ++r) std::memcpy(&sigs[r], headerOf(r), sizeof(CallSignature));
+  checkSignatures(rankSize, [&](int32_t r) -> const CallSignature& { return sigs[r]; }, what);
+  if (withCounts) {
+    checkCountMatrix(
+        rankSize, [&](int32_t i, int32_t j) { return headerCount(headerOf(i), j); },
+        [&](int32_t j, int32_t i) { return headerCount(headerOf(j), rankSize + i); }, what.c_str());
+  }
+}
+
 ReplacedCallLabel::ReplacedCallLabel(const char* label) : outer_(tlsLabel) {
   tlsLabel = label;
 }

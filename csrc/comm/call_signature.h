@@ -60,6 +60,19 @@ std::string signatureMismatch(int32_t rankSize, const std::function<const CallSi
 void checkSignatures(int32_t rankSize, const std::function<const CallSignature&(int32_t)>& sig,
                      const std::string& what);
 
+// The header of a call in a comparison that is an exchange of its own (gloo's check, the two levels'): the
+// signature, then alltoallv's count to and from each rank as int64 (zeros for other calls). Fixed for a rank count,
+// so ranks that called different things still exchange matching messages.
+int64_t callHeaderBytes(int32_t rankSize);
+// Writes it at `out` (callHeaderBytes bytes); `counts`: alltoallv's layout, else null.
+void writeCallHeader(const CallSignature& sig, const AllToAllVLayout* counts, int32_t rankSize, char* out);
+// Entry i of a header's counts: i < rankSize its send count to rank i, else its receive count from i - rankSize.
+int64_t headerCount(const char* header, int32_t i);
+// Every rank's header (`headerOf(r)`) compared as checkSignatures does, and with `withCounts` alltoallv's count
+// matrix (checkCountMatrix): the same error on every rank that holds the same headers.
+void checkCallHeaders(int32_t rankSize, const std::function<const char*(int32_t)>& headerOf, bool withCounts,
+                      const std::string& what);
+
 // Labels the collectives this thread issues while it lives with the surface call that issues them ("an ATB
 // operator name, "all_to_all_v", "HcclAllReduce"). Nested labels keep the outermost: the ATB operator that
 // calls HCCL's API stays the operator.

@@ -7,6 +7,7 @@
 
 #include "comm/bootstrap/bootstrap.h"
 #include "comm/bootstrap/store_bootstrap.h"
+#include "core/host.h"
 #include "core/layout.h"
 #include "core/status.h"
 
@@ -16,7 +17,7 @@ namespace {
 // Each rank's host by its name (the identity's first part, core/host.h).
 std::vector<std::string> hostNames(const std::vector<std::string>& hosts) {
   std::vector<std::string> names;
-  for (const std::string& h : hosts) names.push_back(h.substr(0, h.find('/')));
+  for (const std::string& h : hosts) names.push_back(hostNameOf(h));
   return names;
 }
 

@@ -10,6 +10,7 @@
 
 #include "comm/backend_registry.h"
 #include "comm/eager_completion.h"
+#include "core/host.h"
 #include "core/memory.h"
 #include "core/status.h"
 
@@ -30,26 +31,19 @@ std::string numbering(const std::vector<int32_t>& ranks) {
   return text;
 }
 
-// The ranks whose host identity (core/host.h: "<hostname>/<boot id>/...") names the same boot as `rank`'s: they
-// share its kernel and its cores, though each namespace or container is a host of its own.
+// The ranks whose host identity names the same boot as `rank`'s (core/host.h bootIdOf): they share its cores.
 int32_t ranksOnThisKernel(const std::vector<std::string>& rankHosts, int32_t rank) {
-  auto bootOf = [](const std::string& identity) {
-    const size_t first = identity.find('/');
-    if (first == std::string::npos) return std::string();
-    const size_t second = identity.find('/', first + 1);
-    return identity.substr(first + 1, second == std::string::npos ? std::string::npos : second - first - 1);
-  };
-  const std::string mine = bootOf(rankHosts[rank]);
+  const std::string mine = bootIdOf(rankHosts[rank]);
   if (mine.empty()) return 0;  // unknown: count only the host's own ranks
   return static_cast<int32_t>(
-      std::count_if(rankHosts.begin(), rankHosts.end(), [&](const std::string& h) { return bootOf(h) == mine; }));
+      std::count_if(rankHosts.begin(), rankHosts.end(), [&](const std::string& h) { return bootIdOf(h) == mine; }));
 }
 
 class TwoLevelCommunicator final : public Communicator {
  public:
   TwoLevelCommunicator(const CommConfig& c, HostLayout layout)
       : Communicator("shm+gloo", c.rank, c.rankSize, c.options), layout_(std::move(layout)) {
-    const std::string hostName = c.rankHosts[c.rank].substr(0, c.rankHosts[c.rank].find('/'));
+    const std::string hostName = hostNameOf(c.rankHosts[c.rank]);
     CommConfig base = c;
     base.rankHosts.clear();
     base.rankRoot = 0;
@@ -224,16 +218,12 @@ class TwoLevelCommunicator final : public Communicator {
     const int32_t n = size();
     const int32_t me = rank();
     const int64_t room = eagerRoom(n);
-    // [signature | alltoallv's counts to and from each rank (zeros otherwise) | room]
-    const auto header = static_cast<int64_t>(sizeof(CallSignature) + 2 * n * sizeof(int64_t));
+    // [call header | room]
+    const int64_t header = callHeaderBytes(n);
     const int64_t record = header + room;
     at::Tensor mine = at::zeros({record}, at::kByte);
     auto* m = static_cast<char*>(mine.data_ptr());
-    std::memcpy(m, &sig, sizeof(CallSignature));
-    if (counts != nullptr) {
-      std::memcpy(m + sizeof(CallSignature), counts->sendCounts.data(), n * sizeof(int64_t));
-      std::memcpy(m + sizeof(CallSignature) + n * sizeof(int64_t), counts->recvCounts.data(), n * sizeof(int64_t));
-    }
+    writeCallHeader(sig, counts, n, m);
     if (call != nullptr) packEager(*call, me, room, m + header);
     at::Tensor host = at::empty({layout_.perHost() * record}, at::kByte);
     const ReplacedCallLabel sameOnEveryRank("two-level call comparison");  // shm compares labels in its post
@@ -242,22 +232,10 @@ class TwoLevelCommunicator final : public Communicator {
     acrossHosts([&] { acrossHosts_->allgather(host, all); });
 
     const auto* records = static_cast<const char*>(all.data_ptr());
-    auto recordOf = [&](int32_t r) { return records + slot_[r] * record; };
-    auto countOf = [&](int32_t r, int32_t i) {  // i < n: rank r's send count to i; else its receive count from i - n
-      int64_t v;
-      std::memcpy(&v, recordOf(r) + sizeof(CallSignature) + i * sizeof(int64_t), sizeof(v));
-      return v;
-    };
-    std::vector<CallSignature> sigs(static_cast<size_t>(n));
-    for (int32_t r = 0; r < n; ++r) std::memcpy(&sigs[r], recordOf(r), sizeof(CallSignature));
+    auto recordOf = [&](int32_t r) -> const char* { return records + slot_[r] * record; };
+    auto countOf = [&](int32_t r, int32_t p) { return headerCount(recordOf(r), p); };  // rank r's send count to p
     // The same prefix on every rank, whatever each called, so all raise one message.
-    const std::string what = backend() + " call #" + std::to_string(sig.seq);
-    checkSignatures(n, [&](int32_t r) -> const CallSignature& { return sigs[r]; }, what);
-    if (counts != nullptr) {
-      checkCountMatrix(
-          n, [&](int32_t i, int32_t j) { return countOf(i, j); },
-          [&](int32_t j, int32_t i) { return countOf(j, n + i); }, what.c_str());
-    }
+    checkCallHeaders(n, recordOf, counts != nullptr, backend() + " call #" + std::to_string(sig.seq));
     if (call == nullptr) return EagerResult::kChecked;
     // Decided alike on every rank, from what all agreed on (the signatures, the count matrix).
     bool fits = eagerFits(sig, call->kind, room);
@@ -294,9 +272,7 @@ class TwoLevelCommunicator final : public Communicator {
     if (call.kind == Collective::kAlltoallv) {
       const AllToAllVLayout& l = *call.layout;
       const int64_t es = call.send->element_size();
-      int64_t total = 0;
-      for (size_t p = 0; p < l.sendCounts.size(); ++p) total += static_cast<int32_t>(p) == me ? 0 : l.sendCounts[p];
-      if (total * es > room) return;
+      if ((l.totalSend() - l.sendCounts[me]) * es > room) return;
       const auto* src = static_cast<const char*>(call.send->data_ptr());
       for (size_t p = 0; p < l.sendCounts.size(); ++p) {
         if (static_cast<int32_t>(p) == me || l.sendCounts[p] == 0) continue;

@@ -23,4 +23,15 @@ std::string hostIdentity(const Options& options) {
   return hostName() + "/" + boot + "/" + shmDevice + "/" + pids;
 }
 
+std::string hostNameOf(const std::string& identity) {
+  return identity.substr(0, identity.find('/'));
+}
+
+std::string bootIdOf(const std::string& identity) {
+  const size_t first = identity.find('/');
+  if (first == std::string::npos) return "";
+  const size_t second = identity.find('/', first + 1);
+  return identity.substr(first + 1, second == std::string::npos ? std::string::npos : second - first - 1);
+}
+
 }  // namespace atb_ops

@@ -15,6 +15,11 @@ namespace atb_ops {
 // their boot id. A part that cannot be read is left empty.
 std::string hostIdentity(const Options& options);
 
+// The parts of a hostIdentity: its host name, and its boot id ("" where unknown): processes whose boot ids are
+// equal share one kernel and its cores, though each container or network namespace is a host of its own.
+std::string hostNameOf(const std::string& identity);
+std::string bootIdOf(const std::string& identity);
+
 // This host's name (gethostname), for messages.
 std::string hostName();
 

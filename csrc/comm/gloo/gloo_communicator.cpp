@@ -202,12 +202,6 @@ EagerResult GlooCommunicator::checkAndComplete(const CallSignature& sig, const A
   return checkExchange(sig, counts, &call);
 }
 
-namespace {
-
-constexpr int64_t kSigWords = sizeof(CallSignature) / sizeof(int64_t);
-
-}  // namespace
-
 EagerResult GlooCommunicator::checkExchange(const CallSignature& sig, const AllToAllVLayout* counts,
                                             const EagerCall* call) {
   // One all-to-all of a fixed size whatever the call, so ranks that called different collectives still exchange
@@ -215,16 +209,12 @@ EagerResult GlooCommunicator::checkExchange(const CallSignature& sig, const AllT
   // (zeros otherwise) and eagerRoom bytes, where a small call's data rides along: then the call is done here.
   const int32_t n = size();
   const int32_t me = rank();
-  const int64_t headerBytes = (kSigWords + 2 * n) * static_cast<int64_t>(sizeof(int64_t));
+  const int64_t headerBytes = callHeaderBytes(n);
   const int64_t room = eagerRoom(n);
   const int64_t block = headerBytes + room;
-  at::Tensor header = at::zeros({kSigWords + 2 * n}, at::kLong);
-  int64_t* h = header.data_ptr<int64_t>();
-  std::memcpy(h, &sig, sizeof(CallSignature));
-  if (counts != nullptr) {
-    std::copy(counts->sendCounts.begin(), counts->sendCounts.end(), h + kSigWords);
-    std::copy(counts->recvCounts.begin(), counts->recvCounts.end(), h + kSigWords + n);
-  }
+  std::vector<char> header(static_cast<size_t>(headerBytes));
+  const char* h = header.data();
+  writeCallHeader(sig, counts, n, header.data());
   // The peers' blocks back to back in rank order (this rank's own takes no room).
   at::Tensor out = at::zeros({(n - 1) * block}, at::kByte);
   at::Tensor in = at::empty({(n - 1) * block}, at::kByte);
@@ -248,24 +238,9 @@ EagerResult GlooCommunicator::checkExchange(const CallSignature& sig, const AllT
     waitFor(backend_->alltoall_base(in, out, splits, outSplits), "call cross-check");
   }
   const auto* received = static_cast<const char*>(in.data_ptr());
-  auto blockOf = [&](int32_t r) -> const char* {
-    return r == me ? reinterpret_cast<const char*>(h) : received + (r < me ? r : r - 1) * block;
-  };
-  auto word = [&](int32_t r, int64_t i) {
-    int64_t v;
-    std::memcpy(&v, blockOf(r) + i * static_cast<int64_t>(sizeof(int64_t)), sizeof(v));
-    return v;
-  };
+  auto blockOf = [&](int32_t r) -> const char* { return r == me ? h : received + (r < me ? r : r - 1) * block; };
   // The same prefix on every rank, whatever each called, so all raise one message.
-  const std::string what = "gloo call #" + std::to_string(sig.seq);
-  std::vector<CallSignature> sigs(static_cast<size_t>(n));
-  for (int32_t r = 0; r < n; ++r) std::memcpy(&sigs[r], blockOf(r), sizeof(CallSignature));
-  checkSignatures(n, [&](int32_t r) -> const CallSignature& { return sigs[r]; }, what);
-  if (counts != nullptr) {
-    checkCountMatrix(
-        n, [&](int32_t i, int32_t j) { return word(i, kSigWords + j); },
-        [&](int32_t j, int32_t i) { return word(j, kSigWords + n + i); }, what.c_str());
-  }
+  checkCallHeaders(n, blockOf, counts != nullptr, "gloo call #" + std::to_string(sig.seq));
   if (call == nullptr || n == 1) return EagerResult::kChecked;
   // Every rank decides alike from what all agreed on (the signatures, the count matrix): either every sender put
   // its data in the check, or none is used.
@@ -273,7 +248,7 @@ EagerResult GlooCommunicator::checkExchange(const CallSignature& sig, const AllT
   if (call->kind == Collective::kAlltoallv) {
     fits = true;
     for (int32_t i = 0; i < n && fits; ++i) {
-      for (int32_t j = 0; j < n && fits; ++j) fits = word(i, kSigWords + j) * sig.elemSize <= room;
+      for (int32_t j = 0; j < n && fits; ++j) fits = headerCount(blockOf(i), j) * sig.elemSize <= room;
     }
   }
   if (!fits) return EagerResult::kChecked;
