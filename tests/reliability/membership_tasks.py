@@ -406,3 +406,37 @@ REMADE_EACH_CALL = """
         sys.exit(0)
     print(json.dumps({"wrong": wrong}))
 """
+
+# argv: rank, how rank 1 goes ("released": it drops its only operation and stays; "exits": its process ends).
+# Three ranks all-gather once on one communicator; then rank 1 goes while rank 0 waits for a message that rank 2
+# sends a second later. Prints {"wrong"} (rank 0 counts the values that did not arrive) or {"error"}.
+PEER_GOES_WHILE_ANOTHER_IS_AWAITED = """
+    import gc, json, sys, time, torch, atb_ops
+    rank, how = int(sys.argv[1]), sys.argv[2]
+
+    def make(name, **extra):
+        op = torch.classes.OperationTorch.OperationTorch(name)
+        op.set_param(json.dumps({"rank": rank, "rankSize": 3, "backend": "shm", "commDomain": "goes", **extra}))
+        return op
+
+    try:
+        gather = make("AllGatherOperation")
+        (g,) = gather.execute([torch.full((4,), float(rank))])
+        wrong = int((g.reshape(3, 4) != torch.arange(3.0).reshape(3, 1)).sum())
+        message = torch.arange(64, dtype=torch.float32) * 3
+        if rank == 0:
+            (got,) = make("RecvOperation", srcRank=2).execute([torch.empty(64)])
+            wrong += int((got != message).sum())
+        elif rank == 2:
+            time.sleep(1.0)
+            make("SendOperation", destRank=0).execute([message])
+            time.sleep(0.5)  # the receiver reads the message where it lies
+        elif how == "released":
+            del gather
+            gc.collect()
+            time.sleep(2.0)
+    except RuntimeError as e:
+        print(json.dumps({"error": str(e).splitlines()[0]}))
+        sys.exit(0)
+    print(json.dumps({"wrong": wrong}))
+"""

@@ -348,3 +348,14 @@ def test_a_rank_that_remakes_its_operation_each_call_meets_one_that_keeps_it(bac
     began = time.monotonic()
     assert _reports(run_ranks(tasks.REMADE_EACH_CALL, 2, env, timeout_s=150)) == [{"wrong": 0}] * 2
     assert time.monotonic() - began < 60
+
+
+@pytest.mark.parametrize("how", ["released", "exits"])
+def test_a_peer_that_finished_and_went_does_not_fail_a_wait_on_another(how):
+    """A rank that has done its part may drop its operation or exit while a peer still waits on a third rank
+    (the last collective of a job, a rank with nothing to receive): that wait goes on and its data arrive. Before,
+    every wait's health check named any peer that had gone (ERROR_COMM_PEER_LEFT or ERROR_COMM_PEER_DIED), which
+    failed a LinearParallel MoE test in CI."""
+    env = clean_env(ATB_OPS_TIMEOUT="60", ATB_OPS_JOB_ID=uuid.uuid4().hex)
+    reports = _reports(run_ranks(tasks.PEER_GOES_WHILE_ANOTHER_IS_AWAITED, 3, env, timeout_s=120, args=[how]))
+    assert reports == [{"wrong": 0}] * 3, reports

@@ -78,7 +78,13 @@ void waitReached(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, ui
     if (now >= nextLivenessCheck || now >= deadline) {
       throwIfInterrupted(peer.what);
       if (health) {
-        health();
+        try {
+          health(peer.peerRank);
+        } catch (const c10::Error&) {
+          // The peer may have reached the target and then left: what it wrote before is visible now.
+          if (reached(word.load(std::memory_order_acquire), target)) return;
+          throw;
+        }
       } else {
         ATB_CHECK(processAlive(peer.peerPid), ERROR_COMM_PEER_DIED, peer.what, ": rank ", peer.peerRank, " (pid ",
                   peer.peerPid, ") exited while this rank waited for it");
@@ -105,10 +111,17 @@ void IdleWait::idle(int32_t peerRank, pid_t peerPid) {
   if (now - since_ < kAwakeFor) return;
   // Nothing moved for a while: a peer is descheduled, stuck or gone. Sleep a little between passes.
   std::this_thread::sleep_for(kIdleSlice);
-  if (now >= nextHealth_) {
+  if (now >= nextHealth_ || suspect_ >= 0) {
     throwIfInterrupted(what_);
     if (health_) {
-      health_();
+      try {
+        health_(peerRank);
+        suspect_ = -1;
+      } catch (const c10::Error&) {
+        if (suspect_ == peerRank) throw;
+        suspect_ = peerRank;
+        return;
+      }
     } else {
       ATB_CHECK(processAlive(peerPid), ERROR_COMM_PEER_DIED, what_, ": rank ", peerRank, " (pid ", peerPid,
                 ") exited while this rank waited for it");

@@ -24,9 +24,11 @@ inline bool reached(uint32_t value, uint32_t target) {
   return static_cast<int32_t>(value - target) >= 0;
 }
 
-// Called about every 100 ms while a wait sleeps; throws to abandon the wait (a peer died, a peer
-// aborted the communicator). Without one, the awaited peer's own liveness is checked.
-using HealthCheck = std::function<void()>;
+// Called about every 100 ms while a wait on rank `peer` sleeps; throws to abandon the wait (that peer died
+// or left, a peer aborted the communicator). A peer may advance the word and then leave or exit between
+// the waiter's look at the word and this check: the waiter looks once more before it passes the error on.
+// Without one, the awaited peer's own liveness is checked.
+using HealthCheck = std::function<void(int32_t peer)>;
 
 // Blocks until word >= target: for about 1 ms spins (`spin`: every rank has a core of its own) or polls
 // with sched_yield (ranks outnumber cores, so the awaited peer may need this very core), then sleeps on the
@@ -44,7 +46,10 @@ void waitReached(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, ui
 class IdleWait {
  public:
   IdleWait(const char* what, std::chrono::milliseconds timeout, HealthCheck health, bool spin);
-  void progressed() { idle_ = false; }
+  void progressed() {
+    idle_ = false;
+    suspect_ = -1;
+  }
   void idle(int32_t peerRank, pid_t peerPid);
 
  private:
@@ -53,6 +58,9 @@ class IdleWait {
   HealthCheck health_;
   bool spin_;
   bool idle_ = false;
+  // The peer a health check last found gone: it may have done its part just before it went, so the
+  // caller's next pass decides (progressed() clears it; idle() on it again raises).
+  int32_t suspect_ = -1;
   std::chrono::steady_clock::time_point since_;
   std::chrono::steady_clock::time_point nextHealth_;
 };

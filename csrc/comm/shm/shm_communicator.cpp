@@ -131,7 +131,7 @@ void ShmCommunicator::announce(const Call& c, Word word, Word waiters) {
 
 template <typename Wanted>
 void ShmCommunicator::awaitPeers(const Call& c, Word word, Word waiters, Wanted wanted) {
-  const HealthCheck health = [this, &c] { checkHealth(c.what); };
+  const HealthCheck health = [this, &c](int32_t peer) { checkHealth(c.what, peer); };
   try {
     for (int32_t step = 1; step < size(); ++step) {
       const int32_t p = (rank() + step) % size();
@@ -219,19 +219,23 @@ void ShmCommunicator::failCall(const Call& c, const std::string& error) {
   ATB_FAIL(ERROR_RT_FAIL, c.what, ": ", error);
 }
 
-void ShmCommunicator::checkHealth(const char* what) const {
+void ShmCommunicator::checkHealth(const char* what, int32_t waitedOn) const {
   const SegmentHeader& h = att_.view.header();
   const int32_t by = h.abortedBy.load(std::memory_order_acquire);
   ATB_CHECK(by == 0, ERROR_COMM_PEER_DIED, what, ": rank ", by - 1, " gave up on this communicator: ",
             std::string(h.abortReason, strnlen(h.abortReason, sizeof(h.abortReason))));
+  // Only the awaited peer: another may have done its part of this call and gone (exited, or released its
+  // operation) while this rank still waits on a slower one. A peer stuck behind one that went finds it
+  // itself, and a death it finds is passed on to every rank (abortPeers).
+  const auto watched = [&](int32_t p) { return p != rank() && (waitedOn < 0 || p == waitedOn); };
   for (int32_t p = 0; p < size(); ++p) {
     const pid_t pid = memory_.pid(p);
-    ATB_CHECK(p == rank() || processAlive(pid), ERROR_COMM_PEER_DIED, what, ": rank ", p, " (pid ", pid,
+    ATB_CHECK(!watched(p) || processAlive(pid), ERROR_COMM_PEER_DIED, what, ": rank ", p, " (pid ", pid,
               ") exited while this rank waited on the collective");
   }
   // Only then a peer that left: a death elsewhere is what made it leave.
   for (int32_t p = 0; p < size(); ++p) {
-    ATB_CHECK(p == rank() || att_.view.slot(p).released.load(std::memory_order_acquire) == 0, ERROR_COMM_PEER_LEFT,
+    ATB_CHECK(!watched(p) || att_.view.slot(p).released.load(std::memory_order_acquire) == 0, ERROR_COMM_PEER_LEFT,
               what, ": rank ", p, " (pid ", memory_.pid(p),
               ") released this communicator (its last operation or "
               "group was destroyed) while this rank waited on it; ranks whose operations were re-made at different "
@@ -510,7 +514,7 @@ int64_t ShmCommunicator::reduceEagerLimit() const {
 
 void ShmCommunicator::runPipeline(const Call& c, const PipeShards& shards) {
   stats_.pipelineCalls.fetch_add(1, std::memory_order_relaxed);
-  IdleWait idle(c.what, options().timeout, [this, &c] { checkHealth(c.what); }, att_.spin);
+  IdleWait idle(c.what, options().timeout, [this, &c](int32_t peer) { checkHealth(c.what, peer); }, att_.spin);
   try {
     runReducePipeline(att_.view, memory_, rank(), c.parity, shards, idle);
   } catch (const c10::Error& e) {
@@ -558,7 +562,7 @@ void ShmCommunicator::doBroadcast(at::Tensor& tensor, int32_t root) {
 
 void ShmCommunicator::waitWord(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, uint32_t target,
                                const char* what, int32_t peer) {
-  const HealthCheck health = [this, what] { checkHealth(what); };
+  const HealthCheck health = [this, what](int32_t peer) { checkHealth(what, peer); };
   try {
     waitReached(word, waiters, target, WaitTarget{what, peer, memory_.pid(peer)}, options().timeout, health, att_.spin);
   } catch (const c10::Error& e) {
