@@ -3,18 +3,30 @@ prints one JSON line that the test checks against a golden computed there."""
 
 from __future__ import annotations
 
-# The uneven AllToAllVV2 both programs below run, with op() and `wrong` defined: rank r sends (r + j + 1) elements to
-# rank j, valued 1000 * r + 100 * j + index; every element against its golden.
+# The uneven AllToAllVV2 both programs below run, with op() and `wrong` defined: rank r sends (r + j + 1) * scale
+# elements to rank j, valued 1000 * r + 100 * j + index; every element against its golden. Scale 1 rides in the
+# call's comparison; 3001 moves through the hosts (to another host in one message per host pair); 40_001 (over
+# 1 MiB to other hosts) in the group of every rank. "scattered": the chunks lie in the input in reverse rank order
+# with gaps, and in the output in reverse rank order.
 _UNEVEN_ALLTOALLV = """\
-        sc = [rank + j + 1 for j in range(size)]
-        sd = [sum(sc[:j]) for j in range(size)]
-        x = torch.cat([torch.arange(sc[j], dtype=torch.float32) + 1000 * rank + 100 * j for j in range(size)])
-        rc = [i + rank + 1 for i in range(size)]
-        rd = [sum(rc[:i]) for i in range(size)]
-        counts = [torch.tensor(v, dtype=torch.int64) for v in (sc, sd, rc, rd)]
-        (out,) = op("AllToAllVV2Operation").execute([x, *counts, torch.empty(sum(rc))])
-        want = torch.cat([torch.arange(rc[i], dtype=torch.float32) + 1000 * i + 100 * rank for i in range(size)])
-        wrong += int((out.reshape(-1) != want).sum())
+        for scale, order in ((1, "packed"), (3001, "packed"), (3001, "scattered"), (40_001, "scattered")):
+            sc = [(rank + j + 1) * scale for j in range(size)]
+            rc = [(i + rank + 1) * scale for i in range(size)]
+            if order == "packed":
+                sd = [sum(sc[:j]) for j in range(size)]
+                rd = [sum(rc[:i]) for i in range(size)]
+            else:
+                sd = [sum(sc[j + 1:]) + 5 * (size - j) for j in range(size)]
+                rd = [sum(rc[i + 1:]) for i in range(size)]
+            x = torch.full((max(d + c for d, c in zip(sd, sc)) + 3,), -1.0)
+            for j in range(size):
+                x[sd[j]:sd[j] + sc[j]] = torch.arange(sc[j], dtype=torch.float32) + 1000 * rank + 100 * j
+            counts = [torch.tensor(v, dtype=torch.int64) for v in (sc, sd, rc, rd)]
+            (out,) = op("AllToAllVV2Operation").execute([x, *counts, torch.empty(sum(rc))])
+            want = torch.empty(sum(rc))
+            for i in range(size):
+                want[rd[i]:rd[i] + rc[i]] = torch.arange(rc[i], dtype=torch.float32) + 1000 * i + 100 * rank
+            wrong += int((out.reshape(-1) != want).sum())
 """
 
 # argv: rank, size, backend. After init_process_group("gloo") (MASTER_ADDR/MASTER_PORT from the environment), ATB
@@ -272,14 +284,17 @@ DISTRIBUTED_COLLECTIVES = """
             wrong += mismatches(ad.broadcast(torch.full((1000,), float(rank)), src=root), torch.full((1000,), root))
         x = torch.arange(size * 7, dtype=torch.float32) * (rank + 1)
         wrong += mismatches(ad.reduce_scatter(x), torch.arange(size * 7)[rank * 7:(rank + 1) * 7] * ranks_sum)
-        # rank r sends r + j + 1 elements to rank j, valued 1000 * r + j
-        send_counts = [rank + j + 1 for j in range(size)]
-        recv_counts = [r + rank + 1 for r in range(size)]
-        sdispls = [sum(send_counts[:j]) for j in range(size)]
-        rdispls = [sum(recv_counts[:r]) for r in range(size)]
-        send = torch.cat([torch.full((c,), 1000.0 * rank + j) for j, c in enumerate(send_counts)])
-        got = ad.all_to_all_v(send, send_counts, sdispls, recv_counts, rdispls)
-        wrong += mismatches(got, torch.cat([torch.full((c,), 1000.0 * r + rank) for r, c in enumerate(recv_counts)]))
+        # rank r sends (r + j + 1) * scale elements to rank j, valued 1000 * r + j + 4096 * (index % 251): small (in the
+        # comparison) and large (through the hosts)
+        for scale in (1, 2003):
+            send_counts = [(rank + j + 1) * scale for j in range(size)]
+            recv_counts = [(r + rank + 1) * scale for r in range(size)]
+            sdispls = [sum(send_counts[:j]) for j in range(size)]
+            rdispls = [sum(recv_counts[:r]) for r in range(size)]
+            send = torch.cat([(torch.arange(c) % 251) * 4096.0 + 1000.0 * rank + j for j, c in enumerate(send_counts)])
+            got = ad.all_to_all_v(send, send_counts, sdispls, recv_counts, rdispls)
+            want = torch.cat([(torch.arange(c) % 251) * 4096.0 + 1000.0 * r + rank for r, c in enumerate(recv_counts)])
+            wrong += mismatches(got, want)
         codes = ((torch.arange(70_000) % 7 - 3) * (rank + 1)).to(torch.int8)
         q = atb_ops.quant.quantized_all_reduce(codes, scale=0.5, out_dtype=torch.float32)
         wrong += mismatches(q, (torch.arange(70_000) % 7 - 3) * 0.5 * ranks_sum)
