@@ -5,7 +5,9 @@
 //               host (each rank's link traffic is 1/L of the data, L ranks per host);
 //   allgather   all-gather of each rank's part among same-local-rank peers, then all-gather in the host;
 //   broadcast   broadcast among the root's local index across hosts, then broadcast in each host;
-//   the rest    (alltoallv, the V forms, send/recv, barrier) on one gloo group of every rank.
+//   alltoallv   up to 1 MiB from any rank to other hosts: each rank's chunks for a host in one message to the rank
+//               of its local index there, handed on in that host; larger ones as the rest;
+//   the rest    (the V forms, send/recv, barrier) on one gloo group of every rank.
 // Before any of it moves data, every rank's call (every collective alike) is compared over all ranks in two steps, a
 // gather in the host and one between hosts, where a call of a few KiB is also done.
 // Chosen in comm/ (host_span.h) when the ranks turn out to span hosts with the same number on each; the operators
