@@ -361,7 +361,18 @@ DISAGREEING_SIZES = """
     try:
         if sys.argv[5] == "size":
             o.execute([torch.ones(numel + (rank in odd))])
-        elif rank in odd:  # "call": AllToAllVV2, which runs on the group of every rank, where the others all-reduce
+        elif sys.argv[5] == "counts":  # AllToAllVV2 where the odd ranks expect one element more from rank 0
+            a2a = torch.classes.OperationTorch.OperationTorch("AllToAllVV2Operation")
+            a2a.set_param(json.dumps({"rank": rank, "rankSize": size}))
+            split = numel // size
+            sc = [split] * size
+            rc = [split + (rank in odd and i == 0) for i in range(size)]
+            counts = [torch.tensor(v, dtype=torch.int64) for v in
+                      (sc, [i * split for i in range(size)], rc, [sum(rc[:i]) for i in range(size)])]
+            out = torch.full((sum(rc),), -7.0)
+            a2a.execute_out([torch.ones(numel), *counts, torch.empty(sum(rc))], [out.reshape(1, -1)])
+            wrong += int((out != -7.0).sum())  # nothing written on a refused call
+        elif rank in odd:  # "call": AllToAllVV2 (by hosts or on the group of every rank) where the others all-reduce
             a2a = torch.classes.OperationTorch.OperationTorch("AllToAllVV2Operation")
             a2a.set_param(json.dumps({"rank": rank, "rankSize": size}))
             split = [numel // size] * size
@@ -372,5 +383,7 @@ DISAGREEING_SIZES = """
             o.execute([torch.ones(numel)])
         print(json.dumps({"wrong": wrong}))
     except RuntimeError as e:
+        if sys.argv[5] == "counts":
+            wrong += int((out != -7.0).sum())
         print(json.dumps({"error": str(e).splitlines()[0], "seconds": time.monotonic() - began, "wrong": wrong}))
 """

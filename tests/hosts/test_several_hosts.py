@@ -113,8 +113,8 @@ def test_ranks_that_disagree_across_hosts_all_raise_at_once(two_hosts, numel, od
 @pytest.mark.parametrize("numel", [100_000, 12], ids=["large", "small"])
 @pytest.mark.parametrize("odd", ["3", "2,3"], ids=["last-rank", "all-of-host1"])
 def test_ranks_calling_different_collectives_across_hosts_all_raise_at_once(two_hosts, numel, odd):
-    """2 hosts x 2 ranks in two levels; some ranks call AllToAllVV2 (which runs on the group of every rank) where the
-    others call AllReduce (which runs in parts): every rank raises ERROR_INVALID_PARAM naming both operators at once,
+    """2 hosts x 2 ranks in two levels; some ranks call AllToAllVV2 (which moves by hosts) where the others call
+    AllReduce (which runs in parts): every rank raises ERROR_INVALID_PARAM naming both operators at once,
     not after ATB_OPS_TIMEOUT with each side waiting in an exchange the other never joins."""
     procs = _start(two_hosts, tasks.DISAGREEING_SIZES, [0, 0, 1, 1], lambda r: ["4", str(numel), odd, "call"],
                    _env())
@@ -122,6 +122,24 @@ def test_ranks_calling_different_collectives_across_hosts_all_raise_at_once(two_
         assert report["wrong"] == 0, report
         assert report.get("error", "").startswith("ERROR_INVALID_PARAM"), report
         assert "AllReduceOperation" in report["error"] and "AllToAllVV2Operation" in report["error"], report
+        assert report["seconds"] < 20, report
+
+
+@pytest.mark.parametrize("numel", [200_000, 12], ids=["by-hosts", "small"])
+@pytest.mark.parametrize("odd", ["3", "1"], ids=["host1-rank", "host0-rank"])
+def test_alltoall_counts_that_disagree_across_hosts_all_raise_at_once(two_hosts, numel, odd):
+    """2 hosts x 2 ranks in two levels; one rank expects one element more from rank 0 in an AllToAllVV2, large
+    enough to move by hosts (its data routed by the counts every rank compared) or small (done inside the
+    comparison): every rank raises ERROR_INVALID_PARAM naming the count mismatch, at once, and writes nothing into
+    its sentinel-filled output."""
+    procs = _start(two_hosts, tasks.DISAGREEING_SIZES, [0, 0, 1, 1], lambda r: ["4", str(numel), odd, "counts"],
+                   _env())
+    split = numel // 4
+    for report in _finish(procs):
+        assert report["wrong"] == 0, report
+        assert report.get("error", "").startswith("ERROR_INVALID_PARAM"), report
+        assert (f"rank 0 sends {split} elements to rank {odd}, but rank {odd} expects {split + 1} from rank 0"
+                in report["error"]), report
         assert report["seconds"] < 20, report
 
 

@@ -210,10 +210,16 @@ void ShmCommunicator::failCall(const Call& c, const std::string& error) {
   // A copy from a peer that is exiting fails (ESRCH) a moment before the peer shows as gone: its death (or a
   // peer's giving up) is reported by the same check every wait runs, naming it.
   const auto settled = std::chrono::steady_clock::now() + kDeathSettles;
-  while (true) {
-    checkHealth(c.what);
-    if (std::chrono::steady_clock::now() >= settled) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  try {
+    while (true) {
+      checkHealth(c.what);
+      if (std::chrono::steady_clock::now() >= settled) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  } catch (const c10::Error& e) {
+    // The peers that wait on this rank, not on the dead one, learn of the death only from it.
+    giveUp(e);
+    throw;
   }
   abortPeers(std::string(c.what) + ": " + error);
   ATB_FAIL(ERROR_RT_FAIL, c.what, ": ", error);
