@@ -351,7 +351,8 @@ def reused_buffer_pages(rank: int, world_size: int, numel: int, calls: int, fres
     """AllToAllVV2 execute_out, equal splits of `numel` float32 per rank, `calls` times with new data each
     call: into the same two tensors, or (`fresh`) into new ones every call, the old ones kept alive so that
     no address repeats. Returns the wrong elements, the communicator's huge_page_bytes after each call, the
-    whole huge pages of the last send and output tensors, their AnonHugePages (KiB, /proc/self/smaps), and
+    whole huge pages of the last send and output tensors, their AnonHugePages (KiB, /proc/self/smaps), the huge
+    page size, and
     whether this kernel collapses a control buffer of the test's own (so a refusing kernel is told apart)."""
     import atb_ops
 
@@ -380,4 +381,4 @@ def reused_buffer_pages(rank: int, world_size: int, numel: int, calls: int, fres
             counted.append(stats["huge_page_bytes"])
     whole = _whole_huge_pages(x, huge) + _whole_huge_pages(out, huge) if huge else 0
     return {"wrong": wrong, "counted": counted, "whole": whole, "smaps_kib": _anon_huge_kib(x) + _anon_huge_kib(out),
-            "collapse_works": huge > 0 and _collapse_works(huge)}
+            "huge": huge, "collapse_works": huge > 0 and _collapse_works(huge)}

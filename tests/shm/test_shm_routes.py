@@ -189,19 +189,24 @@ def _reused(pool, fresh: bool, env: dict[str, str] | None = None, calls: int = 3
 
 
 def test_reused_buffers_are_collapsed_onto_huge_pages(rank_pools):
-    """From the second call with the same send and output tensors their whole huge pages are collapsed (counted
-    by the communicator and seen in /proc/self/smaps); the first call leaves them alone. A buffer the kernel
-    refuses for a passing reason (a busy page, no free huge page: seen once in CI) is tried again on its next
-    uses, three tries in all, so after the fourth call every page is counted, and each exactly once."""
+    """The same send and output tensors on every call: the first call leaves their pages alone, later ones collapse
+    their whole huge pages (counted by the communicator, seen in /proc/self/smaps). What the kernel grants is its
+    own: a buffer it refuses for a passing reason (a busy page, no free huge page) is tried again on its next uses,
+    three tries in all, and khugepaged may collapse a buffer itself after the advice. So the counter, which holds
+    what this communicator's own MADV_COLLAPSE calls collapsed, is 0 after the first call, has grown by the fourth,
+    never counts a page twice (at most the buffers' whole pages, in whole pages) and never claims a page smaps does
+    not show huge. (CI saw a 6 MiB buffer left on small pages, and another on huge pages in smaps though no call of
+    ours had collapsed it.)"""
     stats = _reused(rank_pools(2), fresh=False, calls=4)
     if not all(s["collapse_works"] for s in stats):
         pytest.skip("this kernel does not collapse anonymous memory onto huge pages (MADV_COLLAPSE, Linux 6.1+)")
     for s in stats:
         counted = s["counted"]
         assert s["whole"] > 0, s
-        assert counted[0] == 0 and counted[1] > 0, s
-        assert counted == sorted(counted) and counted[-1] == s["whole"], s
-        assert s["smaps_kib"] * 1024 >= s["whole"], s
+        assert counted[0] == 0 and counted[-1] > 0, s
+        assert counted == sorted(counted) and counted[-1] <= s["whole"], s
+        assert counted[-1] % s["huge"] == 0, s
+        assert s["smaps_kib"] * 1024 >= counted[-1], s
 
 
 def test_buffers_seen_once_keep_their_pages(rank_pools):
