@@ -212,7 +212,8 @@ void ShmCommunicator::failCall(const Call& c, const std::string& error) {
   const auto settled = std::chrono::steady_clock::now() + kDeathSettles;
   try {
     while (true) {
-      checkHealth(c.what);
+      // A peer that released meanwhile had done its part of this call: it is not what failed the copy.
+      checkHealth(c.what, -1, false);
       if (std::chrono::steady_clock::now() >= settled) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
@@ -225,7 +226,7 @@ void ShmCommunicator::failCall(const Call& c, const std::string& error) {
   ATB_FAIL(ERROR_RT_FAIL, c.what, ": ", error);
 }
 
-void ShmCommunicator::checkHealth(const char* what, int32_t waitedOn) const {
+void ShmCommunicator::checkHealth(const char* what, int32_t waitedOn, bool leaving) const {
   const SegmentHeader& h = att_.view.header();
   const int32_t by = h.abortedBy.load(std::memory_order_acquire);
   ATB_CHECK(by == 0, ERROR_COMM_PEER_DIED, what, ": rank ", by - 1, " gave up on this communicator: ",
@@ -240,7 +241,7 @@ void ShmCommunicator::checkHealth(const char* what, int32_t waitedOn) const {
               ") exited while this rank waited on the collective");
   }
   // Only then a peer that left: a death elsewhere is what made it leave.
-  for (int32_t p = 0; p < size(); ++p) {
+  for (int32_t p = 0; p < size() && leaving; ++p) {
     ATB_CHECK(!watched(p) || att_.view.slot(p).released.load(std::memory_order_acquire) == 0, ERROR_COMM_PEER_LEFT,
               what, ": rank ", p, " (pid ", memory_.pid(p),
               ") released this communicator (its last operation or "

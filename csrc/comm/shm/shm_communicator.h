@@ -86,8 +86,9 @@ class ShmCommunicator final : public Communicator {
   void abortPeers(const std::string& reason);
   // abortPeers with the error that ended this rank's wait (none for a peer that left: ERROR_COMM_PEER_LEFT).
   void giveUp(const c10::Error& e);
-  // Raises when a peer gave up, or when the awaited peer (every peer for -1) is gone; runs while waits sleep.
-  void checkHealth(const char* what, int32_t waitedOn = -1) const;
+  // Raises when a peer gave up, or when the awaited peer (every peer for -1) died or (`leaving`) released this
+  // communicator; runs while waits sleep.
+  void checkHealth(const char* what, int32_t waitedOn = -1, bool leaving = true) const;
 
   // alltoallv's pieces.
   void planMoves(const Call& c);
