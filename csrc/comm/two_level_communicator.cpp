@@ -244,22 +244,19 @@ class TwoLevelCommunicator final : public Communicator {
     at::Tensor all = at::empty({layout_.hosts() * layout_.perHost() * record}, at::kByte);
     acrossHosts([&] { acrossHosts_->allgather(host, all); });
 
-    const auto* records = static_cast<const char*>(all.data_ptr());
-    auto recordOf = [&](int32_t r) -> const char* { return records + slot_[r] * record; };
-    auto countOf = [&](int32_t r, int32_t p) { return headerCount(recordOf(r), p); };  // rank r's send count to p
+    records_ = all;
+    recordBytes_ = record;
     // The same prefix on every rank, whatever each called, so all raise one message.
-    checkCallHeaders(n, recordOf, counts != nullptr, backend() + " call #" + std::to_string(sig.seq));
-    if (counts != nullptr) {
-      records_ = all;
-      recordBytes_ = record;
-      countsCompared_ = true;
-    }
+    checkCallHeaders(
+        n, [this](int32_t r) { return recordOf(r); }, counts != nullptr,
+        backend() + " call #" + std::to_string(sig.seq));
+    countsCompared_ = counts != nullptr;
     if (call == nullptr) return EagerResult::kChecked;
     // Decided alike on every rank, from what all agreed on (the signatures, the count matrix).
     bool fits = eagerFits(sig, call->kind, room);
     if (call->kind == Collective::kAlltoallv) {
       fits = true;
-      for (int32_t r = 0; r < n && fits; ++r) fits = toOthers(r, countOf) * sig.elemSize <= room;
+      for (int32_t r = 0; r < n && fits; ++r) fits = toOthers(r) * sig.elemSize <= room;
     }
     if (!fits) return EagerResult::kChecked;
     auto payload = [&](int32_t r) -> const char* {
@@ -267,7 +264,7 @@ class TwoLevelCommunicator final : public Communicator {
       if (call->kind != Collective::kAlltoallv) return data;
       // Rank r's chunks to the ranks before this one, its own excluded, come first.
       int64_t before = 0;
-      for (int32_t p = 0; p < me; ++p) before += p == r ? 0 : countOf(r, p);
+      for (int32_t p = 0; p < me; ++p) before += p == r ? 0 : comparedCount(r, p);
       return data + before * sig.elemSize;
     };
     countsCompared_ = false;  // done here: no data left to route
@@ -276,10 +273,11 @@ class TwoLevelCommunicator final : public Communicator {
     return EagerResult::kCompleted;
   }
 
-  // Rank r's send count to rank p, from the records of this call's comparison.
-  int64_t comparedCount(int32_t r, int32_t p) const {
-    return headerCount(static_cast<const char*>(records_.data_ptr()) + slot_[r] * recordBytes_, p);
+  // Rank r's record in this call's comparison, and its send count to rank p there.
+  const char* recordOf(int32_t r) const {
+    return static_cast<const char*>(records_.data_ptr()) + slot_[r] * recordBytes_;
   }
+  int64_t comparedCount(int32_t r, int32_t p) const { return headerCount(recordOf(r), p); }
 
   // The most bytes any rank sends to ranks on other hosts, from the compared counts.
   int64_t mostToOtherHosts(int64_t elemSize) const {
@@ -418,11 +416,10 @@ class TwoLevelCommunicator final : public Communicator {
     return AllToAllVLayout{zeros, zeros, zeros, zeros};
   }
 
-  // Elements rank r sends to every rank but itself (`countOf(r, p)`: its send count to p).
-  template <typename CountOf>
-  int64_t toOthers(int32_t r, const CountOf& countOf) const {
+  // Elements rank r sends to every rank but itself, from the compared counts.
+  int64_t toOthers(int32_t r) const {
     int64_t total = 0;
-    for (int32_t p = 0; p < size(); ++p) total += p == r ? 0 : countOf(r, p);
+    for (int32_t p = 0; p < size(); ++p) total += p == r ? 0 : comparedCount(r, p);
     return total;
   }
 
@@ -448,7 +445,8 @@ class TwoLevelCommunicator final : public Communicator {
 
   HostLayout layout_;
   std::vector<int32_t> slot_;  // slot_[r]: rank r's place in the two-step gather (host * perHost + local)
-  // The records of the last comparison that carried an all-to-all's counts, for its data's routing.
+  // The records of the last comparison (every rank's call header and room); countsCompared_: they hold an
+  // all-to-all's counts whose data are still to be routed.
   at::Tensor records_;
   int64_t recordBytes_ = 0;
   bool countsCompared_ = false;
