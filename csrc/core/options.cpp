@@ -100,6 +100,7 @@ Options readOptions() {
   }
   if (auto v = getEnv("ATB_OPS_HCCL_BLOCKING")) o.hcclBlocking = env_parse::flag("ATB_OPS_HCCL_BLOCKING", *v);
   if (auto v = getEnv("ATB_OPS_TWO_LEVEL")) o.twoLevel = env_parse::flag("ATB_OPS_TWO_LEVEL", *v);
+  if (auto v = getEnv("ATB_OPS_GLOO_STREAMS")) o.glooStreams = env_parse::integer("ATB_OPS_GLOO_STREAMS", *v, 1, 4);
   if (auto v = getEnv("ATB_OPS_CPU_PATH"))
     o.cpuPath = env_parse::choice("ATB_OPS_CPU_PATH", *v, {"auto", "shm", "group"});
   if (auto v = getEnv("ATB_OPS_SHM_DIR")) {
@@ -138,6 +139,7 @@ std::map<std::string, std::string> describeOptions(const Options& o) {
       {"ATB_OPS_HCCL_ALLTOALLV", o.hcclAlltoallv},
       {"ATB_OPS_HCCL_BLOCKING", onOff(o.hcclBlocking)},
       {"ATB_OPS_TWO_LEVEL", onOff(o.twoLevel)},
+      {"ATB_OPS_GLOO_STREAMS", std::to_string(o.glooStreams)},
       {"ATB_OPS_CPU_PATH", o.cpuPath},
       {"ATB_OPS_SHM_DIR", o.shmDir},
       {"ATB_OPS_JOB_ID", o.jobId},

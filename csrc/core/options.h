@@ -38,6 +38,10 @@ struct Options {
   // ATB_OPS_TWO_LEVEL (default on): CPU ranks spanning hosts, the same number on each, run shared memory within a
   // host and gloo between hosts (comm/two_level_communicator.h); 0: one gloo group of every rank.
   bool twoLevel = true;
+  // ATB_OPS_GLOO_STREAMS (1..4, default 2): TCP connections between each pair of ranks of a gloo group atb_ops
+  // makes whose hosts hold one rank each; large all-reduces and all-to-alls are split over them, as one stream
+  // does not fill a link (comm/gloo/gloo_communicator.h). 1: one connection, as torch's gloo.
+  int64_t glooStreams = 2;
   // ATB_OPS_CPU_PATH: auto, shm or group (atb_ops.distributed on CPU tensors).
   std::string cpuPath = "auto";
   // ATB_OPS_SHM_DIR (default /dev/shm): where the per-user folder of segments and rendezvous files lives.

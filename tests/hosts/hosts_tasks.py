@@ -320,6 +320,54 @@ DISTRIBUTED_COLLECTIVES = """
 """
 
 
+# argv: rank, size. One rank per host after init_process_group("gloo"): AllReduce of float32 and of bfloat16 (reduced
+# widened) past 8 MiB with an odd length, and AllToAllVV2 whose messages to the other host pass 8 MiB, scattered
+# displacements; what ATB_OPS_GLOO_STREAMS splits over several connections. Small integers: exact goldens. Prints
+# {"wrong", "streamed" (the gloo communicator's streamed_bytes), "backends"} or {"error"}.
+LARGE_OVER_STREAMS = """
+    import datetime, json, sys, torch, torch.distributed as dist
+    import atb_ops
+    rank, size = int(sys.argv[1]), int(sys.argv[2])
+    dist.init_process_group("gloo", rank=rank, world_size=size, timeout=datetime.timedelta(seconds=60))
+    kept = []
+
+    def op(name):
+        o = torch.classes.OperationTorch.OperationTorch(name)
+        o.set_param(json.dumps({"rank": rank, "rankSize": size, "commDomain": "streams"}))
+        kept.append(o)
+        return o
+
+    wrong = 0
+    try:
+        n = (9 << 20) // 4 + 3
+        base = torch.arange(n) % 61
+        (red,) = op("AllReduceOperation").execute([(base * (rank + 1)).float()])
+        wrong += int((red != base * sum(range(1, size + 1))).sum())
+        (red16,) = op("AllReduceOperation").execute([(base % 7 + rank).to(torch.bfloat16)])
+        wrong += int((red16.float() != (base % 7) * size + sum(range(size))).sum())
+        unit = 1_100_003
+        sc = [(rank + j + 1) * unit for j in range(size)]
+        rc = [(i + rank + 1) * unit for i in range(size)]
+        sd = [sum(sc[j + 1:]) + 5 * (size - j) for j in range(size)]
+        rd = [sum(rc[i + 1:]) for i in range(size)]
+        x = torch.full((max(d + c for d, c in zip(sd, sc)) + 3,), -1.0)
+        for j in range(size):
+            x[sd[j]:sd[j] + sc[j]] = (torch.arange(sc[j]) % 1009).float() + 1000 * rank + 100 * j
+        counts = [torch.tensor(v, dtype=torch.int64) for v in (sc, sd, rc, rd)]
+        (out,) = op("AllToAllVV2Operation").execute([x, *counts, torch.empty(sum(rc))])
+        want = torch.empty(sum(rc))
+        for i in range(size):
+            want[rd[i]:rd[i] + rc[i]] = (torch.arange(rc[i]) % 1009).float() + 1000 * i + 100 * rank
+        wrong += int((out.reshape(-1) != want).sum())
+        stats = atb_ops._C.communicator_stats("streams")
+        print(json.dumps({"wrong": wrong, "streamed": sum(c["streamed_bytes"] for c in stats),
+                          "backends": sorted({c["backend"] for c in stats})}))
+    except RuntimeError as e:
+        print(json.dumps({"error": str(e).splitlines()[0]}))
+    dist.destroy_process_group()
+"""
+
+
 # argv: rank, size. 2 hosts x 2 ranks on one kernel (emulated hosts): an AllReduce of 10 floats, done inside the
 # two-step comparison of every rank's call, then one of 64 KiB, sharded. Prints {"wrong", "stats"} (the two-level
 # communicator's counters after each call) or {"error"}.

@@ -93,6 +93,22 @@ def test_every_collective_across_hosts(two_hosts, placement, two_level, backend)
         assert report == {"wrong": 0, "backends": [backend]}, report
 
 
+@pytest.mark.parametrize("streams", ["2", "1"])
+def test_large_calls_split_over_streams_between_hosts(two_hosts, streams):
+    """2 hosts x 1 rank: all-reduces past 8 MiB (float32, and bfloat16 reduced widened) and an AllToAllVV2 whose
+    messages to the other host pass 8 MiB (scattered displacements) give the golden values split over two
+    connections per pair (ATB_OPS_GLOO_STREAMS's default: every byte of them streamed) and over one (none)."""
+    procs = _start(two_hosts, tasks.LARGE_OVER_STREAMS, [0, 1], lambda r: ["2"], _env(ATB_OPS_GLOO_STREAMS=streams))
+    reports = _finish(procs)
+    for report in reports:
+        assert report.get("wrong") == 0 and report["backends"] == ["gloo"], report
+    # Per rank: the float32 all-reduce, the bfloat16 one widened to float32, the message to the other rank.
+    n = (9 << 20) // 4 + 3
+    for rank, report in enumerate(reports):
+        sent = (rank + (1 - rank) + 1) * 1_100_003 * 4
+        assert report["streamed"] == (2 * n * 4 + sent if streams == "2" else 0), report
+
+
 @pytest.mark.parametrize("numel", [100_000, 12], ids=["large", "small"])
 @pytest.mark.parametrize("odd", ["3", "1", "2,3"], ids=["last-rank", "host0-rank1", "all-of-host1"])
 def test_ranks_that_disagree_across_hosts_all_raise_at_once(two_hosts, numel, odd):

@@ -261,11 +261,16 @@ SETTING_DIFFERS = """
     import atb_ops
     began = time.monotonic()
     try:
-        if variable == "ATB_OPS_CPU_PATH":
+        if variable in ("ATB_OPS_CPU_PATH", "ATB_OPS_GLOO_STREAMS"):
             import torch.distributed as dist
             from atb_ops import distributed as ad
             dist.init_process_group("gloo", init_method="file://" + os.environ["STORE_FILE"], rank=rank, world_size=2)
-            ad.all_gather(torch.ones(2))
+            if variable == "ATB_OPS_CPU_PATH":
+                ad.all_gather(torch.ones(2))
+            else:  # a gloo communicator of atb_ops' own: its connections are agreed when it is made
+                op = torch.classes.OperationTorch.OperationTorch("AllGatherOperation")
+                op.set_param(json.dumps({"rank": rank, "rankSize": 2, "backend": "gloo", "commDomain": "setting"}))
+                op.execute([torch.ones(2)])
         else:
             import torch_npu  # noqa: F401  the emulation's: backend "hccl" is HCCL's C API on CPU ranks
             assert "hccl (cpu)" in atb_ops.backends(), atb_ops.backends()
@@ -277,7 +282,7 @@ SETTING_DIFFERS = """
         print(json.dumps({"ok": True, "seconds": time.monotonic() - began}))
     except RuntimeError as e:
         print(json.dumps({"error": str(e).splitlines()[0], "seconds": time.monotonic() - began}))
-    if variable == "ATB_OPS_CPU_PATH":
+    if variable in ("ATB_OPS_CPU_PATH", "ATB_OPS_GLOO_STREAMS"):
         dist.destroy_process_group()
     sys.stdout.flush()
     os._exit(0)  # torch's gloo group can abort in its static teardown ("terminate called without an active exception")

@@ -283,6 +283,17 @@ def test_options_reach_python_through_the_native_parser(monkeypatch):
     assert json.dumps(_C.options())  # every value is text
 
 
+@pytest.mark.parametrize("value", ["0", "5", "two"])
+def test_gloo_streams_out_of_range_is_named(monkeypatch, value):
+    from atb_ops import _C
+
+    monkeypatch.setenv("ATB_OPS_GLOO_STREAMS", value)
+    with pytest.raises(RuntimeError, match=f"ATB_OPS_GLOO_STREAMS must be an integer from 1 to 4, got '{value}'"):
+        _C.options()
+    monkeypatch.setenv("ATB_OPS_GLOO_STREAMS", "3")
+    assert _C.options()["ATB_OPS_GLOO_STREAMS"] == "3"
+
+
 def _exit_with(rank: int, world_size: int, code: int) -> None:
     if rank == world_size - 1:
         os._exit(code)

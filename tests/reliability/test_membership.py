@@ -290,7 +290,8 @@ def test_killed_creation_leaves_the_folder_clean(tmp_path):
 
 
 @pytest.mark.parametrize("variable,values", [("ATB_OPS_CPU_PATH", ("shm", "group")),
-                                             ("ATB_OPS_HCCL_ALLTOALLV", ("alltoallv", "p2p"))])
+                                             ("ATB_OPS_HCCL_ALLTOALLV", ("alltoallv", "p2p")),
+                                             ("ATB_OPS_GLOO_STREAMS", ("1", "2"))])
 def test_protocol_settings_that_differ_are_named_at_creation(tmp_path, variable, values):
     """Case 9: a setting that decides what goes on the wire differs between the ranks: every rank fails at once
     (not after ATB_OPS_TIMEOUT) naming the variable and both values."""

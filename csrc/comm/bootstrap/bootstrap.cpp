@@ -58,6 +58,8 @@ std::string protocolSettings(const CommConfig& c, const std::string& purpose) {
   if (purpose == "hccl") return "ATB_OPS_HCCL_ALLTOALLV=" + c.options.hcclAlltoallv;
   // One gloo group on one rank and two levels on another never match (comm/host_span.h).
   if (purpose == "hosts") return std::string("ATB_OPS_TWO_LEVEL=") + (c.options.twoLevel ? "1" : "0");
+  // One rank splitting a large message over two connections and its peer expecting it on one never match.
+  if (purpose == "gloo") return "ATB_OPS_GLOO_STREAMS=" + std::to_string(c.options.glooStreams);
   return "";
 }
 

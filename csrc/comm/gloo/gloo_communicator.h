@@ -4,7 +4,9 @@
 //     socket or a message, and the ranks' order of creating domains does not matter.
 //   - For atb_ops.distributed: the caller's own ProcessGroup.
 // Data moves as bytes where the collective does not compute (every dtype works; gloo has no int16), and
-// 16-bit floats are reduced in float32.
+// 16-bit floats are reduced in float32. A group of its own whose hosts hold one rank each opens
+// ATB_OPS_GLOO_STREAMS connections between every pair (a group each): all-reduces and all-to-all messages of
+// 8 MiB and more are split over them (such an all-to-all moves every message by send/recv).
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -13,6 +15,7 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -51,6 +54,14 @@ class GlooCommunicator final : public Communicator {
   void waitFor(const c10::intrusive_ptr<c10d::Work>& work, const char* what) const;
   // The cross-check: compares every rank's call, with `call`'s data beside it where it fits (null: none).
   EagerResult checkExchange(const CallSignature& sig, const AllToAllVLayout* counts, const EagerCall* call);
+  // alltoallv where a message is large enough to split: every message by send/recv, a large one over the streams.
+  void alltoallvOverStreams(const at::Tensor& sendBytes, const AllToAllVLayout& layout, int64_t elementSize,
+                            at::Tensor& recvBytes);
+  // (begin, count) of `units` in one piece per stream where `bytes` reach kStreamsMinBytes, else one piece: the
+  // same on every rank that knows the size.
+  std::vector<std::pair<int64_t, int64_t>> streamPieces(int64_t units, int64_t bytes) const;
+  // Stream s: 0 is backend_, then extraStreams_.
+  c10d::Backend* stream(size_t s) const;
   // Every rank's `in` (bytes, the same length on each) into `out` in rank order, through gloo's all-to-all.
   void gatherBytes(at::Tensor in, at::Tensor& out, const char* what);
   // Ranks on this host whose process has exited, for error messages ("" when none is known dead).
@@ -61,7 +72,10 @@ class GlooCommunicator final : public Communicator {
   std::string name_;                              // for messages: "group 'x'" or "commDomain 'y'"
   c10::intrusive_ptr<c10d::ProcessGroup> group_;  // the caller's group, kept alive
   c10::intrusive_ptr<c10d::Backend> backend_;
+  // More connections between the same ranks (ATB_OPS_GLOO_STREAMS - 1 groups, or none: extraStreamsFor).
+  std::vector<c10::intrusive_ptr<c10d::Backend>> extraStreams_;
   int64_t exchangeAllreduceBytes_ = 0;  // doAllreduce: up to this many bytes to the peers, one exchange
+  int64_t largestMessage_ = 0;          // the compared alltoallv's largest message between two ranks, in bytes
   std::vector<int64_t> peerHosts_;      // per rank: a hash of its host identity (pids compare only within a host)
   std::vector<int64_t> peerPids_;
   std::vector<std::string> peerHostNames_;  // per rank: its host name, for messages
