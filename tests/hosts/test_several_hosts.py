@@ -99,14 +99,16 @@ def test_large_calls_split_over_streams_between_hosts(two_hosts, streams):
     messages to the other host pass 8 MiB (scattered displacements) give the golden values split over two
     connections per pair (ATB_OPS_GLOO_STREAMS's default: every byte of them streamed) and over one (none)."""
     procs = _start(two_hosts, tasks.LARGE_OVER_STREAMS, [0, 1], lambda r: ["2"], _env(ATB_OPS_GLOO_STREAMS=streams))
-    reports = _finish(procs)
-    for report in reports:
+    for rank, report in enumerate(_finish(procs)):
         assert report.get("wrong") == 0 and report["backends"] == ["gloo"], report
-    # Per rank: the float32 all-reduce, the bfloat16 one widened to float32, the message to the other rank.
+        assert report["streamed"] == (_streamed(rank, 2) if streams == "2" else 0), report
+
+
+def _streamed(rank: int, size: int) -> int:
+    """Bytes LARGE_OVER_STREAMS splits over the connections on `rank`: the float32 all-reduce, the bfloat16 one
+    (reduced widened to float32), and every message to another rank (each past 8 MiB)."""
     n = (9 << 20) // 4 + 3
-    for rank, report in enumerate(reports):
-        sent = (rank + (1 - rank) + 1) * 1_100_003 * 4
-        assert report["streamed"] == (2 * n * 4 + sent if streams == "2" else 0), report
+    return 2 * n * 4 + sum((rank + j + 1) * 1_100_003 * 4 for j in range(size) if j != rank)
 
 
 @pytest.mark.parametrize("numel", [100_000, 12], ids=["large", "small"])
@@ -200,13 +202,17 @@ def test_distributed_collectives_across_hosts(two_hosts, placement, cpu_path, ba
 
 def test_every_collective_on_three_hosts():
     """Three hosts: 3 x 1 ranks (one gloo group) and 3 x 2 ranks (two levels), every collective against exact
-    goldens."""
+    goldens; on 3 x 1 also the large calls that two connections per pair carry."""
     with emulated_hosts.EmulatedHosts(3) as hosts:
         for placement, backend in (([0, 1, 2], "gloo"), ([0, 0, 1, 1, 2, 2], "shm+gloo")):
             size = str(len(placement))
             procs = _start(hosts, tasks.EVERY_COLLECTIVE, placement, lambda r, size=size: [size], _env())
             for report in _finish(procs):
                 assert report == {"wrong": 0, "backends": [backend]}, (placement, report)
+        # One rank per host: large calls split over two connections per pair, messages to two peers at once.
+        procs = _start(hosts, tasks.LARGE_OVER_STREAMS, [0, 1, 2], lambda r: ["3"], _env())
+        for rank, report in enumerate(_finish(procs)):
+            assert report.get("wrong") == 0 and report["streamed"] == _streamed(rank, 3), report
 
 
 def test_atb_operators_under_the_npu_emulation_span_hosts(two_hosts):
