@@ -16,6 +16,28 @@ namespace atb_ops {
 // same on every rank.
 int64_t eagerRoom(int32_t size);
 
+// The room a communicator's next comparison carries (per peer, or per record where every rank gets every record):
+// eagerRoom, or more where the last two calls compared would both have ridden in that much, up to `most`. A loop
+// that repeats a call finishes it in its comparison from its third time on; calls alternating with a small one keep
+// the small room. Learned only from what every rank compared, so it is the same on every rank.
+class LearnedRoom {
+ public:
+  LearnedRoom(int32_t size, int64_t most) : base_(eagerRoom(size)), most_(most), room_(base_) {}
+  int64_t room() const { return room_; }
+  // After a comparison every rank passed: `need`, the room its call's data would have taken (0: none rides).
+  void learn(int64_t need) {
+    const int64_t both = need < last_ ? need : last_;
+    last_ = need;
+    room_ = both > base_ && both <= most_ ? (both + 7) / 8 * 8 : base_;
+  }
+
+ private:
+  int64_t base_;
+  int64_t most_;
+  int64_t room_;
+  int64_t last_ = 0;
+};
+
 // Bytes `call` puts beside its signature for `peer` (`me`: this rank), or -1 when they exceed `room` (or none go
 // there). Alltoallv sends each peer its chunk; all-gather and all-reduce their whole input; broadcast its root's
 // tensor.

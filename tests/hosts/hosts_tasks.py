@@ -368,6 +368,87 @@ LARGE_OVER_STREAMS = """
 """
 
 
+# argv: rank, size. Calls repeated in a loop, each with new values: AllToAllVV2 (512 KiB to the others), AllReduce
+# (1 MiB, and max), AllGather, Broadcast; then calls that alternate with a small AllReduce; then rank 1 passing one
+# element more to each rank in a repeated AllToAllVV2. Prints {"wrong", "eager" (the bytes each phase's calls
+# took from the comparison), "error" (the disagreement's first line), "untouched"} or {"error"}.
+REPEATED_CALLS = """
+    import datetime, json, sys, torch, torch.distributed as dist
+    import atb_ops
+    rank, size = int(sys.argv[1]), int(sys.argv[2])
+    dist.init_process_group("gloo", rank=rank, world_size=size, timeout=datetime.timedelta(seconds=60))
+    ops = {}
+
+    def op(name, **extra):
+        if name not in ops:
+            ops[name] = torch.classes.OperationTorch.OperationTorch(name.split("/")[0])
+            ops[name].set_param(json.dumps({"rank": rank, "rankSize": size, "commDomain": "repeat", **extra}))
+        return ops[name]
+
+    def eager():
+        return sum(c["eager_bytes"] for c in atb_ops._C.communicator_stats("repeat"))
+
+    unit = (1 << 17) // (size - 1)  # elements to each rank: 512 KiB to the others in all
+
+    def alltoall(step):
+        sc = [unit] * size
+        sd = [j * unit for j in range(size)]
+        x = torch.cat([torch.arange(unit, dtype=torch.float32) + 1000 * rank + 100 * j + step for j in range(size)])
+        counts = [torch.tensor(v, dtype=torch.int64) for v in (sc, sd, sc, sd)]
+        (out,) = op("AllToAllVV2Operation").execute([x, *counts, torch.empty(size * unit)])
+        want = torch.cat([torch.arange(unit, dtype=torch.float32) + 1000 * i + 100 * rank + step
+                          for i in range(size)])
+        return int((out.reshape(-1) != want).sum())
+
+    def allreduce(step, n=1 << 18, kind="sum"):
+        base = torch.arange(n) % 101 + step
+        (red,) = op("AllReduceOperation/" + kind, allReduceType=kind).execute([(base * (rank + 1)).float()])
+        want = base * (sum(range(1, size + 1)) if kind == "sum" else size)
+        return int((red != want).sum())
+
+    def allgather(step):
+        x = torch.arange(1 << 15, dtype=torch.float32) + 10_000 * rank + step
+        (gat,) = op("AllGatherOperation").execute([x])
+        want = torch.stack([torch.arange(1 << 15) + 10_000 * r + step for r in range(size)])
+        return int((gat != want).sum())
+
+    def broadcast(step):
+        x = torch.full((1 << 16,), float(rank)) + torch.arange(1 << 16) + step
+        op("BroadcastOperation").execute([x])
+        return int((x != torch.arange(1 << 16) + step).sum())
+
+    wrong, taken = 0, {}
+    try:
+        for name, call in (("alltoall", alltoall), ("allreduce", allreduce),
+                           ("max", lambda s: allreduce(s, kind="max")), ("allgather", allgather),
+                           ("broadcast", broadcast)):
+            before = eager()
+            for step in range(5):
+                wrong += call(step)
+            taken[name] = eager() - before
+        before = eager()
+        for step in range(4):
+            wrong += alltoall(step) + allreduce(step, n=8)
+        taken["alternating"] = eager() - before
+        for step in range(3):
+            wrong += alltoall(step)
+        out = torch.full((1, size * unit), -7.0)
+        per = unit + (1 if rank == 1 else 0)
+        x = torch.ones(size * per)
+        counts = [torch.tensor(v, dtype=torch.int64) for v in
+                  ([per] * size, [j * per for j in range(size)], [unit] * size, [i * unit for i in range(size)])]
+        error = ""
+        try:
+            op("AllToAllVV2Operation").execute_out([x, *counts, torch.empty(size * unit)], [out])
+        except RuntimeError as e:
+            error = str(e).splitlines()[0]
+        print(json.dumps({"wrong": wrong, "eager": taken, "error": error, "untouched": bool((out == -7).all())}))
+    except RuntimeError as e:
+        print(json.dumps({"error": str(e).splitlines()[0]}))
+    dist.destroy_process_group()
+"""
+
+
 # argv: rank, size. 2 hosts x 2 ranks on one kernel (emulated hosts): an AllReduce of 10 floats, done inside the
 # two-step comparison of every rank's call, then one of 64 KiB, sharded. Prints {"wrong", "stats"} (the two-level
 # communicator's counters after each call) or {"error"}.

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "comm/eager_completion.h"
 
 namespace atb_ops::gloo {
 
@@ -39,7 +40,8 @@ class GlooCommunicator final : public Communicator {
   // One exchange of every rank's signature (and alltoallv's counts) before any data moves (checkExchange).
   void crossCheck(const CallSignature& sig, const AllToAllVLayout* counts) override;
   // The same exchange, carrying a small call's data: all-to-all, all-gather, all-reduce and broadcast of a few
-  // KiB per peer, and barrier, are done in it (one round between the ranks instead of two).
+  // KiB per peer (more where repeated calls need it: LearnedRoom), and barrier, are done in it (one round between the
+  // ranks instead of two).
   EagerResult checkAndComplete(const CallSignature& sig, const AllToAllVLayout* counts, const EagerCall& call) override;
   void doAlltoallv(const at::Tensor& send, const AllToAllVLayout& layout, at::Tensor& recv) override;
   void doAllgather(const at::Tensor& send, at::Tensor& recv) override;
@@ -52,6 +54,8 @@ class GlooCommunicator final : public Communicator {
 
  private:
   void waitFor(const c10::intrusive_ptr<c10d::Work>& work, const char* what) const;
+  // Per peer, the room the compared call `sig` would have needed to ride in its comparison (0: it cannot).
+  int64_t roomNeeded(const CallSignature& sig) const;
   // The cross-check: compares every rank's call, with `call`'s data beside it where it fits (null: none).
   EagerResult checkExchange(const CallSignature& sig, const AllToAllVLayout* counts, const EagerCall* call);
   // alltoallv where a message is large enough to split: every message by send/recv, a large one over the streams.
@@ -76,6 +80,7 @@ class GlooCommunicator final : public Communicator {
   std::vector<c10::intrusive_ptr<c10d::Backend>> extraStreams_;
   int64_t exchangeAllreduceBytes_ = 0;  // doAllreduce: up to this many bytes to the peers, one exchange
   int64_t largestMessage_ = 0;          // the compared alltoallv's largest message between two ranks, in bytes
+  LearnedRoom room_{1, 0};              // bytes per peer the next comparison carries (set once the size is known)
   std::vector<int64_t> peerHosts_;      // per rank: a hash of its host identity (pids compare only within a host)
   std::vector<int64_t> peerPids_;
   std::vector<std::string> peerHostNames_;  // per rank: its host name, for messages
