@@ -16,8 +16,9 @@ namespace atb_ops {
 // same on every rank.
 int64_t eagerRoom(int32_t size);
 
-// The room a communicator's next comparison carries (per peer, or per record where every rank gets every record):
-// eagerRoom, or more where the last two calls compared would both have ridden in that much, up to `most`. A loop
+// The room per peer a communicator's next comparison carries (gloo's: two levels keep eagerRoom, see
+// compareInTwoSteps): eagerRoom, or more where the last two calls compared would both have ridden in that much, up to
+// `most`. A loop
 // that repeats a call finishes it in its comparison from its third time on; calls alternating with a small one keep
 // the small room. Learned only from what every rank compared, so it is the same on every rank.
 class LearnedRoom {
