@@ -1,7 +1,8 @@
 """Backend "gloo": every call's cross-check is one exchange among the ranks, and a small call's data rides in it
 (all-to-all, all-gather, all-reduce and broadcast of up to 16 KiB / (ranks - 1) per peer, more for a call whose two
-predecessors needed as much: one round between the ranks instead of two). The counters (atb_ops._C.communicator_stats' eager_bytes) show which calls took that route;
-every output is checked against a golden computed from every rank's seeded data, outputs start as a sentinel."""
+predecessors needed as much: one round between the ranks instead of two). The counters
+(atb_ops._C.communicator_stats' eager_bytes) show which calls took that route; every output is checked against a
+golden computed from every rank's seeded data, outputs start as a sentinel."""
 
 from __future__ import annotations
 
