@@ -39,8 +39,8 @@ struct Options {
   // host and gloo between hosts (comm/two_level_communicator.h); 0: one gloo group of every rank.
   bool twoLevel = true;
   // ATB_OPS_GLOO_STREAMS (1..4, default 2): TCP connections between each pair of ranks of a gloo group atb_ops
-  // makes whose hosts hold one rank each; large all-reduces and all-to-alls are split over them, as one stream
-  // does not fill a link (comm/gloo/gloo_communicator.h). 1: one connection, as torch's gloo.
+  // makes whose hosts hold one rank each; large all-to-all messages are split over them, as one stream does not
+  // fill a link (comm/gloo/gloo_communicator.h). 1: one connection, as torch's gloo.
   int64_t glooStreams = 2;
   // ATB_OPS_CPU_PATH: auto, shm or group (atb_ops.distributed on CPU tensors).
   std::string cpuPath = "auto";

@@ -322,7 +322,7 @@ DISTRIBUTED_COLLECTIVES = """
 
 # argv: rank, size. One rank per host after init_process_group("gloo"): AllReduce of float32 and of bfloat16 (reduced
 # widened) past 8 MiB with an odd length, and AllToAllVV2 whose messages to the other host pass 8 MiB, scattered
-# displacements; what ATB_OPS_GLOO_STREAMS splits over several connections. Small integers: exact goldens. Prints
+# displacements, which ATB_OPS_GLOO_STREAMS splits over several connections. Small integers: exact goldens. Prints
 # {"wrong", "streamed" (the gloo communicator's streamed_bytes), "backends"} or {"error"}.
 LARGE_OVER_STREAMS = """
     import datetime, json, sys, torch, torch.distributed as dist

@@ -95,9 +95,10 @@ def test_every_collective_across_hosts(two_hosts, placement, two_level, backend)
 
 @pytest.mark.parametrize("streams", ["2", "1"])
 def test_large_calls_split_over_streams_between_hosts(two_hosts, streams):
-    """2 hosts x 1 rank: all-reduces past 8 MiB (float32, and bfloat16 reduced widened) and an AllToAllVV2 whose
-    messages to the other host pass 8 MiB (scattered displacements) give the golden values split over two
-    connections per pair (ATB_OPS_GLOO_STREAMS's default: every byte of them streamed) and over one (none)."""
+    """2 hosts x 1 rank: an AllToAllVV2 whose messages to the other host pass 8 MiB (scattered displacements) gives
+    the golden values split over two connections per pair (ATB_OPS_GLOO_STREAMS's default: every byte of them
+    streamed) and over one (none); all-reduces past 8 MiB (float32, and bfloat16 reduced widened) beside it stay on
+    one connection."""
     procs = _start(two_hosts, tasks.LARGE_OVER_STREAMS, [0, 1], lambda r: ["2"], _env(ATB_OPS_GLOO_STREAMS=streams))
     for rank, report in enumerate(_finish(procs)):
         assert report.get("wrong") == 0 and report["backends"] == ["gloo"], report
@@ -133,10 +134,9 @@ def test_repeated_calls_ride_in_the_comparison_between_hosts(two_hosts, placemen
 
 
 def _streamed(rank: int, size: int) -> int:
-    """Bytes LARGE_OVER_STREAMS splits over the connections on `rank`: the float32 all-reduce, the bfloat16 one
-    (reduced widened to float32), and every message to another rank (each past 8 MiB)."""
-    n = (9 << 20) // 4 + 3
-    return 2 * n * 4 + sum((rank + j + 1) * 1_100_003 * 4 for j in range(size) if j != rank)
+    """Bytes LARGE_OVER_STREAMS splits over the connections on `rank`: every message of its all-to-all to another
+    rank (each past 8 MiB; the all-reduces stay on one connection)."""
+    return sum((rank + j + 1) * 1_100_003 * 4 for j in range(size) if j != rank)
 
 
 @pytest.mark.parametrize("numel", [100_000, 12], ids=["large", "small"])
@@ -230,14 +230,14 @@ def test_distributed_collectives_across_hosts(two_hosts, placement, cpu_path, ba
 
 def test_every_collective_on_three_hosts():
     """Three hosts: 3 x 1 ranks (one gloo group) and 3 x 2 ranks (two levels), every collective against exact
-    goldens; on 3 x 1 also the large calls that two connections per pair carry."""
+    goldens; on 3 x 1 also the large all-to-all messages that two connections per pair carry."""
     with emulated_hosts.EmulatedHosts(3) as hosts:
         for placement, backend in (([0, 1, 2], "gloo"), ([0, 0, 1, 1, 2, 2], "shm+gloo")):
             size = str(len(placement))
             procs = _start(hosts, tasks.EVERY_COLLECTIVE, placement, lambda r, size=size: [size], _env())
             for report in _finish(procs):
                 assert report == {"wrong": 0, "backends": [backend]}, (placement, report)
-        # One rank per host: large calls split over two connections per pair, messages to two peers at once.
+        # One rank per host: large all-to-all messages split over two connections per pair, to two peers at once.
         procs = _start(hosts, tasks.LARGE_OVER_STREAMS, [0, 1, 2], lambda r: ["3"], _env())
         for rank, report in enumerate(_finish(procs)):
             assert report.get("wrong") == 0 and report["streamed"] == _streamed(rank, 3), report

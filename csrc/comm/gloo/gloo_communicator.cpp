@@ -34,9 +34,9 @@ namespace {
 constexpr int64_t kExchangeAllreduceAcrossHosts = int64_t{2} << 20;
 constexpr int64_t kExchangeAllreduceOneHost = int64_t{512} << 10;
 
-// From this many bytes an all-reduce, or a message of an all-to-all, is split over the streams (extraStreamsFor).
-// 2 emulated hosts x 1 rank, 10 Gbit/s: one stream carries ~7.9 Gbit/s; an all-reduce of 16 MiB on two took 19.6 ms
-// against 22.2 on one, 64 MiB 68 against 76; at 4 MiB the two were even.
+// From this many bytes a message of an all-to-all is split over the streams (extraStreamsFor). 2 emulated hosts x
+// 1 rank, 10 Gbit/s: one stream carries ~7.9 Gbit/s; a 64 MiB all-to-all took 35.8 ms on two against 54.4 on one,
+// 16 MiB 11.6 against 12.9.
 constexpr int64_t kStreamsMinBytes = int64_t{8} << 20;
 // The most bytes (over its peers) a rank's comparison carries for calls learned to fit (LearnedRoom): a repeated call
 // up to this size is done in its comparison, one round instead of two. 2 hosts x 1 rank, 10 Gbit/s: a round is
@@ -364,7 +364,7 @@ void GlooCommunicator::alltoallvOverStreams(const at::Tensor& sendBytes, const A
   std::vector<c10::intrusive_ptr<c10d::Work>> works;
   auto post = [&](bool receive, int32_t peer, const at::Tensor& message) {
     const int64_t bytes = message.numel();
-    const auto pieces = streamPieces(bytes, bytes);
+    const auto pieces = streamPieces(bytes);
     if (!receive && pieces.size() > 1) stats_.streamedBytes.fetch_add(bytes, std::memory_order_relaxed);
     for (size_t s = 0; s < pieces.size(); ++s) {
       if (pieces[s].second == 0) continue;
@@ -441,31 +441,25 @@ void GlooCommunicator::doAllreduce(const at::Tensor& send, at::Tensor& recv, Red
     Communicator::doAllreduce(send, recv, op);  // int16, bool: alltoallv of bytes, reduced here
     return;
   }
-  // gloo reduces in place: work on the output (widened when the dtype is 16-bit), a piece per stream. A piece is
-  // copied in just before its all-reduce starts, so the later pieces' copies overlap the first one's transfer.
-  const bool inPlace = acc == recv.scalar_type();
-  at::Tensor work = inPlace ? recv.view({-1}) : send.view({-1}).to(acc);
+  // gloo reduces in place: work on the output (widened when the dtype is 16-bit). One connection: split over two,
+  // all-reduces were no faster on 2 hosts x 1 rank (16-64 MiB, 0.71-0.99x gloo in four runs against 0.86-0.94x on
+  // one: two concurrent rings share each rank's core).
+  at::Tensor work = acc == recv.scalar_type() ? recv.view({-1}) : send.view({-1}).to(acc);
+  if (acc == recv.scalar_type()) copyContiguous(work, send.view({-1}));
+  std::vector<at::Tensor> tensors{work};
   c10d::AllreduceOptions opts;
   opts.reduceOp = toC10d(op);
   opts.timeout = options().timeout;
-  std::vector<c10::intrusive_ptr<c10d::Work>> works;
-  const auto pieces = streamPieces(work.numel(), static_cast<int64_t>(work.nbytes()));
-  for (size_t s = 0; s < pieces.size(); ++s) {
-    std::vector<at::Tensor> tensors{work.narrow(0, pieces[s].first, pieces[s].second)};
-    if (inPlace) copyContiguous(tensors[0], send.view({-1}).narrow(0, pieces[s].first, pieces[s].second));
-    works.push_back(stream(s)->allreduce(tensors, opts));
-  }
-  for (const auto& w : works) waitFor(w, "allreduce");
-  if (pieces.size() > 1) stats_.streamedBytes.fetch_add(work.nbytes(), std::memory_order_relaxed);
+  waitFor(backend_->allreduce(tensors, opts), "allreduce");
   if (work.data_ptr() != recv.data_ptr()) recv.view({-1}).copy_(work);
 }
 
-std::vector<std::pair<int64_t, int64_t>> GlooCommunicator::streamPieces(int64_t units, int64_t bytes) const {
+std::vector<std::pair<int64_t, int64_t>> GlooCommunicator::streamPieces(int64_t bytes) const {
   const auto parts = static_cast<int64_t>(extraStreams_.size()) + 1;
-  if (parts == 1 || bytes < kStreamsMinBytes) return {{0, units}};
+  if (parts == 1 || bytes < kStreamsMinBytes) return {{0, bytes}};
   std::vector<std::pair<int64_t, int64_t>> pieces;
-  const int64_t each = (units + parts - 1) / parts;
-  for (int64_t begin = 0; begin < units; begin += each) pieces.emplace_back(begin, std::min(each, units - begin));
+  const int64_t each = (bytes + parts - 1) / parts;
+  for (int64_t begin = 0; begin < bytes; begin += each) pieces.emplace_back(begin, std::min(each, bytes - begin));
   return pieces;
 }
 

@@ -5,8 +5,8 @@
 //   - For atb_ops.distributed: the caller's own ProcessGroup.
 // Data moves as bytes where the collective does not compute (every dtype works; gloo has no int16), and
 // 16-bit floats are reduced in float32. A group of its own whose hosts hold one rank each opens
-// ATB_OPS_GLOO_STREAMS connections between every pair (a group each): all-reduces and all-to-all messages of
-// 8 MiB and more are split over them (such an all-to-all moves every message by send/recv).
+// ATB_OPS_GLOO_STREAMS connections between every pair (a group each): all-to-all messages of 8 MiB and more are
+// split over them (such an all-to-all moves every message by send/recv).
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -61,9 +61,9 @@ class GlooCommunicator final : public Communicator {
   // alltoallv where a message is large enough to split: every message by send/recv, a large one over the streams.
   void alltoallvOverStreams(const at::Tensor& sendBytes, const AllToAllVLayout& layout, int64_t elementSize,
                             at::Tensor& recvBytes);
-  // (begin, count) of `units` in one piece per stream where `bytes` reach kStreamsMinBytes, else one piece: the
-  // same on every rank that knows the size.
-  std::vector<std::pair<int64_t, int64_t>> streamPieces(int64_t units, int64_t bytes) const;
+  // (begin, bytes) of a message of `bytes`: one piece per stream from kStreamsMinBytes, else one; the same on
+  // both ends (each knows the message's size).
+  std::vector<std::pair<int64_t, int64_t>> streamPieces(int64_t bytes) const;
   // Stream s: 0 is backend_, then extraStreams_.
   c10d::Backend* stream(size_t s) const;
   // Every rank's `in` (bytes, the same length on each) into `out` in rank order, through gloo's all-to-all.
