@@ -18,9 +18,8 @@ int64_t eagerRoom(int32_t size);
 
 // The room per peer a communicator's next comparison carries (gloo's: two levels keep eagerRoom, see
 // compareInTwoSteps): eagerRoom, or more where the last two calls compared would both have ridden in that much, up to
-// `most`. A loop
-// that repeats a call finishes it in its comparison from its third time on; calls alternating with a small one keep
-// the small room. Learned only from what every rank compared, so it is the same on every rank.
+// `most`. A loop that repeats a call finishes it in its comparison from its third time on; calls alternating with a
+// small one keep the small room. Learned only from what every rank compared, so it is the same on every rank.
 class LearnedRoom {
  public:
   LearnedRoom(int32_t size, int64_t most) : base_(eagerRoom(size)), most_(most), room_(base_) {}
