@@ -126,7 +126,8 @@ c10::intrusive_ptr<c10d::Backend> ownGlooGroup(const CommConfig& c, std::string&
   const std::string token = bootstrap->broadcast(c.rank == c.rankRoot ? randomToken() : "");
   const std::string prefix = "atb_ops/gloo/" + c.commDomain + "/" + token;
   c10::intrusive_ptr<c10d::Backend> first = make(prefix, c.rank, c.rankSize, c.options.timeout, store);
-  for (int32_t s = 1; s <= extraStreamsFor(c); ++s) {
+  const int32_t extra = extraStreamsFor(c);
+  for (int32_t s = 1; s <= extra; ++s) {
     extraStreams.push_back(make(prefix + "/stream" + std::to_string(s), c.rank, c.rankSize, c.options.timeout, store));
   }
   return first;
@@ -275,32 +276,31 @@ EagerResult GlooCommunicator::checkExchange(const CallSignature& sig, const AllT
   auto blockOf = [&](int32_t r) -> const char* { return r == me ? h : received + (r < me ? r : r - 1) * block; };
   // The same prefix on every rank, whatever each called, so all raise one message.
   checkCallHeaders(n, blockOf, counts != nullptr, "gloo call #" + std::to_string(sig.seq));
+  // The compared count matrix's largest chunk to another rank (whether the streams carry it), and to any rank, its
+  // own included (whether the call fits the room, so also the room it needs).
   largestMessage_ = 0;
+  int64_t largestChunk = 0;
   for (int32_t i = 0; i < n && counts != nullptr; ++i) {
     for (int32_t j = 0; j < n; ++j) {
-      if (j != i) largestMessage_ = std::max(largestMessage_, headerCount(blockOf(i), j) * sig.elemSize);
+      const int64_t bytes = headerCount(blockOf(i), j) * sig.elemSize;
+      largestChunk = std::max(largestChunk, bytes);
+      if (j != i) largestMessage_ = std::max(largestMessage_, bytes);
     }
   }
-  room_.learn(roomNeeded(sig));
+  room_.learn(roomNeeded(sig, largestChunk));
   if (call == nullptr || n == 1) return EagerResult::kChecked;
   // Every rank decides alike from what all agreed on (the signatures, the count matrix): either every sender put
   // its data in the check, or none is used.
-  bool fits = eagerFits(sig, call->kind, room);
-  if (call->kind == Collective::kAlltoallv) {
-    fits = true;
-    for (int32_t i = 0; i < n && fits; ++i) {
-      for (int32_t j = 0; j < n && fits; ++j) fits = headerCount(blockOf(i), j) * sig.elemSize <= room;
-    }
-  }
+  const bool fits = call->kind == Collective::kAlltoallv ? largestChunk <= room : eagerFits(sig, call->kind, room);
   if (!fits) return EagerResult::kChecked;
   const int64_t moved = completeFromPayloads(*call, me, n, [&](int32_t r) { return blockOf(r) + headerBytes; });
   stats_.eagerBytes.fetch_add(static_cast<uint64_t>(moved), std::memory_order_relaxed);
   return EagerResult::kCompleted;
 }
 
-int64_t GlooCommunicator::roomNeeded(const CallSignature& sig) const {
+int64_t GlooCommunicator::roomNeeded(const CallSignature& sig, int64_t largestChunk) const {
   switch (static_cast<Collective>(sig.collective)) {
-    case Collective::kAlltoallv: return largestMessage_;
+    case Collective::kAlltoallv: return largestChunk;
     case Collective::kAllgather:
     case Collective::kBroadcast: return static_cast<int64_t>(sig.bytes);
     case Collective::kAllreduce:

@@ -54,8 +54,9 @@ class GlooCommunicator final : public Communicator {
 
  private:
   void waitFor(const c10::intrusive_ptr<c10d::Work>& work, const char* what) const;
-  // Per peer, the room the compared call `sig` would have needed to ride in its comparison (0: it cannot).
-  int64_t roomNeeded(const CallSignature& sig) const;
+  // Per peer, the room the compared call `sig` would have needed to ride in its comparison (0: it cannot);
+  // `largestChunk`: an alltoallv's largest chunk in its compared counts, in bytes.
+  int64_t roomNeeded(const CallSignature& sig, int64_t largestChunk) const;
   // The cross-check: compares every rank's call, with `call`'s data beside it where it fits (null: none).
   EagerResult checkExchange(const CallSignature& sig, const AllToAllVLayout* counts, const EagerCall* call);
   // alltoallv where a message is large enough to split: every message by send/recv, a large one over the streams.
