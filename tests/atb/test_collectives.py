@@ -126,6 +126,28 @@ def _allreduce_case(pool, backend, dtype_name, op, numel, use_out):
     assert len({res["outputs"][0][0] for res in results}) == 1
 
 
+# 16 MiB and more over two gloo ranks: each rank reduces one half from its input into its output and sends it back
+# (csrc/comm/gloo, allreducePairwise), in 1 MiB pieces; odd lengths, so the halves differ by one element and the
+# last piece is short. 16-bit floats are reduced widened, int16 where gloo has no reduction, int64 products wrap.
+PAIRWISE_CASES = [("float32", "sum", 4_194_305), ("bfloat16", "sum", 8_388_611), ("int16", "max", 8_388_609),
+                  ("float64", "min", 2_097_153), ("int64", "prod", 2_097_155)]
+
+
+@pytest.mark.parametrize("dtype_name,op,numel", PAIRWISE_CASES)
+def test_allreduce_of_two_gloo_ranks_pairwise(rank_pools, dtype_name, op, numel):
+    pool = rank_pools(2)
+    gen = torch.Generator().manual_seed(seed_of("pairwise", dtype_name, op, numel))
+    xs = [random_tensor(gen, dtype_name, (numel,), op) for _ in range(2)]
+    assert xs[0].nbytes >= 16 << 20
+    results = run(pool, "AllReduceOperation", "gloo", {"allReduceType": op}, [[tasks.spec_of(x)] for x in xs],
+                  [[(dtype_name, (numel,))]] * 2)
+    want = reduce_golden(xs, op)
+    for rank, res in enumerate(results):
+        assert_close(tasks.tensor_of(res["outputs"][0]), want, dtype_name, f"rank {rank}")
+        assert res["inputs"][0][0] == tasks.spec_of(xs[rank])[0], f"rank {rank}: input changed"
+    assert results[0]["outputs"][0][0] == results[1]["outputs"][0][0], "the ranks' results differ"
+
+
 @pytest.mark.parametrize("backend", CPU_BACKENDS)
 def test_allreduce_in_place_through_execute_out(rank_pools, backend):
     """execute_out with the output over x: computed through a temporary, never from half-overwritten input."""

@@ -222,7 +222,8 @@ EVERY_COLLECTIVE = """
     wrong = 0
     try:
         ranks_sum = sum(range(1, size + 1))
-        for n in (7, 50_001, 300_000):
+        # 8_400_001: past 16 MiB per host pair, where two gloo ranks reduce pairwise (in place, in two levels).
+        for n in (7, 50_001, 300_000, 8_400_001):
             base = torch.arange(n) % 97
             (red,) = op("AllReduceOperation").execute([(base * (rank + 1)).float()])
             wrong += mismatches(red, base * ranks_sum)

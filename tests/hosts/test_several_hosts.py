@@ -84,9 +84,9 @@ def test_atb_operators_span_hosts_after_init(two_hosts, backend):
 )
 def test_every_collective_across_hosts(two_hosts, placement, two_level, backend):
     """Every collective of ATB's (backend "hccl") on CPU ranks spanning two hosts, against exact goldens: all-reduce
-    small and sharded (odd lengths, bf16, max), all-gather, broadcast from every root, atb_ops.quant's int8
-    all-reduce, reduce-scatter, AllToAllVV2 with uneven counts; in two levels where every host holds the same number
-    of ranks, else one gloo group."""
+    small, sharded and past 16 MiB (odd lengths, bf16, max; two gloo ranks reduce pairwise, in place in two levels),
+    all-gather, broadcast from every root, atb_ops.quant's int8 all-reduce, reduce-scatter, AllToAllVV2 with uneven
+    counts; in two levels where every host holds the same number of ranks, else one gloo group."""
     size = str(len(placement))
     procs = _start(two_hosts, tasks.EVERY_COLLECTIVE, placement, lambda r: [size], _env(ATB_OPS_TWO_LEVEL=two_level))
     for report in _finish(procs):

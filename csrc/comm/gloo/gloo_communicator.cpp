@@ -45,6 +45,18 @@ constexpr int64_t kLearnedRoomMaxBytes = int64_t{2} << 20;
 
 // The all-to-all's messages over the streams: a tag of their own, apart from send/recv's 0.
 constexpr int kStreamsTag = 1;
+// The pairwise all-reduce's two halves (allreducePairwise): what goes to be reduced, and what comes back reduced.
+constexpr int kReduceTag = 2;
+constexpr int kGatherTag = 3;
+// Two ranks of an own group all-reduce from this many bytes pairwise (allreducePairwise) rather than by gloo's ring
+// on a copy. Bench, AllReduce float32, medians of 5 rounds, ratio to torch's gloo all_reduce in the same run, pairwise
+// against the ring: 2 emulated hosts x 1 rank at 10 Gbit/s, 16 MiB 0.98x against 0.88x, 64 MiB 1.17x against 0.88x
+// (63 ms: 0.85 of the link), but 4 MiB 0.69x against 0.71-0.77x and 8 MiB 0.76x against 0.86x; 2 ranks on one host,
+// 16 MiB 0.92x against 0.77x, 64 MiB 1.18x against 0.77x, 4 MiB 0.64x against 0.72x.
+constexpr int64_t kPairwiseAllreduceMinBytes = int64_t{16} << 20;
+// allreducePairwise moves each half in pieces of this size, so the peer reduces one piece while the next travels
+// and sends it back reduced while later pieces still arrive (256 KiB and 4 MiB pieces were no faster).
+constexpr int64_t kPairPieceBytes = int64_t{1} << 20;
 
 // A flat byte view of a contiguous tensor: gloo then needs no per-dtype support.
 at::Tensor bytesOf(const at::Tensor& t) {
@@ -436,6 +448,10 @@ void GlooCommunicator::doAllreduce(const at::Tensor& send, at::Tensor& recv, Red
                   op);
     return;
   }
+  if (size() == 2 && !group_ && bytes >= kPairwiseAllreduceMinBytes) {
+    allreducePairwise(send, recv, op);
+    return;
+  }
   const c10::ScalarType acc = accumulationType(send.scalar_type());
   if (!glooReduces(acc)) {
     Communicator::doAllreduce(send, recv, op);  // int16, bool: alltoallv of bytes, reduced here
@@ -452,6 +468,73 @@ void GlooCommunicator::doAllreduce(const at::Tensor& send, at::Tensor& recv, Red
   opts.timeout = options().timeout;
   waitFor(backend_->allreduce(tensors, opts), "allreduce");
   if (work.data_ptr() != recv.data_ptr()) recv.view({-1}).copy_(work);
+}
+
+void GlooCommunicator::allreducePairwise(const at::Tensor& send, at::Tensor& recv, ReduceOp op) {
+  // Two ranks: each reduces one half, from the caller's input into its output, and sends it back reduced: every
+  // byte crosses once each way, as in gloo's ring, without first copying the input into the output (gloo reduces in
+  // place) and with half the reduction each. Rank 0 reduces [0, half), rank 1 the rest; a sum of two is the same
+  // bits in either order, so both ranks hold the same result, and the same as the one-exchange path gives.
+  const int32_t me = rank();
+  const int32_t peer = 1 - me;
+  const int64_t n = send.numel();
+  const int64_t es = send.element_size();
+  const int64_t half = n / 2;
+  const int64_t mineBegin = me == 0 ? 0 : half;
+  const int64_t mineEnd = me == 0 ? half : n;
+  const int64_t otherBegin = me == 0 ? half : 0;
+  const int64_t otherEnd = me == 0 ? n : half;
+  const at::Tensor in = bytesOf(send);
+  at::Tensor out = bytesOf(recv);
+  // In place, the peer's half cannot land where this rank's own input still is: it arrives beside, and is reduced
+  // into place. The other half needs nothing: a piece of it comes back reduced only after the peer received it whole
+  // from here, so its send had finished reading it.
+  const bool inPlace = send.data_ptr() == recv.data_ptr();
+  at::Tensor arrived = inPlace ? at::empty({(mineEnd - mineBegin) * es}, in.options())
+                               : out.narrow(0, mineBegin * es, (mineEnd - mineBegin) * es);
+  const int64_t step = std::max<int64_t>(kPairPieceBytes / es, 1);  // elements per piece
+  struct Piece {
+    int64_t begin, count;  // elements, from the half's start
+  };
+  auto piecesOf = [&](int64_t count) {
+    std::vector<Piece> v;
+    for (int64_t b = 0; b < count; b += step) v.push_back({b, std::min(step, count - b)});
+    return v;
+  };
+  const std::vector<Piece> mine = piecesOf(mineEnd - mineBegin);
+  const std::vector<Piece> other = piecesOf(otherEnd - otherBegin);
+  auto bytesAt = [es](const at::Tensor& t, int64_t element, int64_t count) {
+    return std::vector<at::Tensor>{t.narrow(0, element * es, count * es)};
+  };
+  std::vector<c10::intrusive_ptr<c10d::Work>> toReduce, gathered, sent;
+  // Every receive first: gloo's send waits until the peer has posted the matching receive.
+  for (const Piece& p : mine) {
+    auto t = bytesAt(arrived, p.begin, p.count);
+    toReduce.push_back(backend_->recv(t, peer, kReduceTag));
+  }
+  for (const Piece& p : other) {
+    auto t = bytesAt(out, otherBegin + p.begin, p.count);
+    gathered.push_back(backend_->recv(t, peer, kGatherTag));
+  }
+  for (const Piece& p : other) {
+    auto t = bytesAt(in, otherBegin + p.begin, p.count);
+    sent.push_back(backend_->send(t, peer, kReduceTag));
+  }
+  const auto* inBase = static_cast<const char*>(in.data_ptr());
+  const auto* arrivedBase = static_cast<const char*>(arrived.data_ptr());
+  auto* outBase = static_cast<char*>(out.data_ptr());
+  for (size_t k = 0; k < mine.size(); ++k) {
+    waitFor(toReduce[k], "allreduce");
+    const int64_t first = mineBegin + mine[k].begin;
+    const char* own = inBase + first * es;
+    const char* theirs = arrivedBase + mine[k].begin * es;
+    const char* parts[2] = {me == 0 ? own : theirs, me == 0 ? theirs : own};  // rank order
+    reduceInOrder(parts, 2, outBase + first * es, mine[k].count, send.scalar_type(), op);
+    auto t = bytesAt(out, first, mine[k].count);
+    sent.push_back(backend_->send(t, peer, kGatherTag));
+  }
+  for (const auto& w : gathered) waitFor(w, "allreduce");
+  for (const auto& w : sent) waitFor(w, "allreduce");
 }
 
 std::vector<std::pair<int64_t, int64_t>> GlooCommunicator::streamPieces(int64_t bytes) const {

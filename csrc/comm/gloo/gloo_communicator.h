@@ -6,7 +6,8 @@
 // Data moves as bytes where the collective does not compute (every dtype works; gloo has no int16), and
 // 16-bit floats are reduced in float32. A group of its own whose hosts hold one rank each opens
 // ATB_OPS_GLOO_STREAMS connections between every pair (a group each): all-to-all messages of 8 MiB and more are
-// split over them (such an all-to-all moves every message by send/recv).
+// split over them (such an all-to-all moves every message by send/recv). Two ranks of an own group all-reduce 16 MiB
+// and more pairwise: each reduces half from the input straight into the output and sends it back.
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -62,6 +63,9 @@ class GlooCommunicator final : public Communicator {
   // alltoallv where a message is large enough to split: every message by send/recv, a large one over the streams.
   void alltoallvOverStreams(const at::Tensor& sendBytes, const AllToAllVLayout& layout, int64_t elementSize,
                             at::Tensor& recvBytes);
+  // All-reduce of two ranks in an own group: each reduces half straight into the output and sends it back, in
+  // pieces (any dtype; `send` and `recv` the same buffer or apart).
+  void allreducePairwise(const at::Tensor& send, at::Tensor& recv, ReduceOp op);
   // (begin, bytes) of a message of `bytes`: one piece per stream from kStreamsMinBytes, else one; the same on
   // both ends (each knows the message's size).
   std::vector<std::pair<int64_t, int64_t>> streamPieces(int64_t bytes) const;
