@@ -42,6 +42,7 @@ struct CommStats {
   std::atomic<uint64_t> hugePageBytes{0};  // of reused buffers, collapsed onto huge pages (core/memory.h)
   std::atomic<uint64_t> stagedBytes{0};    // copied into the arena for peers that cannot read process memory
   std::atomic<uint64_t> streamedBytes{0};  // gloo: all-to-all messages sent in pieces over several connections
+  std::atomic<uint64_t> pairwiseBytes{0};  // gloo: all-reduce inputs reduced pairwise by two ranks
   std::atomic<int32_t> crossMemory{-1};    // shm: 1 peers read process memory, 0 they cannot; -1 n/a
   std::atomic<int32_t> spins{-1};          // shm (and two levels' shm part): 1 waits spin, 0 they yield; -1 n/a
 };

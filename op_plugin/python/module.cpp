@@ -147,8 +147,8 @@ PYBIND11_MODULE(_C, m) {
               py::arg("memcpy_bytes") = s.memcpyBytes.load(), py::arg("vm_bytes") = s.vmBytes.load(),
               py::arg("pushed_bytes") = s.pushedBytes.load(), py::arg("pipeline_calls") = s.pipelineCalls.load(),
               py::arg("huge_page_bytes") = s.hugePageBytes.load(), py::arg("staged_bytes") = s.stagedBytes.load(),
-              py::arg("streamed_bytes") = s.streamedBytes.load(), py::arg("cross_memory") = s.crossMemory.load(),
-              py::arg("spins") = s.spins.load()));
+              py::arg("streamed_bytes") = s.streamedBytes.load(), py::arg("pairwise_bytes") = s.pairwiseBytes.load(),
+              py::arg("cross_memory") = s.crossMemory.load(), py::arg("spins") = s.spins.load()));
         }
         return out;
       },

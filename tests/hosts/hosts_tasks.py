@@ -322,9 +322,10 @@ DISTRIBUTED_COLLECTIVES = """
 
 
 # argv: rank, size. One rank per host after init_process_group("gloo"): AllReduce of float32 and of bfloat16 (reduced
-# widened) past 8 MiB with an odd length, and AllToAllVV2 whose messages to the other host pass 8 MiB, scattered
-# displacements, which ATB_OPS_GLOO_STREAMS splits over several connections. Small integers: exact goldens. Prints
-# {"wrong", "streamed" (the gloo communicator's streamed_bytes), "backends"} or {"error"}.
+# widened) past 8 MiB with an odd length, one of float32 past 16 MiB (two ranks reduce it pairwise), and AllToAllVV2
+# whose messages to the other host pass 8 MiB, scattered displacements, which ATB_OPS_GLOO_STREAMS splits over several
+# connections. Small integers: exact goldens. Prints {"wrong", "streamed" and "pairwise" (the gloo communicator's
+# streamed_bytes and pairwise_bytes), "backends"} or {"error"}.
 LARGE_OVER_STREAMS = """
     import datetime, json, sys, torch, torch.distributed as dist
     import atb_ops
@@ -346,6 +347,9 @@ LARGE_OVER_STREAMS = """
         wrong += int((red != base * sum(range(1, size + 1))).sum())
         (red16,) = op("AllReduceOperation").execute([(base % 7 + rank).to(torch.bfloat16)])
         wrong += int((red16.float() != (base % 7) * size + sum(range(size))).sum())
+        big = torch.arange((17 << 20) // 4 + 3) % 53
+        (red,) = op("AllReduceOperation").execute([(big * (rank + 1)).float()])
+        wrong += int((red != big * sum(range(1, size + 1))).sum())
         unit = 1_100_003
         sc = [(rank + j + 1) * unit for j in range(size)]
         rc = [(i + rank + 1) * unit for i in range(size)]
@@ -362,6 +366,7 @@ LARGE_OVER_STREAMS = """
         wrong += int((out.reshape(-1) != want).sum())
         stats = atb_ops._C.communicator_stats("streams")
         print(json.dumps({"wrong": wrong, "streamed": sum(c["streamed_bytes"] for c in stats),
+                          "pairwise": sum(c["pairwise_bytes"] for c in stats),
                           "backends": sorted({c["backend"] for c in stats})}))
     except RuntimeError as e:
         print(json.dumps({"error": str(e).splitlines()[0]}))

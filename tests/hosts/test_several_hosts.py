@@ -98,11 +98,12 @@ def test_large_calls_split_over_streams_between_hosts(two_hosts, streams):
     """2 hosts x 1 rank: an AllToAllVV2 whose messages to the other host pass 8 MiB (scattered displacements) gives
     the golden values split over two connections per pair (ATB_OPS_GLOO_STREAMS's default: every byte of them
     streamed) and over one (none); all-reduces past 8 MiB (float32, and bfloat16 reduced widened) beside it stay on
-    one connection."""
+    one connection, and only the one past 16 MiB is reduced pairwise (its bytes exactly, on both ranks)."""
     procs = _start(two_hosts, tasks.LARGE_OVER_STREAMS, [0, 1], lambda r: ["2"], _env(ATB_OPS_GLOO_STREAMS=streams))
     for rank, report in enumerate(_finish(procs)):
         assert report.get("wrong") == 0 and report["backends"] == ["gloo"], report
         assert report["streamed"] == (_streamed(rank, 2) if streams == "2" else 0), report
+        assert report["pairwise"] == ((17 << 20) // 4 + 3) * 4, report
 
 
 @pytest.mark.parametrize("placement", [[0, 1], [0, 0, 1, 1]], ids=["2x1", "2x2"])
@@ -230,7 +231,8 @@ def test_distributed_collectives_across_hosts(two_hosts, placement, cpu_path, ba
 
 def test_every_collective_on_three_hosts():
     """Three hosts: 3 x 1 ranks (one gloo group) and 3 x 2 ranks (two levels), every collective against exact
-    goldens; on 3 x 1 also the large all-to-all messages that two connections per pair carry."""
+    goldens; on 3 x 1 also the large all-to-all messages that two connections per pair carry (and the all-reduce
+    past 16 MiB by gloo's ring: pairwise is for two ranks)."""
     with emulated_hosts.EmulatedHosts(3) as hosts:
         for placement, backend in (([0, 1, 2], "gloo"), ([0, 0, 1, 1, 2, 2], "shm+gloo")):
             size = str(len(placement))
@@ -241,6 +243,7 @@ def test_every_collective_on_three_hosts():
         procs = _start(hosts, tasks.LARGE_OVER_STREAMS, [0, 1, 2], lambda r: ["3"], _env())
         for rank, report in enumerate(_finish(procs)):
             assert report.get("wrong") == 0 and report["streamed"] == _streamed(rank, 3), report
+            assert report["pairwise"] == 0, report  # three ranks: gloo's ring
 
 
 def test_atb_operators_under_the_npu_emulation_span_hosts(two_hosts):

@@ -506,6 +506,7 @@ void GlooCommunicator::allreducePairwise(const at::Tensor& send, at::Tensor& rec
   auto bytesAt = [es](const at::Tensor& t, int64_t element, int64_t count) {
     return std::vector<at::Tensor>{t.narrow(0, element * es, count * es)};
   };
+  stats_.pairwiseBytes.fetch_add(static_cast<uint64_t>(send.nbytes()), std::memory_order_relaxed);
   std::vector<c10::intrusive_ptr<c10d::Work>> toReduce, gathered, sent;
   // Every receive first: gloo's send waits until the peer has posted the matching receive.
   for (const Piece& p : mine) {
