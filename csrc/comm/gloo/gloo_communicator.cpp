@@ -473,8 +473,8 @@ void GlooCommunicator::doAllreduce(const at::Tensor& send, at::Tensor& recv, Red
 void GlooCommunicator::allreducePairwise(const at::Tensor& send, at::Tensor& recv, ReduceOp op) {
   // Two ranks: each reduces one half, from the caller's input into its output, and sends it back reduced: every
   // byte crosses once each way, as in gloo's ring, without first copying the input into the output (gloo reduces in
-  // place) and with half the reduction each. Rank 0 reduces [0, half), rank 1 the rest; a sum of two is the same
-  // bits in either order, so both ranks hold the same result, and the same as the one-exchange path gives.
+  // place) and with half the reduction each. Rank 0 reduces [0, half), rank 1 the rest, each element once, in rank
+  // order: both ranks hold the same bits.
   const int32_t me = rank();
   const int32_t peer = 1 - me;
   const int64_t n = send.numel();
