@@ -55,21 +55,32 @@ def test_a_new_variant_pack_never_mixes_into_a_running_execute():
     seen = [0, 0]
     errors: list[BaseException] = []
 
+    setting = threading.Event()
+
     def setter() -> None:
         i = 0
         while not stop.is_set():
             op.set_varaintpack_param(packs[i % 2])
             i += 1
+            if i >= 2:
+                setting.set()
             time.sleep(0)  # hands the GIL over, so calls and new packs interleave finely
 
     def executor() -> None:
         try:
-            for _ in range(500):
+            # Calls start once the setter is switching packs and go on until both packs were seen (at least 500
+            # calls): on a loaded 2-core machine a fixed count could end before the setter thread first ran.
+            assert setting.wait(timeout=60), "the setter thread never ran"
+            deadline = time.monotonic() + 60
+            calls = 0
+            while calls < 500 or (min(seen) == 0 and time.monotonic() < deadline):
                 out.fill_(-1.0)
                 op.execute_out([x, infer], [out])
                 got = [bool(torch.equal(out[0], h)) for h in halves]
                 assert any(got), f"output is neither half of x: {out[0, :4].tolist()} ... {out[0, -4:].tolist()}"
                 seen[got.index(True)] += 1
+                calls += 1
+                time.sleep(0)  # lets the setter in between calls as well as during them
         except BaseException as e:  # noqa: BLE001 - re-raised by the test thread
             errors.append(e)
         finally:
