@@ -123,6 +123,11 @@ class Communicator {
   // its store), unless a call is in flight; later calls raise. The object itself goes with its last user.
   void shutdown();
 
+  // Tells the ranks of this communicator that may be waiting on this one that it gave up, with the reason, so they
+  // raise at once instead of waiting out the timeout (a communicator made of several: a part between hosts failed
+  // while the host's other ranks wait in the part within it). A no-op where the backend has no way to (default).
+  virtual void abortPeers(const std::string& reason) { (void)reason; }
+
   // Empty while usable; else the fault that made it unusable (every later call repeats it).
   std::string failure() const;
   bool failed() const { return !failure().empty(); }

@@ -201,10 +201,18 @@ class TwoLevelCommunicator final : public Communicator {
     withNote(inHostNote_, std::forward<F>(f));
   }
   // Its calls skip their own comparison: this communicator compared every rank's call first (checkAndComplete).
+  // A failure there is passed on to this host's other ranks, which may be waiting for this one in the part within
+  // the host (their own part between hosts finished): they raise at once naming the lost host, not this rank
+  // after the timeout.
   template <typename F>
   void acrossHosts(F&& f) {
     const Communicator::Trusted compared(*acrossHosts_);
-    withNote(acrossNote_, std::forward<F>(f));
+    try {
+      withNote(acrossNote_, std::forward<F>(f));
+    } catch (const StatusError& e) {
+      inHost_->abortPeers(e.what_without_backtrace());
+      throw;
+    }
   }
   template <typename F>
   void everyone(F&& f) {

@@ -136,12 +136,14 @@ C10D_ATB_OPS = """
     dist.destroy_process_group()
 """
 
-# argv: rank, size, link-down host. A loop of AllReduce (backend "hccl" after init_process_group, so gloo between
-# the hosts); the test takes a host's link down meanwhile. Prints {"error", "seconds"} once a call fails, then
-# (after the link is back, signalled by a file) a fresh operation's result.
+# argv: rank, size, flag file[, elements per call (default 1024)]. A loop of AllReduce (backend "hccl" after
+# init_process_group, so gloo between the hosts); the test takes a host's link down or kills a rank meanwhile.
+# Prints {"error", "seconds"} once a call fails, then (after the link is back, signalled by a file) a fresh
+# operation's result.
 LOOP_UNTIL_LOST = """
     import datetime, json, os, sys, time, torch, torch.distributed as dist, atb_ops
     rank, size, flag = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    elements = int(sys.argv[4]) if len(sys.argv) > 4 else 1024
     dist.init_process_group("gloo", rank=rank, world_size=size, timeout=datetime.timedelta(seconds=120))
 
     def make():
@@ -155,7 +157,7 @@ LOOP_UNTIL_LOST = """
     error = ""
     for _ in range(100000):
         try:
-            op.execute([torch.ones(1024)])
+            op.execute([torch.ones(elements)])
         except RuntimeError as e:
             error = str(e).splitlines()[0]
             break

@@ -2,8 +2,8 @@
 with its own hostname and /dev/shm (atb_ops.emulated_hosts). Every surface that works on one host works across
 two: ATB operators after init_process_group (backend "hccl", "auto"), HCCL's C API by root info and by a rank table
 of two servers, torch.distributed's backend "atb_ops", torchrun with a DDP step; "shm" across hosts is one clear
-error at once; a lost host is named by every survivor (or by the host peer it waited on). Values against goldens,
-every rank's exit status checked. Needs root (CI runs as root); skipped elsewhere with the reason."""
+error at once; a lost host is named by every survivor. Values against goldens, every rank's exit status checked.
+Needs root (CI runs as root); skipped elsewhere with the reason."""
 
 from __future__ import annotations
 
@@ -424,32 +424,29 @@ def test_lost_host_is_named_and_a_new_communicator_works_when_it_is_back(tmp_pat
         assert reports == [{"wrong": 0}] * 2
 
 
-def test_rank_killed_on_the_other_host_is_named(tmp_path):
+@pytest.mark.parametrize("elements", [1024, 4_000_000], ids=["small", "sharded"])
+def test_rank_killed_on_the_other_host_is_named(tmp_path, elements):
     """The same loop on 2 hosts x 2 ranks; a rank on h1 is killed (SIGKILL): every survivor raises within
     ATB_OPS_TIMEOUT naming what it lost: the ranks of the other host from h0, the dead rank and its pid on h1. An h0
-    rank whose part between hosts had finished may instead be waiting inside h0 for the other h0 rank, whose part
-    lost h1: it names that rank (a failed part is not yet passed on to the host's other ranks), and that rank names
-    h1."""
+    rank whose part between hosts had finished waits inside h0 for the other h0 rank, whose part lost h1: that rank
+    passes its failure on, so both name h1. Sharded calls (16 MiB) spend most of their time between hosts, where the
+    kill then often lands (2 of 6 probe runs took that path: "rank 1 gave up on this communicator")."""
     flag = str(tmp_path / "kill")
     with emulated_hosts.EmulatedHosts(2) as hosts:
         env = clean_env(ATB_OPS_TIMEOUT="8", MASTER_ADDR="h0", MASTER_PORT=PORT)
-        procs = _start(hosts, tasks.LOOP_UNTIL_LOST, [0, 0, 1, 1], lambda r: ["4", flag], env)
+        procs = _start(hosts, tasks.LOOP_UNTIL_LOST, [0, 0, 1, 1], lambda r: ["4", flag, str(elements)], env)
         for p in procs:
             assert json.loads(p.stdout.readline()) == {"stage": "looping"}
         time.sleep(1.0)
         Path(flag + ".down").touch()
         procs[3].kill()
-        errors = []
         for r in (0, 1, 2):
             lost = json.loads(procs[r].stdout.readline())
             assert lost["stage"] == "lost" and lost["seconds"] < 30, (r, lost)
             assert "ERROR_COMM_TIMEOUT" in lost["error"] or "ERROR_COMM_PEER_DIED" in lost["error"], (r, lost)
-            errors.append(lost["error"])
-            if r < 2:  # on h0: the lost peer is on the other host, or the h0 rank that lost it
-                waited = f"rank {1 - r} (pid" in lost["error"] and "within host 'h0'" in lost["error"]
-                assert "on 'h1'" in lost["error"] or waited, (r, lost)
+            if r < 2:  # on h0: the lost peer is on the other host
+                assert "on 'h1'" in lost["error"], (r, lost)
             else:  # on h1 itself: the dead process is named by its pid
                 assert "rank 3" in lost["error"], (r, lost)
-        assert any("on 'h1'" in e for e in errors[:2]), errors
         for p in procs:
             p.kill()

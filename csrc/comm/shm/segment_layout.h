@@ -19,7 +19,7 @@
 
 namespace atb_ops::shm {
 
-constexpr uint64_t kSegmentMagic = 0x36306d6873627461ULL;  // "atbshm06"
+constexpr uint64_t kSegmentMagic = 0x37306d6873627461ULL;  // "atbshm07"
 constexpr uint32_t kNotEager = 0xffffffffu;
 // Bytes of each eager buffer (per rank and parity): 512 KiB up to 4 ranks, else 256 KiB. The buffer holds a
 // call's eager messages (each at most ATB_OPS_SHM_EAGER, all that fit) or the reduction pipeline's rings
@@ -50,7 +50,9 @@ struct alignas(64) SegmentHeader {
   int32_t split;
   int32_t reserved;
   uint64_t rootStartTime;  // with rootPid: a segment whose root is gone is a killed creation's (shm_attach.cpp)
-  char abortReason[208];
+  // Room for a whole error of a communicator made of several (its part's message, with the notes naming ranks and
+  // hosts), so the lost host's name reaches the peers; the header stays 1 KiB.
+  char abortReason[960];
 };
 
 // One per rank, written only by that rank (pid once at attach, the sequence words every call).

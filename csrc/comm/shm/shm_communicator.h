@@ -39,6 +39,9 @@ class ShmCommunicator final : public Communicator {
 
   // In the shared-memory arena when every rank mapped every peer's arena and it is worth it (>= 64 KiB).
   at::Tensor emptyOutput(c10::IntArrayRef sizes, const at::TensorOptions& options) override;
+  // The reason lands in the segment's header; every waiting peer raises with it at its next health check. The
+  // first rank to give up is the one every peer names.
+  void abortPeers(const std::string& reason) override;
 
  protected:
   void doAlltoallv(const at::Tensor& send, const AllToAllVLayout& layout, at::Tensor& recv) override;
@@ -83,7 +86,6 @@ class ShmCommunicator final : public Communicator {
   // A reduction above the eager limit: the pipeline (reduce_pipeline.h), aborting the peers when it raises.
   int64_t reduceEagerLimit() const;
   void runPipeline(const Call& c, const PipeShards& shards);
-  void abortPeers(const std::string& reason);
   // abortPeers with the error that ended this rank's wait (none for a peer that left: ERROR_COMM_PEER_LEFT).
   void giveUp(const c10::Error& e);
   // Raises when a peer gave up, or when the awaited peer (every peer for -1) died or (`leaving`) released this
