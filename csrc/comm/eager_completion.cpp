@@ -13,6 +13,52 @@ int64_t eagerRoom(int32_t size) {
   return size <= 1 ? 0 : std::max<int64_t>(kEagerTotal / (size - 1) / 8 * 8, 256);
 }
 
+void LearnedRoom::learn(uint64_t call, int64_t need) {
+  if (havePrevious_) {
+    Followers& f = followersOf(previous_);
+    f.before = f.last;
+    f.last = need;
+  }
+  havePrevious_ = true;
+  previous_ = call;
+  const int64_t repeated = std::min(need, last_);
+  last_ = need;
+  const Followers& next = followersOf(call);
+  const int64_t expected = std::max(repeated, std::min(next.last, next.before));
+  room_ = expected > base_ && expected <= most_ ? (expected + 7) / 8 * 8 : base_;
+}
+
+LearnedRoom::Followers& LearnedRoom::followersOf(uint64_t call) {
+  auto it = std::find_if(followers_.begin(), followers_.end(), [&](const Followers& f) { return f.after == call; });
+  Followers found;
+  if (it != followers_.end()) {
+    found = *it;
+    followers_.erase(it);
+  } else {
+    found.after = call;
+    if (followers_.size() == kRemembered) followers_.erase(followers_.begin());
+  }
+  followers_.push_back(found);
+  return followers_.back();
+}
+
+uint64_t callKey(const CallSignature& sig) {
+  // FNV-1a over the fields every rank's comparison found equal (checkSignatures), the sequence number aside.
+  uint64_t h = 1469598103934665603ULL;
+  const auto mix = [&h](const void* data, size_t bytes) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 1099511628211ULL;
+  };
+  mix(sig.operation, sizeof(sig.operation));
+  mix(&sig.collective, sizeof(sig.collective));
+  mix(&sig.dtype, sizeof(sig.dtype));
+  mix(&sig.reduceOp, sizeof(sig.reduceOp));
+  mix(&sig.root, sizeof(sig.root));
+  mix(&sig.bytes, sizeof(sig.bytes));
+  mix(&sig.layout, sizeof(sig.layout));
+  return h | 1;  // never 0, which marks an unused entry
+}
+
 int64_t eagerBytes(const EagerCall& call, int32_t peer, int32_t me, int64_t room) {
   int64_t bytes = -1;
   switch (call.kind) {

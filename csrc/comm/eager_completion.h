@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "comm/call_signature.h"
 #include "comm/communicator.h"
@@ -17,26 +18,43 @@ namespace atb_ops {
 int64_t eagerRoom(int32_t size);
 
 // The room per peer a communicator's next comparison carries (gloo's: two levels keep eagerRoom, see
-// compareInTwoSteps): eagerRoom, or more where the last two calls compared would both have ridden in that much, up to
-// `most`. A loop that repeats a call finishes it in its comparison from its third time on; calls alternating with a
-// small one keep the small room. Learned only from what every rank compared, so it is the same on every rank.
+// compareInTwoSteps): eagerRoom, or more, up to `most`, where the next call is expected to ride in it. Expected
+// twice over: the last two calls compared both needed that much (a loop repeating a call finishes it in its
+// comparison from its third time on), or the last two calls that followed one like the call just compared did (a
+// loop cycling through several calls, a large one among small ones, finishes the large one in its comparison from
+// its third round on, and the small ones keep the small room). Learned only from what every rank compared, so it is
+// the same on every rank.
 class LearnedRoom {
  public:
   LearnedRoom(int32_t size, int64_t most) : base_(eagerRoom(size)), most_(most), room_(base_) {}
   int64_t room() const { return room_; }
-  // After a comparison every rank passed: `need`, the room its call's data would have taken (0: none rides).
-  void learn(int64_t need) {
-    const int64_t both = need < last_ ? need : last_;
-    last_ = need;
-    room_ = both > base_ && both <= most_ ? (both + 7) / 8 * 8 : base_;
-  }
+  // After a comparison every rank passed: `call`, what identifies the call compared (callKey), and `need`, the room
+  // its data would have taken (0: none rides).
+  void learn(uint64_t call, int64_t need);
 
  private:
+  // The needs of the two calls that most recently followed a call identified by `after` (0: not seen).
+  struct Followers {
+    uint64_t after = 0;
+    int64_t last = 0;
+    int64_t before = 0;
+  };
+  // Enough for the calls of a training step's loop; the least recently seen is forgotten first.
+  static constexpr size_t kRemembered = 32;
+  Followers& followersOf(uint64_t call);
+
   int64_t base_;
   int64_t most_;
   int64_t room_;
   int64_t last_ = 0;
+  bool havePrevious_ = false;
+  uint64_t previous_ = 0;
+  std::vector<Followers> followers_;  // most recently used last
 };
+
+// What identifies a call for LearnedRoom: its collective, dtype, reduction, root, bytes, layout and surface label
+// (not its sequence number).
+uint64_t callKey(const CallSignature& sig);
 
 // Bytes `call` puts beside its signature for `peer` (`me`: this rank), or -1 when they exceed `room` (or none go
 // there). Alltoallv sends each peer its chunk; all-gather and all-reduce their whole input; broadcast its root's

@@ -85,3 +85,30 @@ def collectives(rank: int, world_size: int, numel: int, dtype_name: str, domain:
     result["broadcast_eager"] = _eager_bytes(domain)
     result["input_untouched"] = bool(torch.equal(mine, everyone[rank]))
     return result
+
+
+def cycle(rank: int, world_size: int, big_numel: int, rounds: int, domain: str) -> dict:
+    """`rounds` rounds of an AllGather of `big_numel` float32 (over the check's usual room) followed by an AllReduce
+    of 10: per round, the bytes each call took from inside the check, and whether every output was the golden."""
+    small = 10
+    everyone = [_data(r, big_numel, torch.float32) for r in range(world_size)]
+    addends = [_data(r, small, torch.float32) for r in range(world_size)]
+    total = addends[0].clone()
+    for r in range(1, world_size):
+        total = total + addends[r]
+    gather = _operation("AllGatherOperation", rank, world_size, domain)
+    reduce = _operation("AllReduceOperation", rank, world_size, domain, allReduceType="sum")
+    result: dict[str, list] = {"gather_eager": [], "reduce_eager": [], "right": []}
+    before = 0  # the operators' communicator is made by their first call
+    for _ in range(rounds):
+        gathered = _sentinel((world_size, big_numel), torch.float32)
+        gather.execute_out([everyone[rank]], [gathered])
+        between = _eager_bytes(domain)
+        out = _sentinel((small,), torch.float32)
+        reduce.execute_out([addends[rank]], [out])
+        result["gather_eager"].append(between - before)
+        after = _eager_bytes(domain)
+        result["reduce_eager"].append(after - between)
+        before = after
+        result["right"].append(bool(torch.equal(gathered, torch.stack(everyone)) and torch.equal(out, total)))
+    return result

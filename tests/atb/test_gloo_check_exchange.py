@@ -1,8 +1,9 @@
 """Backend "gloo": every call's cross-check is one exchange among the ranks, and a small call's data rides in it
 (all-to-all, all-gather, all-reduce and broadcast of up to 16 KiB / (ranks - 1) per peer, more for a call whose two
-predecessors needed as much: one round between the ranks instead of two). The counters
-(atb_ops._C.communicator_stats' eager_bytes) show which calls took that route; every output is checked against a
-golden computed from every rank's seeded data, outputs start as a sentinel."""
+predecessors needed as much, or which came where calls that needed as much came in a loop's two rounds before: one
+round between the ranks instead of two). The counters (atb_ops._C.communicator_stats' eager_bytes) show which calls
+took that route; every output is checked against a golden computed from every rank's seeded data, outputs start as
+a sentinel."""
 
 from __future__ import annotations
 
@@ -64,6 +65,22 @@ def test_large_collectives_move_after_the_check(rank_pools, world_size):
         assert r["allreduce_err"] < 1e-6 and r["allgather"] and r["broadcast"] and r["input_untouched"], got
         assert r["allreduce_eager"] == r["allgather_eager"] == 0, got
         assert r["broadcast_eager"] == (0 if rank == 1 % world_size else 4 * numel), got
+
+
+@pytest.mark.parametrize("world_size", [2, 3])
+def test_a_large_call_in_a_loop_of_two_rides_once_the_loop_repeated(rank_pools, world_size):
+    """A loop alternating a large all-gather (one float32 over the usual room) and a small all-reduce: the check
+    before each all-gather learns, from the calls that followed the all-reduce in the two rounds before, that the
+    next one needs that much room, and the all-gather rides in it from the fourth round on; the all-reduce, whose
+    followers were small, keeps the usual room and rides every time. Every output is the golden."""
+    numel = ROOM[world_size] // 4 + 1
+    rounds = 6
+    got = rank_pools(world_size).run(gloo_check_tasks.cycle, numel, rounds, _domain())
+    peers = world_size - 1
+    for r in got:
+        assert all(r["right"]), got
+        assert r["gather_eager"] == [0, 0, 0] + [peers * 4 * numel] * (rounds - 3), got
+        assert r["reduce_eager"] == [peers * 4 * 10] * rounds, got
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
