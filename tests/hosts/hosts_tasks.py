@@ -377,9 +377,9 @@ LARGE_OVER_STREAMS = """
 
 
 # argv: rank, size. Calls repeated in a loop, each with new values: AllToAllVV2 (512 KiB to the others), AllReduce
-# (1 MiB, and max), AllGather, Broadcast; then calls that alternate with a small AllReduce; then rank 1 passing one
-# element more to each rank in a repeated AllToAllVV2. Prints {"wrong", "eager" (the bytes each phase's calls
-# took from the comparison), "error" (the disagreement's first line), "untouched"} or {"error"}.
+# (1 MiB, and max; 4 MiB), AllGather, Broadcast; then calls that alternate with a small AllReduce; then rank 1
+# passing one element more to each rank in a repeated AllToAllVV2. Prints {"wrong", "eager" (the bytes each phase's
+# calls took from the comparison), "error" (the disagreement's first line), "untouched"} or {"error"}.
 REPEATED_CALLS = """
     import datetime, json, sys, torch, torch.distributed as dist
     import atb_ops
@@ -428,7 +428,8 @@ REPEATED_CALLS = """
     wrong, taken = 0, {}
     try:
         for name, call in (("alltoall", alltoall), ("allreduce", allreduce),
-                           ("max", lambda s: allreduce(s, kind="max")), ("allgather", allgather),
+                           ("max", lambda s: allreduce(s, kind="max")),
+                           ("allreduce_4m", lambda s: allreduce(s, n=1 << 20)), ("allgather", allgather),
                            ("broadcast", broadcast)):
             before = eager()
             for step in range(5):

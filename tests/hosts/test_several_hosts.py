@@ -109,12 +109,12 @@ def test_large_calls_split_over_streams_between_hosts(two_hosts, streams):
 @pytest.mark.parametrize("placement", [[0, 1], [0, 0, 1, 1]], ids=["2x1", "2x2"])
 def test_repeated_calls_ride_in_the_comparison_between_hosts(two_hosts, placement):
     """One gloo group (2 x 1): a call repeated in a loop is done inside its comparison from its third time on (its
-    data beside the signature, one round instead of two), with new values every time and the same results as the
-    other way; a call alternating with a small one takes two rounds again until the loop has repeated twice (the
-    calls that followed the small one then needed its room), then rides; a rank that then passes another size is
-    one error on every rank, the output untouched, as before any call was learned. Two levels (2 x 2) keep the
-    usual room (riding would cost their link more than the round it saves): the same calls, the same results, only
-    the small ones ride."""
+    data beside the signature, one round instead of two; all-reduces up to 4 MiB, the rest up to 2 MiB), with new
+    values every time and the same results as the other way; a call alternating with a small one takes two rounds
+    again until the loop has repeated twice (the calls that followed the small one then needed its room), then rides;
+    a rank that then passes another size is one error on every rank, the output untouched, as before any call was
+    learned. Two levels (2 x 2) keep the usual room (riding would cost their link more than the round it saves): the
+    same calls, the same results, only the small ones ride."""
     size = len(placement)
     procs = _start(two_hosts, tasks.REPEATED_CALLS, placement, lambda r: [str(size)], _env())
     unit = (1 << 17) // (size - 1)
@@ -126,11 +126,12 @@ def test_repeated_calls_ride_in_the_comparison_between_hosts(two_hosts, placemen
         small = 4 * 32 * (size - 1)
         if size == 2:
             assert report["eager"] == {"alltoall": 3 * unit * 4, "allreduce": 3 << 20, "max": 5 << 20,
-                                       "allgather": 5 << 17, "broadcast": (3 << 18) if rank != 0 else 0,
+                                       "allreduce_4m": 3 << 22, "allgather": 5 << 17,
+                                       "broadcast": (3 << 18) if rank != 0 else 0,
                                        "alternating": small + unit * 4}, report
         else:
-            assert report["eager"] == {"alltoall": 0, "allreduce": 0, "max": 0, "allgather": 0, "broadcast": 0,
-                                       "alternating": small}, report
+            assert report["eager"] == {"alltoall": 0, "allreduce": 0, "max": 0, "allreduce_4m": 0, "allgather": 0,
+                                       "broadcast": 0, "alternating": small}, report
         assert "ERROR_INVALID" in report["error"] and "count" in report["error"].lower(), report
         assert report["untouched"], report
 

@@ -86,6 +86,7 @@ class GlooCommunicator final : public Communicator {
   int64_t exchangeAllreduceBytes_ = 0;  // doAllreduce: up to this many bytes to the peers, one exchange
   int64_t largestMessage_ = 0;          // the compared alltoallv's largest message between two ranks, in bytes
   LearnedRoom room_{1, 0};              // bytes per peer the next comparison carries (set once the size is known)
+  int64_t movedRoomMost_ = 0;           // per peer, the most room all-to-all, all-gather and broadcast teach
   std::vector<int64_t> peerHosts_;      // per rank: a hash of its host identity (pids compare only within a host)
   std::vector<int64_t> peerPids_;
   std::vector<std::string> peerHostNames_;  // per rank: its host name, for messages
