@@ -22,7 +22,7 @@ int64_t eagerRoom(int32_t size);
 // twice over: the last two calls compared both needed that much (a loop repeating a call finishes it in its
 // comparison from its third time on), or the last two calls that followed one like the call just compared did (a
 // loop cycling through several calls, a large one among small ones, finishes the large one in its comparison from
-// its third round on, and the small ones keep the small room). Learned only from what every rank compared, so it is
+// its fourth round on, and the small ones keep the small room). Learned only from what every rank compared, so it is
 // the same on every rank.
 class LearnedRoom {
  public:
