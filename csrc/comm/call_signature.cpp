@@ -151,6 +151,18 @@ uint64_t layoutDigest(const VLayout& layout) {
   return fnv1a(bytes);
 }
 
+uint64_t signatureDigest(const CallSignature& sig) {
+  std::string bytes(sig.operation, sizeof(sig.operation));
+  const auto add = [&bytes](const auto& field) { bytes.append(reinterpret_cast<const char*>(&field), sizeof(field)); };
+  add(sig.collective);
+  add(sig.dtype);
+  add(sig.reduceOp);
+  add(sig.root);
+  add(sig.bytes);
+  add(sig.layout);
+  return fnv1a(bytes);
+}
+
 std::string signatureMismatch(int32_t n, const std::function<const CallSignature&(int32_t)>& sig,
                               const std::string& what) {
   const Field* f = firstDifference(n, sig);

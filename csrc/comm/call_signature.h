@@ -50,6 +50,8 @@ static_assert(sizeof(CallSignature) == 64, "one cache line in shm's posts");
 CallSignature makeSignature(Collective collective, uint32_t seq, c10::ScalarType dtype, uint64_t bytes);
 // The digest of a layout every rank must pass identically.
 uint64_t layoutDigest(const VLayout& layout);
+// The digest of the fields checkSignatures compares, the call number aside: equal for calls alike on any rank.
+uint64_t signatureDigest(const CallSignature& sig);
 
 // The first field on which the ranks' signatures differ, as one message naming each rank's value; empty when
 // every rank called the same thing. `sig(r)` is rank r's signature; `what` prefixes the message.

@@ -42,23 +42,6 @@ LearnedRoom::Followers& LearnedRoom::followersOf(uint64_t call) {
   return followers_.back();
 }
 
-uint64_t callKey(const CallSignature& sig) {
-  // FNV-1a over the fields every rank's comparison found equal (checkSignatures), the sequence number aside.
-  uint64_t h = 1469598103934665603ULL;
-  const auto mix = [&h](const void* data, size_t bytes) {
-    const auto* p = static_cast<const unsigned char*>(data);
-    for (size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 1099511628211ULL;
-  };
-  mix(sig.operation, sizeof(sig.operation));
-  mix(&sig.collective, sizeof(sig.collective));
-  mix(&sig.dtype, sizeof(sig.dtype));
-  mix(&sig.reduceOp, sizeof(sig.reduceOp));
-  mix(&sig.root, sizeof(sig.root));
-  mix(&sig.bytes, sizeof(sig.bytes));
-  mix(&sig.layout, sizeof(sig.layout));
-  return h | 1;  // never 0, which marks an unused entry
-}
-
 int64_t eagerBytes(const EagerCall& call, int32_t peer, int32_t me, int64_t room) {
   int64_t bytes = -1;
   switch (call.kind) {

@@ -28,8 +28,8 @@ class LearnedRoom {
  public:
   LearnedRoom(int32_t size, int64_t most) : base_(eagerRoom(size)), most_(most), room_(base_) {}
   int64_t room() const { return room_; }
-  // After a comparison every rank passed: `call`, what identifies the call compared (callKey), and `need`, the room
-  // its data would have taken (0: none rides).
+  // After a comparison every rank passed: `call`, what identifies the call compared (signatureDigest), and `need`,
+  // the room its data would have taken (0: none rides).
   void learn(uint64_t call, int64_t need);
 
  private:
@@ -51,10 +51,6 @@ class LearnedRoom {
   uint64_t previous_ = 0;
   std::vector<Followers> followers_;  // most recently used last
 };
-
-// What identifies a call for LearnedRoom: its collective, dtype, reduction, root, bytes, layout and surface label
-// (not its sequence number).
-uint64_t callKey(const CallSignature& sig);
 
 // Bytes `call` puts beside its signature for `peer` (`me`: this rank), or -1 when they exceed `room` (or none go
 // there). Alltoallv sends each peer its chunk; all-gather and all-reduce their whole input; broadcast its root's

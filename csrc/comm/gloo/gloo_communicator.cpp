@@ -312,7 +312,7 @@ EagerResult GlooCommunicator::checkExchange(const CallSignature& sig, const AllT
       if (j != i) largestMessage_ = std::max(largestMessage_, bytes);
     }
   }
-  room_.learn(callKey(sig), roomNeeded(sig, largestChunk));
+  room_.learn(signatureDigest(sig), roomNeeded(sig, largestChunk));
   if (call == nullptr || n == 1) return EagerResult::kChecked;
   // Every rank decides alike from what all agreed on (the signatures, the count matrix): either every sender put
   // its data in the check, or none is used.
