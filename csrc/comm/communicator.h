@@ -33,18 +33,19 @@ struct P2pOp {
 // (a planner that never splits, an eager limit never used, an arena that always falls back would otherwise
 // pass on right data alone). Counted on the rank that does the copy.
 struct CommStats {
-  std::atomic<uint64_t> collectives{0};    // signature-checked collective calls
-  std::atomic<uint64_t> eagerBytes{0};     // shm: through the segment's eager buffers; gloo: inside the check
-  std::atomic<uint64_t> memcpyBytes{0};    // copied straight between ranks' buffers by memcpy (arena, threads)
-  std::atomic<uint64_t> vmBytes{0};        // copied straight by process_vm_readv / process_vm_writev
-  std::atomic<uint64_t> pushedBytes{0};    // of the straight copies, written by the sender (the split's tail)
-  std::atomic<uint64_t> pipelineCalls{0};  // reductions through the ring pipeline
-  std::atomic<uint64_t> hugePageBytes{0};  // of reused buffers, collapsed onto huge pages (core/memory.h)
-  std::atomic<uint64_t> stagedBytes{0};    // copied into the arena for peers that cannot read process memory
-  std::atomic<uint64_t> streamedBytes{0};  // gloo: all-to-all messages sent in pieces over several connections
-  std::atomic<uint64_t> pairwiseBytes{0};  // gloo: all-reduce inputs reduced pairwise by two ranks
-  std::atomic<int32_t> crossMemory{-1};    // shm: 1 peers read process memory, 0 they cannot; -1 n/a
-  std::atomic<int32_t> spins{-1};          // shm (and two levels' shm part): 1 waits spin, 0 they yield; -1 n/a
+  std::atomic<uint64_t> collectives{0};       // signature-checked collective calls
+  std::atomic<uint64_t> eagerBytes{0};        // shm: through the segment's eager buffers; gloo: inside the check
+  std::atomic<uint64_t> memcpyBytes{0};       // copied straight between ranks' buffers by memcpy (arena, threads)
+  std::atomic<uint64_t> vmBytes{0};           // copied straight by process_vm_readv / process_vm_writev
+  std::atomic<uint64_t> pushedBytes{0};       // of the straight copies, written by the sender (the split's tail)
+  std::atomic<uint64_t> nontemporalBytes{0};  // shm: of the memcpys (self, arena), written around the caches
+  std::atomic<uint64_t> pipelineCalls{0};     // reductions through the ring pipeline
+  std::atomic<uint64_t> hugePageBytes{0};     // of reused buffers, collapsed onto huge pages (core/memory.h)
+  std::atomic<uint64_t> stagedBytes{0};       // copied into the arena for peers that cannot read process memory
+  std::atomic<uint64_t> streamedBytes{0};     // gloo: all-to-all messages sent in pieces over several connections
+  std::atomic<uint64_t> pairwiseBytes{0};     // gloo: all-reduce inputs reduced pairwise by two ranks
+  std::atomic<int32_t> crossMemory{-1};       // shm: 1 peers read process memory, 0 they cannot; -1 n/a
+  std::atomic<int32_t> spins{-1};             // shm (and two levels' shm part): 1 waits spin, 0 they yield; -1 n/a
 };
 
 // A collective's data, for backends whose cross-check is an exchange of its own that small calls can ride in

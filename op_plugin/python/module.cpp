@@ -145,10 +145,11 @@ PYBIND11_MODULE(_C, m) {
               py::arg("backend") = comm->backend(), py::arg("rank") = comm->rank(), py::arg("size") = comm->size(),
               py::arg("collectives") = s.collectives.load(), py::arg("eager_bytes") = s.eagerBytes.load(),
               py::arg("memcpy_bytes") = s.memcpyBytes.load(), py::arg("vm_bytes") = s.vmBytes.load(),
-              py::arg("pushed_bytes") = s.pushedBytes.load(), py::arg("pipeline_calls") = s.pipelineCalls.load(),
-              py::arg("huge_page_bytes") = s.hugePageBytes.load(), py::arg("staged_bytes") = s.stagedBytes.load(),
-              py::arg("streamed_bytes") = s.streamedBytes.load(), py::arg("pairwise_bytes") = s.pairwiseBytes.load(),
-              py::arg("cross_memory") = s.crossMemory.load(), py::arg("spins") = s.spins.load()));
+              py::arg("pushed_bytes") = s.pushedBytes.load(), py::arg("nontemporal_bytes") = s.nontemporalBytes.load(),
+              py::arg("pipeline_calls") = s.pipelineCalls.load(), py::arg("huge_page_bytes") = s.hugePageBytes.load(),
+              py::arg("staged_bytes") = s.stagedBytes.load(), py::arg("streamed_bytes") = s.streamedBytes.load(),
+              py::arg("pairwise_bytes") = s.pairwiseBytes.load(), py::arg("cross_memory") = s.crossMemory.load(),
+              py::arg("spins") = s.spins.load()));
         }
         return out;
       },

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 EAGER = 65536
 SPLIT_MIN = 256 << 10
+STREAMING_OUTPUT = 16 << 20
 
 
 def eager_edge_matrix(n: int, es: int) -> list[list[int]]:
@@ -31,6 +32,12 @@ def skewed_matrix(n: int, es: int) -> list[list[int]]:
 def uniform_direct_matrix(n: int, es: int) -> list[list[int]]:
     """Every message the same size, above the eager limit and below the split threshold: all direct copies."""
     return [[(100 << 10) // es + 1] * n for _ in range(n)]
+
+
+def streaming_matrix(n: int, es: int) -> list[list[int]]:
+    """Every rank receives a little over 16 MiB (STREAMING_OUTPUT), in odd counts: outputs that large are
+    written with non-temporal stores, from offsets no multiple of 16 bytes."""
+    return [[STREAMING_OUTPUT // (n * es) + 2 * i + 1 for _ in range(n)] for i in range(n)]
 
 
 def zero_edges_matrix(n: int, es: int) -> list[list[int]]:

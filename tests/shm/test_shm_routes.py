@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from tests.shm import fastpath_tasks
-from tests.shm.layouts import EAGER, skewed_matrix, uniform_direct_matrix
+from tests.shm.layouts import EAGER, STREAMING_OUTPUT, skewed_matrix, streaming_matrix, uniform_direct_matrix
 from tests.support.golden import itemsize
 
 try:
@@ -65,6 +65,21 @@ def test_arena_buffers_move_by_memcpy(rank_pools, alloc):
 def test_ordinary_buffers_move_by_process_vm(rank_pools):
     stats = _run(rank_pools(2), uniform_direct_matrix(2, 4), alloc="")
     assert all(s["vm_bytes"] > 0 and s["memcpy_bytes"] == 0 for s in stats), stats
+
+
+@pytest.mark.parametrize("alloc", ["", "both"])
+def test_outputs_of_16_mib_are_written_around_the_caches(rank_pools, alloc):
+    """Outputs of 16 MiB and more: the self copy (and with arena buffers the peers' memcpys) use non-temporal
+    stores, from odd offsets; the values are still every sender's."""
+    matrix = streaming_matrix(2, 4)
+    for r, s in enumerate(_run(rank_pools(2), matrix, alloc=alloc)):
+        assert (s["memcpy_bytes"] > 0) == bool(alloc), s  # the arena's route, or process_vm_readv's
+        assert s["nontemporal_bytes"] == matrix[r][r] * 4 + s["memcpy_bytes"], s
+
+
+def test_smaller_outputs_keep_plain_stores(rank_pools):
+    for alloc in ("", "both"):
+        assert all(s["nontemporal_bytes"] == 0 for s in _run(rank_pools(2), uniform_direct_matrix(2, 4), alloc=alloc))
 
 
 @pytest.mark.parametrize("numel,pipeline", [(256, False), (1 << 18, True)])
@@ -164,6 +179,12 @@ def test_allgather_arena_inputs_move_by_memcpy(rank_pools, alloc):
     n = EAGER // 4 + 1
     for s in _allgather(rank_pools(2), [n], alloc=alloc, repeats=2):
         assert s["memcpy_bytes"] == 2 * n * 4 and s["vm_bytes"] == 0, s
+
+
+def test_allgather_into_16_mib_writes_around_the_caches(rank_pools):
+    n = STREAMING_OUTPUT // (2 * 4) + 3
+    for s in _allgather(rank_pools(2), [n], repeats=2):
+        assert s["nontemporal_bytes"] == 2 * n * 4 and s["vm_bytes"] == 2 * n * 4, s
 
 
 def test_allgather_eager_limit_is_the_roots(rank_pools):

@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/reduce_kernels.h"
+
 namespace atb_ops::shm {
 
 void PeerMemory::reset(int32_t n, CommStats* stats) {
@@ -61,10 +63,16 @@ bool crossCopy(pid_t pid, int32_t peer, bool write, char* local, uint64_t remote
 
 }  // namespace
 
-bool PeerMemory::read(int32_t peer, uint64_t remote, void* dst, uint64_t bytes, std::string& error) const {
+void PeerMemory::copyLocal(void* dst, const void* src, uint64_t bytes, bool streaming) const {
+  copyMaybeStreaming(static_cast<char*>(dst), static_cast<const char*>(src), bytes, streaming);
+  if (streaming) stats_->nontemporalBytes.fetch_add(bytes, std::memory_order_relaxed);
+}
+
+bool PeerMemory::read(int32_t peer, uint64_t remote, void* dst, uint64_t bytes, std::string& error,
+                      bool streaming) const {
   if (bytes == 0) return true;
   if (direct(peer, remote, bytes)) {
-    std::memcpy(dst, local(peer, remote), bytes);
+    copyLocal(dst, local(peer, remote), bytes, streaming);
     stats_->memcpyBytes.fetch_add(bytes, std::memory_order_relaxed);
     return true;
   }
@@ -72,11 +80,12 @@ bool PeerMemory::read(int32_t peer, uint64_t remote, void* dst, uint64_t bytes, 
   return crossCopy(pids_[peer], peer, false, static_cast<char*>(dst), remote, bytes, error);
 }
 
-bool PeerMemory::write(int32_t peer, const void* src, uint64_t remote, uint64_t bytes, std::string& error) const {
+bool PeerMemory::write(int32_t peer, const void* src, uint64_t remote, uint64_t bytes, std::string& error,
+                       bool streaming) const {
   if (bytes == 0) return true;
   stats_->pushedBytes.fetch_add(bytes, std::memory_order_relaxed);
   if (direct(peer, remote, bytes)) {
-    std::memcpy(local(peer, remote), src, bytes);
+    copyLocal(local(peer, remote), src, bytes, streaming);
     stats_->memcpyBytes.fetch_add(bytes, std::memory_order_relaxed);
     return true;
   }

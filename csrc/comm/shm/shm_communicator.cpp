@@ -30,6 +30,11 @@ constexpr auto kDeathSettles = std::chrono::milliseconds(100);
 // Reductions this large write their results with non-temporal stores: they cannot stay in the caches anyway
 // (2 ranks: 64 MiB allreduce 12.1 -> 8.9 ms in a C model of the pipeline; 1 MiB got slower).
 constexpr int64_t kStreamingMinBytes = int64_t{8} << 20;
+// Outputs this large (all-to-all, all-gather, broadcast) are written around the caches by every memcpy into
+// them (the self copy, reads and writes through arena mappings): a plain store first reads each line, and
+// the output no longer fits anyway. 2 ranks pinned, AllToAllVV2 on reused tensors, per call, plain ->
+// non-temporal: 16 MiB 1.40-2.46 -> 1.20-1.99 ms, 64 MiB 9.2-11.4 -> 7.3-9.1 ms; 8 MiB even, 4 MiB slower.
+constexpr uint64_t kStreamingOutputMinBytes = uint64_t{16} << 20;
 // Reductions copy their whole input through the eager buffers only up to this (or ATB_OPS_SHM_EAGER when
 // smaller): beyond it the pipeline, which moves each rank's 1/n, is faster (2 ranks, best of 5: 16 KiB
 // 10.9 -> 10.7 us, 64 KiB 20.7 -> 17.1 us; 4 KiB 8.5 -> 8.9 us).
@@ -280,16 +285,17 @@ void ShmCommunicator::planMoves(const Call& c) {
   planSplit(plan_, push_);
 }
 
-void ShmCommunicator::copyToSelf(const Call& c) const {
+void ShmCommunicator::copyToSelf(const Call& c, bool streaming) const {
   const PeerEntry& self = myEntries(c)[rank()];
   if (self.sendBytes > 0) {
-    std::memmove(reinterpret_cast<void*>(self.recvAddr), reinterpret_cast<const void*>(self.sendAddr), self.sendBytes);
+    memory_.copyLocal(reinterpret_cast<void*>(self.recvAddr), reinterpret_cast<const void*>(self.sendAddr),
+                      self.sendBytes, streaming);
   }
 }
 
-void ShmCommunicator::moveData(const Call& c, bool selfDone, std::string& error) const {
+void ShmCommunicator::moveData(const Call& c, bool selfDone, bool streaming, std::string& error) const {
   const PeerEntry* mine = myEntries(c);
-  if (!selfDone) copyToSelf(c);
+  if (!selfDone) copyToSelf(c, streaming);
   for (int32_t step = 1; step < size() && error.empty(); ++step) {
     // Rotating the start spreads the readers over the senders instead of all hitting rank 0 first.
     const int32_t src = (rank() + step) % size();
@@ -298,7 +304,7 @@ void ShmCommunicator::moveData(const Call& c, bool selfDone, std::string& error)
     if (in.sendBytes > 0 && in.eagerOffset != kNotEager) {
       std::memcpy(dst, att_.view.eager(src, c.parity) + in.eagerOffset, in.sendBytes);
     } else if (const uint64_t head = directBytes(c, src, rank()) - pushed(src, rank()); head > 0) {
-      if (!memory_.read(src, in.sendAddr, dst, head, error)) return;
+      if (!memory_.read(src, in.sendAddr, dst, head, error, streaming)) return;
     }
     // Our pushes go the other way round the ring, so a receiver gets its pull and the push at once.
     const int32_t to = (rank() - step + size()) % size();
@@ -306,7 +312,7 @@ void ShmCommunicator::moveData(const Call& c, bool selfDone, std::string& error)
       const uint64_t offset = mine[to].sendBytes - tail;
       const char* local = reinterpret_cast<const char*>(mine[to].sendAddr) + offset;
       const uint64_t remote = att_.view.entries(to, c.parity)[rank()].recvAddr + offset;
-      if (!memory_.write(to, local, remote, tail, error)) return;
+      if (!memory_.write(to, local, remote, tail, error, streaming)) return;
     }
   }
 }
@@ -371,7 +377,8 @@ void ShmCommunicator::doAlltoallv(const at::Tensor& send, const AllToAllVLayout&
   // The self copy needs no peer: it overlaps the wait for the others' posts. Only when it fits its receive
   // region; otherwise the matrix check below raises on every rank.
   const bool selfDone = out[rank()].sendBytes == out[rank()].recvBytes;
-  if (selfDone) copyToSelf(c);
+  const bool streaming = recv.nbytes() >= kStreamingOutputMinBytes;
+  if (selfDone) copyToSelf(c, streaming);
   awaitPosts(c);
   // Every rank checks the same posts, so on a mismatch all raise together and stay in step.
   checkSameCall(c);
@@ -379,7 +386,7 @@ void ShmCommunicator::doAlltoallv(const at::Tensor& send, const AllToAllVLayout&
   planMoves(c);
 
   std::string error;
-  moveData(c, selfDone, error);
+  moveData(c, selfDone, streaming, error);
   if (!error.empty()) failCall(c, error);
   announce(c, &SlotHead::doneSeq, &SlotHead::doneWaiters);
   // Wait only for peers that touch this rank's buffers: they pull from our send buffer or push into our
@@ -406,8 +413,9 @@ void ShmCommunicator::doAllgather(const at::Tensor& send, at::Tensor& recv) {
   myPost(c).eager = eager ? 1 : 0;
   announce(c, &SlotHead::postSeq, &SlotHead::postWaiters);
   auto* out = static_cast<char*>(recv.data_ptr());
+  const bool streaming = recv.nbytes() >= kStreamingOutputMinBytes;
   // The self copy needs no peer: it overlaps the wait for the others' posts.
-  if (bytes > 0) std::memmove(out + rank() * bytes, send.data_ptr(), bytes);
+  if (bytes > 0) memory_.copyLocal(out + rank() * bytes, send.data_ptr(), bytes, streaming);
   awaitPosts(c);
   checkSameCall(c);
   if (bytes == 0) return;
@@ -418,7 +426,7 @@ void ShmCommunicator::doAllgather(const at::Tensor& send, at::Tensor& recv) {
     if (att_.view.post(src, c.parity).eager != 0) {
       std::memcpy(dst, att_.view.eager(src, c.parity), bytes);
     } else {
-      memory_.read(src, att_.view.entries(src, c.parity)[src].sendAddr, dst, bytes, error);
+      memory_.read(src, att_.view.entries(src, c.parity)[src].sendAddr, dst, bytes, error, streaming);
     }
   }
   if (!error.empty()) failCall(c, error);
@@ -557,7 +565,9 @@ void ShmCommunicator::doBroadcast(at::Tensor& tensor, int32_t root) {
     } else {
       std::string error;
       const uint64_t remote = att_.view.entries(root, c.parity)[root].sendAddr;
-      if (!memory_.read(root, remote, tensor.data_ptr(), bytes, error)) failCall(c, error);
+      if (!memory_.read(root, remote, tensor.data_ptr(), bytes, error, bytes >= kStreamingOutputMinBytes)) {
+        failCall(c, error);
+      }
     }
   }
   if (eager || bytes == 0) return;

@@ -96,8 +96,8 @@ class ShmCommunicator final : public Communicator {
   void planMoves(const Call& c);
   uint64_t directBytes(const Call& c, int32_t src, int32_t dst) const;
   uint64_t pushed(int32_t src, int32_t dst) const { return push_[static_cast<size_t>(src) * size() + dst]; }
-  void copyToSelf(const Call& c) const;
-  void moveData(const Call& c, bool selfDone, std::string& error) const;
+  void copyToSelf(const Call& c, bool streaming) const;
+  void moveData(const Call& c, bool selfDone, bool streaming, std::string& error) const;
   bool touchesMyBuffers(const Call& c, int32_t peer) const;
 
   // Point to point: post a message (waiting only when kP2pSlots are still unacknowledged), take one, wait
