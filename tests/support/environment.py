@@ -46,13 +46,23 @@ def environment(env: dict[str, str] | None) -> Iterator[None]:
                 os.environ[k] = v
 
 
-def cpu_path(path: str) -> contextlib.AbstractContextManager[None]:
+@contextlib.contextmanager
+def cpu_path(path: str) -> Iterator[None]:
     """Forces atb_ops' CPU path ("shm" or "group", ATB_OPS_CPU_PATH) for the calls inside the block.
+
+    A group keeps the communicator its first collective made, whatever the variable says later, and a pool's ranks
+    keep their default group from case to case: so the block starts and ends with atb_ops.clear_communicators()
+    (every rank of a pool runs the same case, so all call it alike), and its collectives take `path` even when an
+    earlier case took the other one.
 
     Args:
         path: the value of ATB_OPS_CPU_PATH.
-
-    Returns:
-        A context manager (environment's).
     """
-    return environment({"ATB_OPS_CPU_PATH": path})
+    import atb_ops
+
+    atb_ops.clear_communicators()
+    try:
+        with environment({"ATB_OPS_CPU_PATH": path}):
+            yield
+    finally:
+        atb_ops.clear_communicators()
