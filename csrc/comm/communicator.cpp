@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "core/memory.h"
 #include "core/process.h"
 #include "core/status.h"
 
@@ -169,7 +170,10 @@ EagerResult Communicator::checkAndComplete(const CallSignature&, const AllToAllV
 }
 
 at::Tensor Communicator::emptyOutput(c10::IntArrayRef sizes, const at::TensorOptions& options) {
-  return at::empty(sizes, options);
+  // A fresh output of 32 MiB or more faults every page as it is written: huge pages fault 512x less.
+  at::Tensor out = at::empty(sizes, options);
+  adviseHugePages(out);
+  return out;
 }
 
 // --- the algorithms a backend inherits when it has no native one: all are one alltoallv ---

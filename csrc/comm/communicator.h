@@ -115,7 +115,8 @@ class Communicator {
     Communicator& c_;
   };
 
-  // A tensor for this communicator's outputs; backends may place it where their peers reach it faster.
+  // A tensor for this communicator's outputs (advised onto huge pages from 32 MiB, core/memory.h); backends may
+  // place it where their peers reach it faster.
   virtual at::Tensor emptyOutput(c10::IntArrayRef sizes, const at::TensorOptions& options);
 
   const CommStats& stats() const { return stats_; }

@@ -139,7 +139,7 @@ at::Tensor int8AllReduce(Communicator& comm, const at::Tensor& x, const Int8AllR
   if (!a.quantizeAllgather) {
     at::Tensor shard = at::zeros({plan.shard}, x.options().dtype(a.outDtype));
     if (len > 0) shard.narrow(0, 0, len).copy_(dequantizeSum(codes, scales, group, period, a.outDtype, exact, n));
-    at::Tensor gathered = at::empty({n * plan.shard}, shard.options());
+    at::Tensor gathered = comm.emptyOutput({n * plan.shard}, shard.options());
     comm.allgather(shard, gathered);
     return gathered.narrow(0, 0, numel).view(x.sizes());
   }
@@ -149,7 +149,7 @@ at::Tensor int8AllReduce(Communicator& comm, const at::Tensor& x, const Int8AllR
   } else {
     packed = at::zeros({plan.shard + kScaleBytes * (plan.shard / bs)}, x.options());
   }
-  at::Tensor gathered = at::empty({n * packed.numel()}, packed.options());
+  at::Tensor gathered = comm.emptyOutput({n * packed.numel()}, packed.options());
   comm.allgather(packed, gathered);
   return dequantizePacked(gathered, n * plan.shard, bs, plan.shard / bs, a.outDtype)
       .narrow(0, 0, numel)

@@ -68,6 +68,31 @@ def large_all_gather(rank: int, world_size: int, path: str) -> int:
         return int((out.reshape(-1) != want).sum())
 
 
+def _advised_bytes(t: torch.Tensor) -> int:
+    """The bytes of t in mappings (/proc/self/smaps) whose VmFlags say "hg" (advised onto huge pages; the advice
+    covers whole 2 MiB pages, so the partial ones at t's ends stay in mappings of their own)."""
+    begin, end, total, span = t.data_ptr(), t.data_ptr() + t.nbytes, 0, 0
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            head = line.split(maxsplit=1)[0]
+            if "-" in head and not head.endswith(":"):
+                lo, hi = (int(v, 16) for v in head.split("-"))
+                span = max(0, min(hi, end) - max(lo, begin))
+            elif head == "VmFlags:" and "hg" in line.split()[1:]:
+                total += span
+    return total
+
+
+def huge_all_gather_output(rank: int, world_size: int, path: str) -> tuple[int, int, int]:
+    """An all_gather into 32 MiB (a fresh mapping glibc makes for it): the wrong elements, the output's bytes and
+    how many of them were advised onto huge pages."""
+    with cpu_path(path):
+        n = (32 << 20) // (4 * world_size)
+        out = ad.all_gather(torch.arange(n, dtype=torch.float32) + n * rank)
+        wrong = int((out.reshape(-1) != torch.arange(n * world_size, dtype=torch.float32)).sum())
+        return wrong, out.nbytes, _advised_bytes(out)
+
+
 def alltoallv_api(rank: int, world_size: int, x: torch.Tensor, layout, path: str):
     with cpu_path(path):
         return ad.all_to_all_v(x, *[torch.tensor(v, dtype=torch.int64) for v in layout])
