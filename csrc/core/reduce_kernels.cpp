@@ -137,14 +137,15 @@ void copyStreaming(char* dst, const char* src, size_t bytes) {
 #endif
 }
 
-void copyMaybeStreaming(char* dst, const char* src, size_t bytes, bool streaming) {
+bool copyMaybeStreaming(char* dst, const char* src, size_t bytes, bool streaming) {
   const auto d = reinterpret_cast<uintptr_t>(dst);
   const auto s = reinterpret_cast<uintptr_t>(src);
   if (streaming && (d + bytes <= s || s + bytes <= d)) {
     copyStreaming(dst, src, bytes);
-  } else {
-    std::memmove(dst, src, bytes);
+    return true;
   }
+  std::memmove(dst, src, bytes);
+  return false;
 }
 
 bool reduceRaw(const char* const* parts, size_t count, char* out, int64_t n, c10::ScalarType dtype, ReduceOp op) {

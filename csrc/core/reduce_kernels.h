@@ -23,7 +23,7 @@ bool reduceRaw(const char* const* parts, size_t count, char* out, int64_t n, c10
 // first being read into the cache (a plain store reads each line before writing it).
 void copyStreaming(char* dst, const char* src, size_t bytes);
 
-// memmove, with non-temporal stores when `streaming` and the two ranges do not overlap.
-void copyMaybeStreaming(char* dst, const char* src, size_t bytes, bool streaming);
+// memmove, with non-temporal stores when `streaming` and the two ranges do not overlap; returns whether it used them.
+bool copyMaybeStreaming(char* dst, const char* src, size_t bytes, bool streaming);
 
 }  // namespace atb_ops

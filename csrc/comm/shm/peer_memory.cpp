@@ -64,8 +64,9 @@ bool crossCopy(pid_t pid, int32_t peer, bool write, char* local, uint64_t remote
 }  // namespace
 
 void PeerMemory::copyLocal(void* dst, const void* src, uint64_t bytes, bool streaming) const {
-  copyMaybeStreaming(static_cast<char*>(dst), static_cast<const char*>(src), bytes, streaming);
-  if (streaming) stats_->nontemporalBytes.fetch_add(bytes, std::memory_order_relaxed);
+  if (copyMaybeStreaming(static_cast<char*>(dst), static_cast<const char*>(src), bytes, streaming)) {
+    stats_->nontemporalBytes.fetch_add(bytes, std::memory_order_relaxed);
+  }
 }
 
 bool PeerMemory::read(int32_t peer, uint64_t remote, void* dst, uint64_t bytes, std::string& error,
