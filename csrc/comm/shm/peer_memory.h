@@ -32,9 +32,9 @@ class PeerMemory {
   // Where the peer's `addr` is in this process (only when direct()).
   char* local(int32_t peer, uint64_t addr) const;
 
-  // Copies `bytes` from the peer's `remote` to `dst` / from `src` to the peer's `remote`; a memcpy writes
-  // with non-temporal stores when `streaming` (process_vm_readv/writev copy in the kernel, as it does). False
-  // with `error` set when the kernel refuses (EPERM under a strict ptrace policy, EFAULT, ...).
+  // Copies `bytes` from the peer's `remote` to `dst` / from `src` to the peer's `remote`; where that is a memcpy
+  // it writes with non-temporal stores when `streaming` (process_vm_readv/writev copy in the kernel, with plain
+  // stores). False with `error` set when the kernel refuses (EPERM under a strict ptrace policy, EFAULT, ...).
   bool read(int32_t peer, uint64_t remote, void* dst, uint64_t bytes, std::string& error, bool streaming = false) const;
   bool write(int32_t peer, const void* src, uint64_t remote, uint64_t bytes, std::string& error,
              bool streaming = false) const;
