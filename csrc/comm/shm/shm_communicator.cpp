@@ -112,9 +112,7 @@ at::Tensor ShmCommunicator::emptyOutput(c10::IntArrayRef sizes, const at::Tensor
       bytes < kArenaOutputMax) {
     return emptyShared(sizes, options);
   }
-  at::Tensor out = at::empty(sizes, options);
-  adviseHugePages(out);
-  return out;
+  return Communicator::emptyOutput(sizes, options);
 }
 
 // --- the call protocol ---
