@@ -8,6 +8,7 @@ import torch.distributed as dist
 from atb_ops import distributed as ad
 from tests.support.environment import cpu_path
 from tests.support.paths import REPO_ROOT
+from tests.support.smaps import mappings_of
 
 
 def seed_000(rank: int, world_size: int, path: str):
@@ -71,16 +72,7 @@ def large_all_gather(rank: int, world_size: int, path: str) -> int:
 def _advised_bytes(t: torch.Tensor) -> int:
     """The bytes of t in mappings (/proc/self/smaps) whose VmFlags say "hg" (advised onto huge pages; the advice
     covers whole 2 MiB pages, so the partial ones at t's ends stay in mappings of their own)."""
-    begin, end, total, span = t.data_ptr(), t.data_ptr() + t.nbytes, 0, 0
-    with open("/proc/self/smaps") as f:
-        for line in f:
-            head = line.split(maxsplit=1)[0]
-            if "-" in head and not head.endswith(":"):
-                lo, hi = (int(v, 16) for v in head.split("-"))
-                span = max(0, min(hi, end) - max(lo, begin))
-            elif head == "VmFlags:" and "hg" in line.split()[1:]:
-                total += span
-    return total
+    return sum(span for span, fields in mappings_of(t) if "hg" in fields.get("VmFlags", "").split())
 
 
 def huge_all_gather_output(rank: int, world_size: int, path: str) -> tuple[int, int, int]:

@@ -17,6 +17,7 @@ import torch
 
 from tests.support.environment import environment
 from tests.support.golden import DTYPES
+from tests.support.smaps import mappings_of
 
 SENTINEL = 0x7F  # outside every dtype's value range below (|v| <= 125, bool 0/1, floats NaN/huge)
 
@@ -321,16 +322,7 @@ def _whole_huge_pages(t: torch.Tensor, huge: int) -> int:
 
 def _anon_huge_kib(t: torch.Tensor) -> int:
     """AnonHugePages (KiB) of this process's mappings that overlap t's memory (/proc/self/smaps)."""
-    begin, end, total, overlaps = t.data_ptr(), t.data_ptr() + t.nbytes, 0, False
-    with open("/proc/self/smaps") as f:
-        for line in f:
-            head = line.split(maxsplit=1)[0]
-            if "-" in head and not head.endswith(":"):
-                lo, hi = (int(v, 16) for v in head.split("-"))
-                overlaps = lo < end and begin < hi
-            elif overlaps and head == "AnonHugePages:":
-                total += int(line.split()[1])
-    return total
+    return sum(int(fields.get("AnonHugePages", "0").split()[0]) for _, fields in mappings_of(t))
 
 
 def _collapse_works(huge: int) -> bool:
