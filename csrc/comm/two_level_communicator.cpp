@@ -76,10 +76,6 @@ class TwoLevelCommunicator final : public Communicator {
     for (const std::vector<int32_t>& onHost : layout_.ranks) peers.push_back(onHost[layout_.local]);
     acrossNote_ = " (in the part of this communicator between hosts, local index " + std::to_string(layout_.local) +
                   " of each: " + numbering(peers) + ")";
-    slot_.resize(static_cast<size_t>(c.rankSize));
-    for (int32_t h = 0; h < layout_.hosts(); ++h) {
-      for (int32_t l = 0; l < layout_.perHost(); ++l) slot_[layout_.ranks[h][l]] = h * layout_.perHost() + l;
-    }
     CommConfig everyone = base;
     everyone.group = c.group;
     everyone.groupId = c.groupId;
@@ -107,13 +103,13 @@ class TwoLevelCommunicator final : public Communicator {
 
   void doAlltoallv(const at::Tensor& send, const AllToAllVLayout& layout, at::Tensor& recv) override {
     // The count matrix this call agreed on routes the data between hosts, and decides alike on every rank how.
-    const bool countsKnown = countsCompared_;
-    countsCompared_ = false;
+    const bool countsKnown = std::exchange(countsCompared_, false);
+    const bool rode = std::exchange(rodeAcross_, false);
     if (!countsKnown || mostToOtherHosts(send.element_size()) > kByHostsMaxBytes) {
       everyone([&] { everyone_->alltoallv(send, layout, recv); });
       return;
     }
-    alltoallvByHosts(send, layout, recv);
+    alltoallvByHosts(send, layout, recv, rode);
   }
 
   void doAllgatherv(const at::Tensor& send, const VLayout& recvLayout, at::Tensor& recv) override {
@@ -231,45 +227,80 @@ class TwoLevelCommunicator final : public Communicator {
 
   // Every rank's call, compared over all ranks in two exchanges of a fixed size whatever the call (so ranks that
   // called different things still exchange matching messages, and all raise): each rank's record (its signature,
-  // then `room` bytes where a small call's data rides) is gathered in the host over shared memory, then the hosts'
-  // gathers among same-local-rank peers. Every rank then holds every rank's record and raises the same error, or
-  // finishes a small call from them. One exchange between hosts of 2 ranks (4 with 2 x 2 on one gloo group, 2-3 ms
-  // on the emulated hosts, was the cost of every sharded all-reduce from 64 KiB).
+  // then `room` bytes where a small call's data rides) is gathered in the host over shared memory, then each rank
+  // sends its host's gather to the rank of its local index on every other host. Every rank then holds every rank's
+  // record and raises the same error, or finishes a small call from them. One exchange between hosts of 2 ranks (4
+  // with 2 x 2 on one gloo group, 2-3 ms on the emulated hosts, was the cost of every sharded all-reduce from 64 KiB).
+  // Beside its host's gather, each rank's message to a host carries a room learned from the calls before
+  // (acrossRoom_) where a repeated all-to-all's chunks for that host ride, as alltoallvByHosts would send them: the
+  // call then crosses the link once instead of twice (rodeAcross_).
   EagerResult compareInTwoSteps(const CallSignature& sig, const AllToAllVLayout* counts, const EagerCall* call) {
     const int32_t n = size();
     const int32_t me = rank();
-    // The usual room only, never one learned from repeated calls as gloo's comparison does (LearnedRoom): each local
-    // index carries its host's records to the other hosts, so riding costs the link perHost times a call's bytes
-    // (2 x 2 at 10 Gbit/s: a 1 MiB all-to-all took 4.9 ms in records of 768 KiB against 3.2 ms by hosts; 64 KiB in
-    // records of 48 KiB was no faster than by hosts).
+    const int32_t hosts = layout_.hosts();
+    const int32_t here = layout_.host;
+    // The usual room only in the records: each local index carries its whole host's records to the other hosts, so
+    // data riding there costs the link perHost times a call's bytes (2 x 2 at 10 Gbit/s: a 1 MiB all-to-all took
+    // 4.9 ms in records of 768 KiB against 3.2 ms by hosts). A rank's own chunks for a host ride beside them.
     const int64_t room = eagerRoom(n);
-    // [call header | room]
+    // [call header | room], a multiple of 8 bytes, so the chunks that ride after the records lie aligned for any
+    // element type.
     const int64_t header = callHeaderBytes(n);
-    const int64_t record = header + room;
+    const int64_t record = (header + room + 7) / 8 * 8;
     at::Tensor mine = at::zeros({record}, at::kByte);
     auto* m = static_cast<char*>(mine.data_ptr());
     writeCallHeader(sig, counts, n, m);
     if (call != nullptr) packEager(*call, me, room, m + header);
-    at::Tensor host = at::empty({layout_.perHost() * record}, at::kByte);
+    hostRecords_ = at::empty({layout_.perHost() * record}, at::kByte);
     const ReplacedCallLabel sameOnEveryRank("two-level call comparison");  // shm compares labels in its post
-    inHost([&] { inHost_->allgather(mine, host); });
-    at::Tensor all = at::empty({layout_.hosts() * layout_.perHost() * record}, at::kByte);
-    acrossHosts([&] { acrossHosts_->allgather(host, all); });
+    inHost([&] { inHost_->allgather(mine, hostRecords_); });
 
-    records_ = all;
-    recordBytes_ = record;
+    const int64_t ride = acrossRoom_.room();
+    const int64_t hostBytes = hostRecords_.numel();
+    const int64_t block = hostBytes + ride;
+    AllToAllVLayout blocks = emptyLayout(hosts);
+    at::Tensor out = at::empty({(hosts - 1) * block}, at::kByte);
+    auto* o = static_cast<char*>(out.data_ptr());
+    for (int32_t h = 0, slot = 0; h < hosts; ++h) {
+      if (h == here) continue;
+      blocks.sendCounts[h] = blocks.recvCounts[h] = block;
+      blocks.sdispls[h] = blocks.rdispls[h] = slot * block;
+      char* dst = o + slot++ * block;
+      std::memcpy(dst, hostRecords_.data_ptr(), static_cast<size_t>(hostBytes));
+      const int64_t packed = call != nullptr ? packForHost(*call, h, ride, dst + hostBytes) : 0;
+      std::memset(dst + hostBytes + packed, 0, static_cast<size_t>(ride - packed));  // nothing of this process leaks
+    }
+    acrossRecords_ = at::empty({(hosts - 1) * block}, at::kByte);
+    acrossHosts([&] { acrossHosts_->alltoallv(out, blocks, acrossRecords_); });
+    recordAt_.assign(static_cast<size_t>(n), nullptr);
+    for (int32_t h = 0; h < hosts; ++h) {
+      const char* base = h == here ? static_cast<const char*>(hostRecords_.data_ptr())
+                                   : static_cast<const char*>(acrossRecords_.data_ptr()) + blocks.rdispls[h];
+      for (int32_t l = 0; l < layout_.perHost(); ++l) recordAt_[layout_.ranks[h][l]] = base + l * record;
+    }
+
     // The same prefix on every rank, whatever each called, so all raise one message.
     checkCallHeaders(
         n, [this](int32_t r) { return recordOf(r); }, counts != nullptr,
         backend() + " call #" + std::to_string(sig.seq));
     countsCompared_ = counts != nullptr;
-    if (call == nullptr) return EagerResult::kChecked;
+    rodeAcross_ = false;
     // Decided alike on every rank, from what all agreed on (the signatures, the count matrix).
-    bool fits = eagerFits(sig, call->kind, room);
-    if (call->kind == Collective::kAlltoallv) {
+    bool fits = call != nullptr && eagerFits(sig, call->kind, room);
+    int64_t acrossNeed = 0;  // the room this call's chunks for another host would have taken (0: none ride)
+    if (call != nullptr && call->kind == Collective::kAlltoallv) {
       fits = true;
       for (int32_t r = 0; r < n && fits; ++r) fits = toOthers(r) * sig.elemSize <= room;
+      if (!fits && mostToOtherHosts(sig.elemSize) <= kByHostsMaxBytes) {
+        acrossNeed = mostToOneHost(sig.elemSize);
+        // Every sender packed its chunks where they fit the room it had, the same room on every rank.
+        rodeAcross_ = acrossNeed <= ride && record % sig.elemSize == 0 && block % sig.elemSize == 0;
+        acrossSkip_ = hostBytes;
+        acrossFrom_ = blocks.rdispls;
+      }
     }
+    acrossRoom_.learn(signatureDigest(sig), acrossNeed);
+    if (call == nullptr) return EagerResult::kChecked;
     if (!fits) return EagerResult::kChecked;
     auto payload = [&](int32_t r) -> const char* {
       const char* data = recordOf(r) + header;
@@ -285,11 +316,41 @@ class TwoLevelCommunicator final : public Communicator {
     return EagerResult::kCompleted;
   }
 
-  // Rank r's record in this call's comparison, and its send count to rank p there.
-  const char* recordOf(int32_t r) const {
-    return static_cast<const char*>(records_.data_ptr()) + slot_[r] * recordBytes_;
+  // This rank's chunks of an all-to-all for host h's ranks, back to back in local order, into `out` where they fit
+  // `ride` bytes (as alltoallvByHosts sends them between hosts). Returns the bytes written (0: none).
+  int64_t packForHost(const EagerCall& call, int32_t h, int64_t ride, char* out) const {
+    if (call.kind != Collective::kAlltoallv) return 0;
+    const AllToAllVLayout& l = *call.layout;
+    const int64_t es = call.send->element_size();
+    int64_t bytes = 0;
+    for (int32_t r : layout_.ranks[h]) bytes += l.sendCounts[r] * es;
+    if (bytes > ride) return 0;
+    const auto* src = static_cast<const char*>(call.send->data_ptr());
+    for (int32_t r : layout_.ranks[h]) {
+      std::memcpy(out, src + l.sdispls[r] * es, static_cast<size_t>(l.sendCounts[r] * es));
+      out += l.sendCounts[r] * es;
+    }
+    return bytes;
   }
+
+  // Rank r's record in this call's comparison, and its send count to rank p there.
+  const char* recordOf(int32_t r) const { return recordAt_[r]; }
   int64_t comparedCount(int32_t r, int32_t p) const { return headerCount(recordOf(r), p); }
+
+  // The most bytes any rank sends to the ranks of any one other host, from the compared counts.
+  int64_t mostToOneHost(int64_t elemSize) const {
+    int64_t most = 0;
+    for (int32_t h = 0; h < layout_.hosts(); ++h) {
+      for (int32_t r : layout_.ranks[h]) {
+        for (int32_t other = 0; other < layout_.hosts(); ++other) {
+          int64_t toHost = 0;
+          for (int32_t p : layout_.ranks[other]) toHost += other == h ? 0 : comparedCount(r, p);
+          most = std::max(most, toHost * elemSize);
+        }
+      }
+    }
+    return most;
+  }
 
   // The most bytes any rank sends to ranks on other hosts, from the compared counts.
   int64_t mostToOtherHosts(int64_t elemSize) const {
@@ -311,7 +372,7 @@ class TwoLevelCommunicator final : public Communicator {
   // its host over shared memory, as the chunks between ranks of one host go. Every rank then talks to hosts - 1
   // peers over the link instead of ranks - local ranks (2 x 2: one TCP peer, not three), and no chunk between ranks
   // of a host touches the network. The routing uses every rank's counts, which the comparison carried.
-  void alltoallvByHosts(const at::Tensor& send, const AllToAllVLayout& l, at::Tensor& recv) {
+  void alltoallvByHosts(const at::Tensor& send, const AllToAllVLayout& l, at::Tensor& recv, bool rode) {
     const int32_t hosts = layout_.hosts();
     const int32_t perHost = layout_.perHost();
     const int32_t here = layout_.host;
@@ -330,48 +391,33 @@ class TwoLevelCommunicator final : public Communicator {
     inHost([&] { inHost_->alltoallv(send, own, recv); });
 
     // 2. Between hosts, among the ranks of this local index: to host h', this rank's chunks for h''s ranks in
-    // local order; from host h', rank (h', me)'s chunks for this host's ranks, kept host by host.
-    AllToAllVLayout across = emptyLayout(hosts);
-    bool inPlace = true;  // this rank's chunks for each host lie back to back in local order in its input
-    for (int32_t h = 0; h < hosts && inPlace; ++h) {
-      if (h == here) continue;
-      for (int32_t k = 1; k < perHost; ++k) {
-        inPlace = inPlace && l.sdispls[rankAt(h, k)] == l.sdispls[rankAt(h, k - 1)] + l.sendCounts[rankAt(h, k - 1)];
-      }
-    }
-    int64_t packed = 0;
-    for (int32_t h = 0; h < hosts; ++h) {
-      if (h == here) continue;
-      for (int32_t k = 0; k < perHost; ++k) across.sendCounts[h] += l.sendCounts[rankAt(h, k)];
-      across.sdispls[h] = inPlace ? l.sdispls[rankAt(h, 0)] : packed;
-      packed += across.sendCounts[h];
-    }
-    at::Tensor outgoing = send.view({-1});
-    if (!inPlace) {
-      outgoing = at::empty({packed}, send.options());
-      int64_t at = 0;
-      for (int32_t h = 0; h < hosts; ++h) {
-        for (int32_t k = 0; k < perHost && h != here; ++k) {
-          const int32_t r = rankAt(h, k);
-          copyContiguous(outgoing.narrow(0, at, l.sendCounts[r]),
-                         send.view({-1}).narrow(0, l.sdispls[r], l.sendCounts[r]));
-          at += l.sendCounts[r];
-        }
-      }
-    }
-    // incoming: [host h'][local k] rank (h', me)'s chunk for rank (here, k).
+    // local order; from host h', rank (h', me)'s chunks for this host's ranks, kept host by host. Where they rode in
+    // the comparison (`rode`), they are already here.
+    // incoming: [host h'][local k] rank (h', me)'s chunk for rank (here, k), from inAt[h' * perHost + k].
     std::vector<int64_t> inAt(static_cast<size_t>(hosts) * perHost, 0);
     int64_t arriving = 0;
     for (int32_t h = 0; h < hosts; ++h) {
-      across.rdispls[h] = arriving;
       for (int32_t k = 0; k < perHost && h != here; ++k) {
         inAt[static_cast<size_t>(h) * perHost + k] = arriving;
         arriving += comparedCount(rankAt(h, me), rankAt(here, k));
       }
-      across.recvCounts[h] = arriving - across.rdispls[h];
     }
-    at::Tensor incoming = at::empty({arriving}, send.options());
-    acrossHosts([&] { acrossHosts_->alltoallv(outgoing, across, incoming); });
+    at::Tensor incoming;
+    if (rode) {
+      const int64_t es = send.element_size();
+      incoming = acrossRecords_.view(send.scalar_type());
+      for (int32_t h = 0; h < hosts; ++h) {
+        int64_t at = (acrossFrom_[h] + acrossSkip_) / es;
+        for (int32_t k = 0; k < perHost && h != here; ++k) {
+          inAt[static_cast<size_t>(h) * perHost + k] = at;
+          at += comparedCount(rankAt(h, me), rankAt(here, k));
+        }
+      }
+      stats_.eagerBytes.fetch_add(static_cast<uint64_t>(arriving * es), std::memory_order_relaxed);
+    } else {
+      incoming = at::empty({arriving}, send.options());
+      sendToHosts(send, l, incoming, inAt);
+    }
 
     // 3. Within the host again: the chunks from (h', me) go to their receivers (here, k), which take rank
     // (h', k)'s chunks from this host's rank k. With two hosts each is one piece, in place at both ends.
@@ -423,6 +469,49 @@ class TwoLevelCommunicator final : public Communicator {
     }
   }
 
+  // alltoallvByHosts' step between hosts, where the chunks did not ride in the comparison: this rank's chunks for
+  // each other host to the rank of its local index there, whose chunks for this host's ranks land in `incoming` at
+  // inAt[h' * perHost + k] (host by host, local index by local index).
+  void sendToHosts(const at::Tensor& send, const AllToAllVLayout& l, at::Tensor& incoming,
+                   const std::vector<int64_t>& inAt) {
+    const int32_t hosts = layout_.hosts();
+    const int32_t perHost = layout_.perHost();
+    const int32_t here = layout_.host;
+    const auto rankAt = [&](int32_t h, int32_t local) { return layout_.ranks[h][local]; };
+    AllToAllVLayout across = emptyLayout(hosts);
+    bool inPlace = true;  // this rank's chunks for each host lie back to back in local order in its input
+    for (int32_t h = 0; h < hosts && inPlace; ++h) {
+      if (h == here) continue;
+      for (int32_t k = 1; k < perHost; ++k) {
+        inPlace = inPlace && l.sdispls[rankAt(h, k)] == l.sdispls[rankAt(h, k - 1)] + l.sendCounts[rankAt(h, k - 1)];
+      }
+    }
+    int64_t packed = 0;
+    for (int32_t h = 0; h < hosts; ++h) {
+      if (h == here) continue;
+      for (int32_t k = 0; k < perHost; ++k) across.sendCounts[h] += l.sendCounts[rankAt(h, k)];
+      across.sdispls[h] = inPlace ? l.sdispls[rankAt(h, 0)] : packed;
+      packed += across.sendCounts[h];
+      across.rdispls[h] = inAt[static_cast<size_t>(h) * perHost];
+      for (int32_t k = 0; k < perHost; ++k)
+        across.recvCounts[h] += comparedCount(rankAt(h, layout_.local), rankAt(here, k));
+    }
+    at::Tensor outgoing = send.view({-1});
+    if (!inPlace) {
+      outgoing = at::empty({packed}, send.options());
+      int64_t at = 0;
+      for (int32_t h = 0; h < hosts; ++h) {
+        for (int32_t k = 0; k < perHost && h != here; ++k) {
+          const int32_t r = rankAt(h, k);
+          copyContiguous(outgoing.narrow(0, at, l.sendCounts[r]),
+                         send.view({-1}).narrow(0, l.sdispls[r], l.sendCounts[r]));
+          at += l.sendCounts[r];
+        }
+      }
+    }
+    acrossHosts([&] { acrossHosts_->alltoallv(outgoing, across, incoming); });
+  }
+
   static AllToAllVLayout emptyLayout(int32_t n) {
     const std::vector<int64_t> zeros(static_cast<size_t>(n), 0);
     return AllToAllVLayout{zeros, zeros, zeros, zeros};
@@ -456,11 +545,19 @@ class TwoLevelCommunicator final : public Communicator {
   }
 
   HostLayout layout_;
-  std::vector<int32_t> slot_;  // slot_[r]: rank r's place in the two-step gather (host * perHost + local)
-  // The records of the last comparison (every rank's call header and room); countsCompared_: they hold an
-  // all-to-all's counts whose data are still to be routed.
-  at::Tensor records_;
-  int64_t recordBytes_ = 0;
+  // The last comparison: this host's records, the other hosts' messages (their hosts' records, then the chunks that
+  // rode for this rank), and where each rank's record lies in them. countsCompared_: they hold an all-to-all's
+  // counts whose data are still to be routed; rodeAcross_: its chunks between hosts came with them, host h's
+  // from acrossFrom_[h] + acrossSkip_ bytes.
+  at::Tensor hostRecords_;
+  at::Tensor acrossRecords_;
+  std::vector<const char*> recordAt_;
+  bool rodeAcross_ = false;
+  int64_t acrossSkip_ = 0;
+  std::vector<int64_t> acrossFrom_;
+  // The room per other host for a rank's chunks beside its host's records: none, or what repeated all-to-alls
+  // routed by hosts were seen to need (up to kByHostsMaxBytes, which they never pass), learned alike on every rank.
+  LearnedRoom acrossRoom_{1, kByHostsMaxBytes};
   bool countsCompared_ = false;
   std::string inHostNote_;
   std::string acrossNote_;

@@ -9,7 +9,8 @@
 //               of its local index there, handed on in that host; larger ones as the rest;
 //   the rest    (the V forms, send/recv, barrier) on one gloo group of every rank.
 // Before any of it moves data, every rank's call (every collective alike) is compared over all ranks in two steps, a
-// gather in the host and one between hosts, where a call of a few KiB is also done.
+// gather in the host and one between hosts, where a call of a few KiB is also done, and where a repeated
+// all-to-all's chunks between hosts ride (its link crossing and the comparison's then one exchange).
 // Chosen in comm/ (host_span.h) when the ranks turn out to span hosts with the same number on each; the operators
 // never know.
 #pragma once

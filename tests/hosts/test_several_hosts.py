@@ -86,11 +86,27 @@ def test_every_collective_across_hosts(two_hosts, placement, two_level, backend)
     """Every collective of ATB's (backend "hccl") on CPU ranks spanning two hosts, against exact goldens: all-reduce
     small, sharded and past 16 MiB (odd lengths, bf16, max; two gloo ranks reduce pairwise, in place in two levels),
     all-gather, broadcast from every root, atb_ops.quant's int8 all-reduce, reduce-scatter, AllToAllVV2 with uneven
-    counts; in two levels where every host holds the same number of ranks, else one gloo group."""
+    counts; in two levels where every host holds the same number of ranks, else one gloo group. In two levels, the
+    third repeat of an uneven AllToAllVV2 (scattered displacements) brings exactly its chunks between hosts inside
+    the comparison."""
     size = str(len(placement))
     procs = _start(two_hosts, tasks.EVERY_COLLECTIVE, placement, lambda r: [size], _env(ATB_OPS_TWO_LEVEL=two_level))
-    for report in _finish(procs):
-        assert report == {"wrong": 0, "backends": [backend]}, report
+    for rank, report in enumerate(_finish(procs)):
+        assert (report["wrong"], report["backends"]) == (0, [backend]), report
+        if backend == "shm+gloo":
+            assert report["rode"] == _rode_between_hosts(placement, rank), report
+
+
+def _rode_between_hosts(placement: list[int], rank: int, scale: int = 3001) -> int:
+    """Bytes of EVERY_COLLECTIVE's repeated uneven AllToAllVV2 (rank i sends (i + j + 1) * scale floats to rank j)
+    that come to `rank` inside two levels' comparison: the chunks of the rank of its local index on each other host
+    for every rank of its own host (it hands the others' on)."""
+    def local(r: int) -> int:
+        return placement[:r].count(placement[r])
+
+    here = [j for j, h in enumerate(placement) if h == placement[rank]]
+    senders = [i for i, h in enumerate(placement) if h != placement[rank] and local(i) == local(rank)]
+    return sum((i + j + 1) * scale * 4 for i in senders for j in here)
 
 
 @pytest.mark.parametrize("streams", ["2", "1"])
@@ -113,8 +129,11 @@ def test_repeated_calls_ride_in_the_comparison_between_hosts(two_hosts, placemen
     values every time and the same results as the other way; a call alternating with a small one takes two rounds
     again until the loop has repeated twice (the calls that followed the small one then needed its room), then rides;
     a rank that then passes another size is one error on every rank, the output untouched, as before any call was
-    learned. Two levels (2 x 2) keep the usual room (riding would cost their link more than the round it saves): the
-    same calls, the same results, only the small ones ride."""
+    learned. Two levels (2 x 2) keep the usual room for what every rank's record carries (each local index takes its
+    host's records to the other host), so of the calls above only an all-to-all rides, and only its chunks between
+    hosts, as it routes them by hosts: each rank's chunks for the other host beside its host's records, from the
+    third call on and in the alternation's fourth (both local ranks' chunks arrive at each rank), with the same
+    results."""
     size = len(placement)
     procs = _start(two_hosts, tasks.REPEATED_CALLS, placement, lambda r: [str(size)], _env())
     unit = (1 << 17) // (size - 1)
@@ -130,8 +149,10 @@ def test_repeated_calls_ride_in_the_comparison_between_hosts(two_hosts, placemen
                                        "broadcast": (3 << 18) if rank != 0 else 0,
                                        "alternating": small + unit * 4}, report
         else:
-            assert report["eager"] == {"alltoall": 0, "allreduce": 0, "max": 0, "allreduce_4m": 0, "allgather": 0,
-                                       "broadcast": 0, "alternating": small}, report
+            # Chunks for both of this host's ranks arrive at each rank (it hands one on in the host).
+            rode = 2 * unit * 4
+            assert report["eager"] == {"alltoall": 3 * rode, "allreduce": 0, "max": 0, "allreduce_4m": 0,
+                                       "allgather": 0, "broadcast": 0, "alternating": small + rode}, report
         assert "ERROR_INVALID" in report["error"] and "count" in report["error"].lower(), report
         assert report["untouched"], report
 
@@ -239,8 +260,10 @@ def test_every_collective_on_three_hosts():
         for placement, backend in (([0, 1, 2], "gloo"), ([0, 0, 1, 1, 2, 2], "shm+gloo")):
             size = str(len(placement))
             procs = _start(hosts, tasks.EVERY_COLLECTIVE, placement, lambda r, size=size: [size], _env())
-            for report in _finish(procs):
-                assert report == {"wrong": 0, "backends": [backend]}, (placement, report)
+            for rank, report in enumerate(_finish(procs)):
+                assert (report["wrong"], report["backends"]) == (0, [backend]), (placement, report)
+                if backend == "shm+gloo":
+                    assert report["rode"] == _rode_between_hosts(placement, rank), (placement, report)
         # One rank per host: large all-to-all messages split over two connections per pair, to two peers at once.
         procs = _start(hosts, tasks.LARGE_OVER_STREAMS, [0, 1, 2], lambda r: ["3"], _env())
         for rank, report in enumerate(_finish(procs)):
