@@ -34,7 +34,8 @@ struct P2pOp {
 // pass on right data alone). Counted on the rank that does the copy.
 struct CommStats {
   std::atomic<uint64_t> collectives{0};       // signature-checked collective calls
-  std::atomic<uint64_t> eagerBytes{0};        // shm: through the segment's eager buffers; gloo: inside the check
+  std::atomic<uint64_t> eagerBytes{0};        // shm: through the segment's eager buffers; gloo: inside the check;
+                                              // two levels: inside the check, with the chunks between hosts there
   std::atomic<uint64_t> memcpyBytes{0};       // copied straight between ranks' buffers by memcpy (arena, threads)
   std::atomic<uint64_t> vmBytes{0};           // copied straight by process_vm_readv / process_vm_writev
   std::atomic<uint64_t> pushedBytes{0};       // of the straight copies, written by the sender (the split's tail)
