@@ -64,11 +64,12 @@ def test_atb_operators_span_hosts_after_init(two_hosts, backend):
     """2 hosts x 2 ranks after init_process_group("gloo"): AllToAllVV2 (uneven counts), AllReduce and AllGather
     with ATB's default backend "hccl" (and "auto") give the golden values; they run in two levels, shared memory
     within each host and gloo between them (where each rank of a host would otherwise wait for shared memory its
-    peers cannot see)."""
+    peers cannot see); the third repeat of the AllToAllVV2 brings its chunks between hosts inside the comparison."""
     procs = _start(two_hosts, tasks.ATB_AFTER_INIT, [0, 0, 1, 1], lambda r: ["4", backend], _env())
-    for report in _finish(procs):
+    for rank, report in enumerate(_finish(procs)):
         assert report.get("wrong") == 0, report
         assert report["backends"] == ["shm+gloo"], report
+        assert report["rode"] == _rode_between_hosts([0, 0, 1, 1], rank), report
 
 
 @pytest.mark.parametrize(
