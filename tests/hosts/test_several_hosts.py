@@ -88,8 +88,8 @@ def test_every_collective_across_hosts(two_hosts, placement, two_level, backend)
     small, sharded and past 16 MiB (odd lengths, bf16, max; two gloo ranks reduce pairwise, in place in two levels),
     all-gather, broadcast from every root, atb_ops.quant's int8 all-reduce, reduce-scatter, AllToAllVV2 with uneven
     counts; in two levels where every host holds the same number of ranks, else one gloo group. In two levels, the
-    third repeat of an uneven AllToAllVV2 (scattered displacements) brings exactly its chunks between hosts inside
-    the comparison."""
+    third repeat of an uneven AllToAllVV2 (scattered displacements), and a smaller one after it, bring exactly their
+    chunks between hosts inside the comparison."""
     size = str(len(placement))
     procs = _start(two_hosts, tasks.EVERY_COLLECTIVE, placement, lambda r: [size], _env(ATB_OPS_TWO_LEVEL=two_level))
     for rank, report in enumerate(_finish(procs)):
@@ -98,16 +98,16 @@ def test_every_collective_across_hosts(two_hosts, placement, two_level, backend)
             assert report["rode"] == _rode_between_hosts(placement, rank), report
 
 
-def _rode_between_hosts(placement: list[int], rank: int, scale: int = 3001) -> int:
-    """Bytes of EVERY_COLLECTIVE's repeated uneven AllToAllVV2 (rank i sends (i + j + 1) * scale floats to rank j)
-    that come to `rank` inside two levels' comparison: the chunks of the rank of its local index on each other host
-    for every rank of its own host (it hands the others' on)."""
+def _rode_between_hosts(placement: list[int], rank: int) -> list[int]:
+    """Bytes of the tasks' uneven AllToAllVV2 (rank i sends (i + j + 1) * scale floats to rank j) that come to `rank`
+    inside two levels' comparison, in its third call of scale 3001 and the call of 1500 after it: the chunks of the
+    rank of its local index on each other host for every rank of its own host (it hands the others' on)."""
     def local(r: int) -> int:
         return placement[:r].count(placement[r])
 
     here = [j for j, h in enumerate(placement) if h == placement[rank]]
     senders = [i for i, h in enumerate(placement) if h != placement[rank] and local(i) == local(rank)]
-    return sum((i + j + 1) * scale * 4 for i in senders for j in here)
+    return [sum((i + j + 1) * scale * 4 for i in senders for j in here) for scale in (3001, 1500)]
 
 
 @pytest.mark.parametrize("streams", ["2", "1"])
