@@ -293,8 +293,10 @@ class TwoLevelCommunicator final : public Communicator {
       for (int32_t r = 0; r < n && fits; ++r) fits = toOthers(r) * sig.elemSize <= room;
       if (!fits && mostToOtherHosts(sig.elemSize) <= kByHostsMaxBytes) {
         acrossNeed = mostToOneHost(sig.elemSize);
-        // Every sender packed its chunks where they fit the room it had, the same room on every rank.
-        rodeAcross_ = acrossNeed <= ride && record % sig.elemSize == 0 && block % sig.elemSize == 0;
+        // Every sender packed the first `ride` bytes of its chunks for each host (all of them where they fit), the
+        // same room on every rank; whole elements, where the records' sizes keep them aligned.
+        rodeAcross_ = ride > 0 && record % sig.elemSize == 0 && block % sig.elemSize == 0;
+        acrossRide_ = ride;
         acrossSkip_ = hostBytes;
         acrossFrom_ = blocks.rdispls;
       }
@@ -316,26 +318,32 @@ class TwoLevelCommunicator final : public Communicator {
     return EagerResult::kCompleted;
   }
 
-  // This rank's chunks of an all-to-all for host h's ranks, back to back in local order, into `out` where they fit
-  // `ride` bytes (as alltoallvByHosts sends them between hosts). Returns the bytes written (0: none).
+  // This rank's chunks of an all-to-all for host h's ranks, back to back in local order (as alltoallvByHosts sends
+  // them between hosts), into `out`: as many of their first bytes as fit `ride`. Returns the bytes written.
   int64_t packForHost(const EagerCall& call, int32_t h, int64_t ride, char* out) const {
     if (call.kind != Collective::kAlltoallv) return 0;
     const AllToAllVLayout& l = *call.layout;
     const int64_t es = call.send->element_size();
-    int64_t bytes = 0;
-    for (int32_t r : layout_.ranks[h]) bytes += l.sendCounts[r] * es;
-    if (bytes > ride) return 0;
     const auto* src = static_cast<const char*>(call.send->data_ptr());
+    int64_t written = 0;
     for (int32_t r : layout_.ranks[h]) {
-      std::memcpy(out, src + l.sdispls[r] * es, static_cast<size_t>(l.sendCounts[r] * es));
-      out += l.sendCounts[r] * es;
+      const int64_t n = std::min(l.sendCounts[r] * es, ride - written);
+      std::memcpy(out + written, src + l.sdispls[r] * es, static_cast<size_t>(n));
+      written += n;
     }
-    return bytes;
+    return written;
   }
 
   // Rank r's record in this call's comparison, and its send count to rank p there.
   const char* recordOf(int32_t r) const { return recordAt_[r]; }
   int64_t comparedCount(int32_t r, int32_t p) const { return headerCount(recordOf(r), p); }
+
+  // Elements rank r sends to the ranks of host h, from the compared counts.
+  int64_t toHost(int32_t r, int32_t h) const {
+    int64_t total = 0;
+    for (int32_t p : layout_.ranks[h]) total += comparedCount(r, p);
+    return total;
+  }
 
   // The most bytes any rank sends to the ranks of any one other host, from the compared counts.
   int64_t mostToOneHost(int64_t elemSize) const {
@@ -402,9 +410,16 @@ class TwoLevelCommunicator final : public Communicator {
         arriving += comparedCount(rankAt(h, me), rankAt(here, k));
       }
     }
+    // What rode: the first `ridden` elements of each sender's chunks for a host. The rest, where any rank of this
+    // local index has more for some host (decided alike by all of them, from the compared counts), crosses now.
+    const int64_t es = send.element_size();
+    const int64_t ridden = rode ? acrossRide_ / es : 0;
+    bool rest = false;
+    for (int32_t from = 0; from < hosts; ++from) {
+      for (int32_t to = 0; to < hosts; ++to) rest = rest || (to != from && toHost(rankAt(from, me), to) > ridden);
+    }
     at::Tensor incoming;
-    if (rode) {
-      const int64_t es = send.element_size();
+    if (rode && !rest) {
       incoming = acrossRecords_.view(send.scalar_type());
       for (int32_t h = 0; h < hosts; ++h) {
         int64_t at = (acrossFrom_[h] + acrossSkip_) / es;
@@ -413,10 +428,23 @@ class TwoLevelCommunicator final : public Communicator {
           at += comparedCount(rankAt(h, me), rankAt(here, k));
         }
       }
-      stats_.eagerBytes.fetch_add(static_cast<uint64_t>(arriving * es), std::memory_order_relaxed);
     } else {
       incoming = at::empty({arriving}, send.options());
-      sendToHosts(send, l, incoming, inAt);
+      if (rode) {
+        const at::Tensor records = acrossRecords_.view(send.scalar_type());
+        for (int32_t h = 0; h < hosts; ++h) {
+          const int64_t first = h == here ? 0 : std::min(toHost(rankAt(h, me), here), ridden);
+          if (first == 0) continue;
+          copyContiguous(incoming.narrow(0, inAt[static_cast<size_t>(h) * perHost], first),
+                         records.narrow(0, (acrossFrom_[h] + acrossSkip_) / es, first));
+        }
+      }
+      sendToHosts(send, l, incoming, inAt, ridden);
+    }
+    if (rode) {
+      int64_t came = 0;
+      for (int32_t h = 0; h < hosts; ++h) came += h == here ? 0 : std::min(toHost(rankAt(h, me), here), ridden);
+      stats_.eagerBytes.fetch_add(static_cast<uint64_t>(came * es), std::memory_order_relaxed);
     }
 
     // 3. Within the host again: the chunks from (h', me) go to their receivers (here, k), which take rank
@@ -469,11 +497,12 @@ class TwoLevelCommunicator final : public Communicator {
     }
   }
 
-  // alltoallvByHosts' step between hosts, where the chunks did not ride in the comparison: this rank's chunks for
-  // each other host to the rank of its local index there, whose chunks for this host's ranks land in `incoming` at
-  // inAt[h' * perHost + k] (host by host, local index by local index).
+  // alltoallvByHosts' step between hosts, for what did not ride in the comparison (all but the first `ridden`
+  // elements of each rank's chunks for a host): this rank's chunks for each other host to the rank of its local
+  // index there, whose chunks for this host's ranks land in `incoming` at inAt[h' * perHost + k] (host by host,
+  // local index by local index).
   void sendToHosts(const at::Tensor& send, const AllToAllVLayout& l, at::Tensor& incoming,
-                   const std::vector<int64_t>& inAt) {
+                   const std::vector<int64_t>& inAt, int64_t ridden) {
     const int32_t hosts = layout_.hosts();
     const int32_t perHost = layout_.perHost();
     const int32_t here = layout_.host;
@@ -489,12 +518,16 @@ class TwoLevelCommunicator final : public Communicator {
     int64_t packed = 0;
     for (int32_t h = 0; h < hosts; ++h) {
       if (h == here) continue;
-      for (int32_t k = 0; k < perHost; ++k) across.sendCounts[h] += l.sendCounts[rankAt(h, k)];
-      across.sdispls[h] = inPlace ? l.sdispls[rankAt(h, 0)] : packed;
-      packed += across.sendCounts[h];
-      across.rdispls[h] = inAt[static_cast<size_t>(h) * perHost];
-      for (int32_t k = 0; k < perHost; ++k)
-        across.recvCounts[h] += comparedCount(rankAt(h, layout_.local), rankAt(here, k));
+      int64_t total = 0;
+      for (int32_t k = 0; k < perHost; ++k) total += l.sendCounts[rankAt(h, k)];
+      const int64_t skip = std::min(total, ridden);
+      across.sendCounts[h] = total - skip;
+      across.sdispls[h] = (inPlace ? l.sdispls[rankAt(h, 0)] : packed) + skip;
+      packed += total;
+      const int64_t arriving = toHost(rankAt(h, layout_.local), here);
+      const int64_t came = std::min(arriving, ridden);
+      across.recvCounts[h] = arriving - came;
+      across.rdispls[h] = inAt[static_cast<size_t>(h) * perHost] + came;
     }
     at::Tensor outgoing = send.view({-1});
     if (!inPlace) {
@@ -547,12 +580,13 @@ class TwoLevelCommunicator final : public Communicator {
   HostLayout layout_;
   // The last comparison: this host's records, the other hosts' messages (their hosts' records, then the chunks that
   // rode for this rank), and where each rank's record lies in them. countsCompared_: they hold an all-to-all's
-  // counts whose data are still to be routed; rodeAcross_: its chunks between hosts came with them, host h's
-  // from acrossFrom_[h] + acrossSkip_ bytes.
+  // counts whose data are still to be routed; rodeAcross_: the first acrossRide_ bytes of its chunks between hosts
+  // came with them, host h's from acrossFrom_[h] + acrossSkip_ bytes.
   at::Tensor hostRecords_;
   at::Tensor acrossRecords_;
   std::vector<const char*> recordAt_;
   bool rodeAcross_ = false;
+  int64_t acrossRide_ = 0;  // bytes per sender and host that rode
   int64_t acrossSkip_ = 0;
   std::vector<int64_t> acrossFrom_;
   // The room per other host for a rank's chunks beside its host's records: none, or what repeated all-to-alls

@@ -89,7 +89,8 @@ def test_every_collective_across_hosts(two_hosts, placement, two_level, backend)
     all-gather, broadcast from every root, atb_ops.quant's int8 all-reduce, reduce-scatter, AllToAllVV2 with uneven
     counts; in two levels where every host holds the same number of ranks, else one gloo group. In two levels, the
     third repeat of an uneven AllToAllVV2 (scattered displacements), and a smaller one after it, bring exactly their
-    chunks between hosts inside the comparison."""
+    chunks between hosts inside the comparison; a larger one after that, as much as the room holds, and the rest
+    after it."""
     size = str(len(placement))
     procs = _start(two_hosts, tasks.EVERY_COLLECTIVE, placement, lambda r: [size], _env(ATB_OPS_TWO_LEVEL=two_level))
     for rank, report in enumerate(_finish(procs)):
@@ -100,14 +101,21 @@ def test_every_collective_across_hosts(two_hosts, placement, two_level, backend)
 
 def _rode_between_hosts(placement: list[int], rank: int) -> list[int]:
     """Bytes of the tasks' uneven AllToAllVV2 (rank i sends (i + j + 1) * scale floats to rank j) that come to `rank`
-    inside two levels' comparison, in its third call of scale 3001 and the call of 1500 after it: the chunks of the
-    rank of its local index on each other host for every rank of its own host (it hands the others' on)."""
+    inside two levels' comparison: the chunks of the rank of its local index on each other host for every rank of its
+    own host (it hands the others' on), in its third call of scale 3001 and the call of 1500 after it, all of them;
+    in the next call of 3001, as much of them as the room learned from the 1500 holds (the most bytes any rank sent
+    one other host then)."""
     def local(r: int) -> int:
         return placement[:r].count(placement[r])
 
-    here = [j for j, h in enumerate(placement) if h == placement[rank]]
-    senders = [i for i, h in enumerate(placement) if h != placement[rank] and local(i) == local(rank)]
-    return [sum((i + j + 1) * scale * 4 for i in senders for j in here) for scale in (3001, 1500)]
+    def to_host(i: int, host: int, scale: int) -> int:
+        return sum((i + j + 1) * scale * 4 for j, h in enumerate(placement) if h == host)
+
+    here = placement[rank]
+    senders = [i for i, h in enumerate(placement) if h != here and local(i) == local(rank)]
+    room = max(to_host(i, h, 1500) for i in range(len(placement)) for h in set(placement) if h != placement[i])
+    return [sum(to_host(i, here, 3001) for i in senders), sum(to_host(i, here, 1500) for i in senders),
+            sum(min(to_host(i, here, 3001), room) for i in senders)]
 
 
 @pytest.mark.parametrize("streams", ["2", "1"])
