@@ -233,7 +233,8 @@ class TwoLevelCommunicator final : public Communicator {
   // with 2 x 2 on one gloo group, 2-3 ms on the emulated hosts, was the cost of every sharded all-reduce from 64 KiB).
   // Beside its host's gather, each rank's message to a host carries a room learned from the calls before
   // (acrossRoom_) where a repeated all-to-all's chunks for that host ride, as alltoallvByHosts would send them: the
-  // call then crosses the link once instead of twice (rodeAcross_).
+  // call then crosses the link once instead of twice (rodeAcross_). Chunks that outgrow the room fill it, and only
+  // their rest crosses after the comparison.
   EagerResult compareInTwoSteps(const CallSignature& sig, const AllToAllVLayout* counts, const EagerCall* call) {
     const int32_t n = size();
     const int32_t me = rank();
