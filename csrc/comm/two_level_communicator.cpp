@@ -401,7 +401,7 @@ class TwoLevelCommunicator final : public Communicator {
 
     // 2. Between hosts, among the ranks of this local index: to host h', this rank's chunks for h''s ranks in
     // local order; from host h', rank (h', me)'s chunks for this host's ranks, kept host by host. Where they rode in
-    // the comparison (`rode`), they are already here.
+    // the comparison (`rode`), they, or their first elements, are already here.
     // incoming: [host h'][local k] rank (h', me)'s chunk for rank (here, k), from inAt[h' * perHost + k].
     std::vector<int64_t> inAt(static_cast<size_t>(hosts) * perHost, 0);
     int64_t arriving = 0;
