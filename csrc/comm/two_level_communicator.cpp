@@ -104,7 +104,7 @@ class TwoLevelCommunicator final : public Communicator {
   void doAlltoallv(const at::Tensor& send, const AllToAllVLayout& layout, at::Tensor& recv) override {
     // The count matrix this call agreed on routes the data between hosts, and decides alike on every rank how.
     const bool countsKnown = std::exchange(countsCompared_, false);
-    const bool rode = std::exchange(rodeAcross_, false);
+    const int64_t rode = std::exchange(rodeBytes_, 0);
     if (!countsKnown || mostToOtherHosts(send.element_size()) > kByHostsMaxBytes) {
       everyone([&] { everyone_->alltoallv(send, layout, recv); });
       return;
@@ -233,7 +233,7 @@ class TwoLevelCommunicator final : public Communicator {
   // with 2 x 2 on one gloo group, 2-3 ms on the emulated hosts, was the cost of every sharded all-reduce from 64 KiB).
   // Beside its host's gather, each rank's message to a host carries a room learned from the calls before
   // (acrossRoom_) where a repeated all-to-all's chunks for that host ride, as alltoallvByHosts would send them: the
-  // call then crosses the link once instead of twice (rodeAcross_). Chunks that outgrow the room fill it, and only
+  // call then crosses the link once instead of twice (rodeBytes_). Chunks that outgrow the room fill it, and only
   // their rest crosses after the comparison.
   EagerResult compareInTwoSteps(const CallSignature& sig, const AllToAllVLayout* counts, const EagerCall* call) {
     const int32_t n = size();
@@ -285,7 +285,7 @@ class TwoLevelCommunicator final : public Communicator {
         n, [this](int32_t r) { return recordOf(r); }, counts != nullptr,
         backend() + " call #" + std::to_string(sig.seq));
     countsCompared_ = counts != nullptr;
-    rodeAcross_ = false;
+    rodeBytes_ = 0;
     // Decided alike on every rank, from what all agreed on (the signatures, the count matrix).
     bool fits = call != nullptr && eagerFits(sig, call->kind, room);
     int64_t acrossNeed = 0;  // the room this call's chunks for another host would have taken (0: none ride)
@@ -296,10 +296,9 @@ class TwoLevelCommunicator final : public Communicator {
         acrossNeed = mostToOneHost(sig.elemSize);
         // Every sender packed the first `ride` bytes of its chunks for each host (all of them where they fit), the
         // same room on every rank; whole elements, where the records' sizes keep them aligned.
-        rodeAcross_ = ride > 0 && record % sig.elemSize == 0 && block % sig.elemSize == 0;
-        acrossRide_ = ride;
-        acrossSkip_ = hostBytes;
-        acrossFrom_ = blocks.rdispls;
+        rodeBytes_ = record % sig.elemSize == 0 && block % sig.elemSize == 0 ? ride : 0;
+        rodeAt_ = blocks.rdispls;
+        for (int64_t& at : rodeAt_) at += hostBytes;
       }
     }
     acrossRoom_.learn(signatureDigest(sig), acrossNeed);
@@ -352,9 +351,7 @@ class TwoLevelCommunicator final : public Communicator {
     for (int32_t h = 0; h < layout_.hosts(); ++h) {
       for (int32_t r : layout_.ranks[h]) {
         for (int32_t other = 0; other < layout_.hosts(); ++other) {
-          int64_t toHost = 0;
-          for (int32_t p : layout_.ranks[other]) toHost += other == h ? 0 : comparedCount(r, p);
-          most = std::max(most, toHost * elemSize);
+          if (other != h) most = std::max(most, toHost(r, other) * elemSize);
         }
       }
     }
@@ -367,9 +364,7 @@ class TwoLevelCommunicator final : public Communicator {
     for (int32_t h = 0; h < layout_.hosts(); ++h) {
       for (int32_t r : layout_.ranks[h]) {
         int64_t away = 0;
-        for (int32_t other = 0; other < layout_.hosts(); ++other) {
-          for (int32_t p : layout_.ranks[other]) away += other == h ? 0 : comparedCount(r, p);
-        }
+        for (int32_t other = 0; other < layout_.hosts(); ++other) away += other == h ? 0 : toHost(r, other);
         most = std::max(most, away * elemSize);
       }
     }
@@ -381,7 +376,7 @@ class TwoLevelCommunicator final : public Communicator {
   // its host over shared memory, as the chunks between ranks of one host go. Every rank then talks to hosts - 1
   // peers over the link instead of ranks - local ranks (2 x 2: one TCP peer, not three), and no chunk between ranks
   // of a host touches the network. The routing uses every rank's counts, which the comparison carried.
-  void alltoallvByHosts(const at::Tensor& send, const AllToAllVLayout& l, at::Tensor& recv, bool rode) {
+  void alltoallvByHosts(const at::Tensor& send, const AllToAllVLayout& l, at::Tensor& recv, int64_t rode) {
     const int32_t hosts = layout_.hosts();
     const int32_t perHost = layout_.perHost();
     const int32_t here = layout_.host;
@@ -401,7 +396,7 @@ class TwoLevelCommunicator final : public Communicator {
 
     // 2. Between hosts, among the ranks of this local index: to host h', this rank's chunks for h''s ranks in
     // local order; from host h', rank (h', me)'s chunks for this host's ranks, kept host by host. Where they rode in
-    // the comparison (`rode`), they, or their first elements, are already here.
+    // the comparison (`rode` bytes of each sender's for a host), they, or their first elements, are already here.
     // incoming: [host h'][local k] rank (h', me)'s chunk for rank (here, k), from inAt[h' * perHost + k].
     std::vector<int64_t> inAt(static_cast<size_t>(hosts) * perHost, 0);
     int64_t arriving = 0;
@@ -414,16 +409,17 @@ class TwoLevelCommunicator final : public Communicator {
     // What rode: the first `ridden` elements of each sender's chunks for a host. The rest, where any rank of this
     // local index has more for some host (decided alike by all of them, from the compared counts), crosses now.
     const int64_t es = send.element_size();
-    const int64_t ridden = rode ? acrossRide_ / es : 0;
+    const int64_t ridden = rode / es;
+    const auto rodeFrom = [&](int32_t h) { return h == here ? 0 : std::min(toHost(rankAt(h, me), here), ridden); };
     bool rest = false;
     for (int32_t from = 0; from < hosts; ++from) {
       for (int32_t to = 0; to < hosts; ++to) rest = rest || (to != from && toHost(rankAt(from, me), to) > ridden);
     }
     at::Tensor incoming;
-    if (rode && !rest) {
+    if (rode > 0 && !rest) {
       incoming = acrossRecords_.view(send.scalar_type());
       for (int32_t h = 0; h < hosts; ++h) {
-        int64_t at = (acrossFrom_[h] + acrossSkip_) / es;
+        int64_t at = rodeAt_[h] / es;
         for (int32_t k = 0; k < perHost && h != here; ++k) {
           inAt[static_cast<size_t>(h) * perHost + k] = at;
           at += comparedCount(rankAt(h, me), rankAt(here, k));
@@ -431,22 +427,19 @@ class TwoLevelCommunicator final : public Communicator {
       }
     } else {
       incoming = at::empty({arriving}, send.options());
-      if (rode) {
+      if (rode > 0) {
         const at::Tensor records = acrossRecords_.view(send.scalar_type());
         for (int32_t h = 0; h < hosts; ++h) {
-          const int64_t first = h == here ? 0 : std::min(toHost(rankAt(h, me), here), ridden);
-          if (first == 0) continue;
-          copyContiguous(incoming.narrow(0, inAt[static_cast<size_t>(h) * perHost], first),
-                         records.narrow(0, (acrossFrom_[h] + acrossSkip_) / es, first));
+          if (rodeFrom(h) == 0) continue;
+          copyContiguous(incoming.narrow(0, inAt[static_cast<size_t>(h) * perHost], rodeFrom(h)),
+                         records.narrow(0, rodeAt_[h] / es, rodeFrom(h)));
         }
       }
       sendToHosts(send, l, incoming, inAt, ridden);
     }
-    if (rode) {
-      int64_t came = 0;
-      for (int32_t h = 0; h < hosts; ++h) came += h == here ? 0 : std::min(toHost(rankAt(h, me), here), ridden);
-      stats_.eagerBytes.fetch_add(static_cast<uint64_t>(came * es), std::memory_order_relaxed);
-    }
+    int64_t came = 0;
+    for (int32_t h = 0; h < hosts; ++h) came += rodeFrom(h);
+    stats_.eagerBytes.fetch_add(static_cast<uint64_t>(came * es), std::memory_order_relaxed);
 
     // 3. Within the host again: the chunks from (h', me) go to their receivers (here, k), which take rank
     // (h', k)'s chunks from this host's rank k. With two hosts each is one piece, in place at both ends.
@@ -581,15 +574,13 @@ class TwoLevelCommunicator final : public Communicator {
   HostLayout layout_;
   // The last comparison: this host's records, the other hosts' messages (their hosts' records, then the chunks that
   // rode for this rank), and where each rank's record lies in them. countsCompared_: they hold an all-to-all's
-  // counts whose data are still to be routed; rodeAcross_: the first acrossRide_ bytes of its chunks between hosts
-  // came with them, host h's from acrossFrom_[h] + acrossSkip_ bytes.
+  // counts whose data are still to be routed; rodeBytes_: the first that many bytes of each sender's chunks for a
+  // host came with them (0: none), host h's from byte rodeAt_[h] of acrossRecords_.
   at::Tensor hostRecords_;
   at::Tensor acrossRecords_;
   std::vector<const char*> recordAt_;
-  bool rodeAcross_ = false;
-  int64_t acrossRide_ = 0;  // bytes per sender and host that rode
-  int64_t acrossSkip_ = 0;
-  std::vector<int64_t> acrossFrom_;
+  int64_t rodeBytes_ = 0;
+  std::vector<int64_t> rodeAt_;
   // The room per other host for a rank's chunks beside its host's records: none, or what repeated all-to-alls
   // routed by hosts were seen to need (up to kByHostsMaxBytes, which they never pass), learned alike on every rank.
   LearnedRoom acrossRoom_{1, kByHostsMaxBytes};
