@@ -532,3 +532,90 @@ DISAGREEING_SIZES = """
             wrong += int((out != -7.0).sum())
         print(json.dumps({"error": str(e).splitlines()[0], "seconds": time.monotonic() - began, "wrong": wrong}))
 """
+
+
+# argv: rank, size, seed, calls. A seeded sequence of AllToAllVV2 calls, the same on every rank (random.Random(seed)):
+# per call a dtype (float32, float16, bfloat16, int8, int64: odd byte counts too), counts per rank pair from 0 to a
+# scale drawn from tiny (inside the comparison) to past 1 MiB between hosts (the group of every rank), zeros among
+# them, chunks in random order (with gaps in the input); a third of the calls repeat the previous counts (with new
+# values and layout), so rooms are learned and outgrown, whole and partial rides happen, and every few calls an
+# AllReduce or AllGather comes between. One operation object per collective, as a model layer keeps. Outputs start
+# as sentinels: every element against its golden. Prints
+# {"wrong", "rode", "calls"} or {"error"}.
+RANDOM_ALLTOALLV = """
+    import datetime, json, random, sys, torch, torch.distributed as dist
+    import atb_ops
+    rank, size, seed, calls = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    dist.init_process_group("gloo", rank=rank, world_size=size, timeout=datetime.timedelta(seconds=60))
+    ops = {}
+
+    def op(name):
+        if name not in ops:
+            ops[name] = torch.classes.OperationTorch.OperationTorch(name)
+            ops[name].set_param(json.dumps({"rank": rank, "rankSize": size}))
+        return ops[name]
+
+    def values(step, src, dst, n, dtype):
+        # exact in every dtype used (|v| <= 105), and no period a misplaced chunk could hide in
+        i = torch.arange(n)
+        return ((step * 7 + src * 31 + dst * 17 + i + (i // 211) * 3) % 211 - 105).to(dtype)
+
+    def layout(counts, rng, gaps):
+        # displacements of chunks in a random order, with random gaps when `gaps`; returns (displs, extent)
+        order = list(range(len(counts)))
+        rng.shuffle(order)
+        displs, at = [0] * len(counts), rng.randint(0, 5) if gaps else 0
+        for j in order:
+            displs[j] = at
+            at += counts[j] + (rng.choice((0, 0, 1, 7, 64)) if gaps else 0)
+        return displs, at
+
+    def eager():
+        return sum(c["eager_bytes"] for c in atb_ops._C.communicator_stats(""))
+
+    rng = random.Random(seed)
+    dtypes = (torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.int64)
+    sentinel = -111
+    wrong, rode, matrix, dtype = 0, 0, None, torch.float32
+    try:
+        for step in range(calls):
+            pick = rng.random()
+            if pick < 0.12:
+                n = rng.choice((3, 4099, 70_001))
+                (red,) = op("AllReduceOperation").execute([torch.arange(n, dtype=torch.float32) % 13 * (rank + 1)])
+                wrong += int((red != torch.arange(n, dtype=torch.float32) % 13 * sum(range(1, size + 1))).sum())
+                continue
+            if pick < 0.2:
+                n = rng.choice((5, 20_001))
+                (gat,) = op("AllGatherOperation").execute([values(step, rank, 0, n, torch.float32)])
+                want = torch.stack([values(step, r, 0, n, torch.float32) for r in range(size)])
+                wrong += int((gat != want).sum())
+                continue
+            if matrix is None or pick > 0.55:
+                scale = rng.choice((1, 40, 700, 3001, 20_000, 90_000, 400_000))
+                dtype = rng.choice(dtypes)
+                matrix = [[0 if rng.random() < 0.2 else rng.randint(1, scale) for _ in range(size)]
+                          for _ in range(size)]
+            # every rank draws every layout, so the generator stays alike; receive regions tile the output (SPEC)
+            sends = [layout(matrix[i], rng, True) for i in range(size)]
+            recvs = [layout([matrix[i][j] for i in range(size)], rng, False) for j in range(size)]
+            sd, extent = sends[rank]
+            x = torch.full((extent + 1,), sentinel, dtype=dtype)
+            for j in range(size):
+                x[sd[j]:sd[j] + matrix[rank][j]] = values(step, rank, j, matrix[rank][j], dtype)
+            rc = [matrix[i][rank] for i in range(size)]
+            rd, out_extent = recvs[rank]
+            out = torch.full((1, out_extent), sentinel, dtype=dtype)
+            want = out.clone().reshape(-1)
+            for i in range(size):
+                want[rd[i]:rd[i] + rc[i]] = values(step, i, rank, rc[i], dtype)
+            counts = [torch.tensor(v, dtype=torch.int64) for v in (matrix[rank], sd, rc, rd)]
+            before = eager()
+            op("AllToAllVV2Operation").execute_out([x, *counts, torch.empty(out_extent, dtype=dtype)], [out])
+            rode += eager() - before
+            wrong += int((out.reshape(-1) != want).sum())
+        print(json.dumps({"wrong": wrong, "rode": rode, "calls": calls}))
+    except RuntimeError as e:
+        print(json.dumps({"error": str(e).splitlines()[0]}))
+    dist.destroy_process_group()
+"""

@@ -99,6 +99,25 @@ def test_every_collective_across_hosts(two_hosts, placement, two_level, backend)
             assert report["rode"] == _rode_between_hosts(placement, rank), report
 
 
+@pytest.mark.parametrize(
+    ("placement", "seed"),
+    [([0, 0, 1, 1], 7), ([0, 1, 0, 1], 11), ([0, 0, 1, 1], 23), ([0, 0, 0, 1, 1, 1], 302), ([0, 1], 5)],
+    ids=["2x2-seed7", "2x2-alternating-seed11", "2x2-seed23", "2x3-seed302", "2x1-seed5"],
+)
+def test_random_alltoallv_sequences_across_hosts(two_hosts, placement, seed):
+    """A seeded sequence of AllToAllVV2 calls the same on every rank: random dtypes (odd byte counts too), counts
+    from tiny to past 1 MiB between hosts with zeros among them, chunks in random order (gaps in the input),
+    a third of the calls repeating the counts before them (rooms learned, then outgrown: whole and partial rides),
+    AllReduce and AllGather calls between. Every output element against its golden (outputs start as sentinels);
+    chunks did ride in the comparison."""
+    size = str(len(placement))
+    procs = _start(two_hosts, tasks.RANDOM_ALLTOALLV, placement, lambda r: [size, str(seed), "40"], _env())
+    reports = _finish(procs, timeout_s=300)
+    for report in reports:
+        assert report.get("wrong") == 0 and report["calls"] == 40, report
+    assert sum(report["rode"] for report in reports) > 0, reports
+
+
 def _rode_between_hosts(placement: list[int], rank: int) -> list[int]:
     """Bytes of the tasks' uneven AllToAllVV2 (rank i sends (i + j + 1) * scale floats to rank j) that come to `rank`
     inside two levels' comparison: the chunks of the rank of its local index on each other host for every rank of its
