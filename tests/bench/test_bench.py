@@ -315,7 +315,8 @@ def test_bench_across_emulated_hosts(tmp_path, op):
     """--hosts 2 --link-rate: 4 ranks on 2 shaped emulated hosts, atb_ops (backend auto: two levels) beside gloo
     (and Open MPI where it is installed), 0 wrong; the footer and the JSON give each size's link limit (bytes the
     busiest host sends / the rate), here 1 MiB at 1 Gbit/s (125e6 B/s): 2 x (2-1)/2 x 1 MiB for allreduce,
-    L x (H-1)/H x 1 MiB for alltoallv."""
+    L x (H-1)/H x 1 MiB for alltoallv; the raw exchange of those bytes (gloo isend + recv between the hosts, both
+    ways) is a column of its own, its data checked, never faster than the shaped link allows."""
     args = ["--op", op, "--hosts", "2", "--world-size", "4", "--link-rate", "1gbit", "--sizes", "64K,1M", "--iters",
             "2", "--warmup", "1", "--no-torchscript", "--no-shared"]
     stdout, doc = _run_bench(args, tmp_path)
@@ -326,7 +327,25 @@ def test_bench_across_emulated_hosts(tmp_path, op):
         if HAVE_MPI:  # Open MPI's ranks across the same hosts (mpirun in h0, an agent that enters h1)
             assert row["figures"]["mpi"]["wrong"] == 0, row
     # allreduce: 2(H-1)/H x size; alltoallv: L(H-1)/H x size; both 1 x 1 MiB with H = L = 2
-    assert doc["rows"][1]["link_limit_us"] == pytest.approx(2**20 / 125e6 * 1e6)
+    limit = doc["rows"][1]["link_limit_us"]
+    assert limit == pytest.approx(2**20 / 125e6 * 1e6)
+    # The raw exchange moves exactly those bytes through the shaped link (every word checked), so it cannot beat
+    # the limit by more than tbf's bucket (128 KiB at 1 Gbit/s) lets through
+    assert "raw exchange (gloo isend + recv)" in stdout and "x raw" in stdout
+    raw = doc["rows"][1]["figures"]["link"]
+    assert raw["wrong"] == 0 and raw["time_us"] >= 0.8 * limit, raw
+
+
+def test_raw_exchange_pairs_ranks_across_two_hosts():
+    """Each rank's partner is its local index on the other host, and the ranks of a host send their partners the
+    link limit's bytes between them (allreduce: 2(H-1)/H x size per host; alltoallv: L(H-1)/H x size)."""
+    from atb_ops.bench import raw_link
+
+    assert [raw_link.partner(r, 2) for r in range(4)] == [2, 3, 0, 1]
+    assert [raw_link.partner(r, 1) for r in range(2)] == [1, 0]
+    assert raw_link.share_bytes("alltoallv", 1 << 20, 2) == 1 << 19  # 2 x 1/2 x 1 MiB per host, over 2 ranks
+    assert raw_link.share_bytes("allreduce", 1 << 20, 1) == 1 << 20
+    assert raw_link.share_bytes("alltoallv", 6, 2) == 4  # whole words, rounded up
 
 
 def test_bench_hosts_arguments_are_checked():

@@ -22,6 +22,7 @@ LABELS = {
     "floor": "torch's floor: {torch_call} on backend 'fake' (does nothing)",
     "gloo": "{native} {torch_call}",  # torch.distributed's call on gloo (CPU) or nccl (CUDA tensors)
     "mpi": "Open MPI {mpi}",
+    "link": "raw exchange (gloo isend + recv)",  # bench.raw_link: the link limit's bytes, both ways at once
 }
 
 
@@ -52,7 +53,8 @@ def columns_for(cfg: BenchConfig, c10d_api: bool, mpi: bool) -> Columns:
     collective = ops.COLLECTIVES[cfg.op]
     expert_api = cfg.api and cfg.op == "alltoallv"
     present = {"torchscript": cfg.torchscript, "shared": cfg.shared, "dist": cfg.api, "dist_single": expert_api,
-               "dist_scatter": expert_api, "floor": c10d_api, "gloo": cfg.gloo, "mpi": mpi}
+               "dist_scatter": expert_api, "floor": c10d_api, "gloo": cfg.gloo, "mpi": mpi,
+               "link": cfg.hosts == 2 and not c10d_api}
     others = [k for k in KEYS if k != "atb" and present[k]]
     labels = {"atb": f"atb_ops c10d backend, {collective.torch_call}" if c10d_api else f"atb_ops {cfg.backend}"}
     labels.update({k: LABELS[k].format(backend=cfg.backend, dist=collective.distributed,
@@ -66,6 +68,8 @@ def columns_for(cfg: BenchConfig, c10d_api: bool, mpi: bool) -> Columns:
             ratio = ("x exec", "atb", "self")  # its time over execute_out's: the framework API's cost
         elif k == "floor":
             ratio = ("x floor", "self", "atb")  # atb_ops' time over torch's own per-call cost
+        elif k == "link":
+            ratio = ("x raw", "self", "atb")  # atb_ops' time over the bare exchange of the bytes it must move
         else:
             ratio = ("speedup", "atb", "self")
         table.append(report.Column(k, labels[k], *ratio))

@@ -29,6 +29,7 @@ class BenchConfig:
     check: bool = True
     bind: str = "none"  # "core": rank r runs on allowed CPU r % count (as mpirun --bind-to core)
     pages: str = "huge"  # pages.CHOICES: the memory every library's buffers get
+    hosts: int = 1  # emulated hosts the ranks run on, host by host (--hosts); on two, raw_link's column is timed
 
     def to_json(self) -> str:
         """The configuration as JSON text (Open MPI's job reads it from a file; the JSON output embeds it)."""

@@ -33,7 +33,7 @@ def config_for(args: argparse.Namespace) -> tuple[BenchConfig, list[str], bool]:
         sizes=args.size_list, dtype=args.dtype, pattern=args.pattern, spread=args.spread, seed=args.seed,
         iters=args.iters, warmup=args.warmup, budget_s=args.budget, gloo=not args.no_gloo, check=not args.no_check,
         shared=not args.no_shared, pages=args.pages, torchscript=not args.no_torchscript and not c10d_api,
-        bind=resolve_bind(args.bind, args.world_size),
+        bind=resolve_bind(args.bind, args.world_size), hosts=args.hosts or 1,
     )
     cpu_backend = args.backend in ("shm", "gloo", "auto") or (args.backend == "hccl" and not hasattr(torch, "npu"))
     notes: list[str] = []

@@ -13,7 +13,7 @@ from typing import Any
 from atb_ops.bench import report
 
 # The table's column keys, in the order the JSON keeps them: execute_out first, then each comparison.
-KEYS = ("atb", "torchscript", "shared", "dist", "dist_single", "dist_scatter", "floor", "gloo", "mpi")
+KEYS = ("atb", "torchscript", "shared", "dist", "dist_single", "dist_scatter", "floor", "gloo", "mpi", "link")
 
 
 def summarise(entries: list[dict[str, Any] | None]) -> dict[str, Any] | None:
