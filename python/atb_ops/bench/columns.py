@@ -22,7 +22,7 @@ LABELS = {
     "floor": "torch's floor: {torch_call} on backend 'fake' (does nothing)",
     "gloo": "{native} {torch_call}",  # torch.distributed's call on gloo (CPU) or nccl (CUDA tensors)
     "mpi": "Open MPI {mpi}",
-    "link": "raw exchange (gloo isend + recv)",  # bench.raw_link: the link limit's bytes, both ways at once
+    "link": "raw exchange (gloo isend + recv)",  # bench.raw_link: the link limit's bytes, both ways, one message
 }
 
 
