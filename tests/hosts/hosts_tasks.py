@@ -373,6 +373,12 @@ LARGE_OVER_STREAMS = """
         for i in range(size):
             want[rd[i]:rd[i] + rc[i]] = (torch.arange(rc[i]) % 1009).float() + 1000 * i + 100 * rank
         wrong += int((out.reshape(-1) != want).sum())
+        # All-gathers of 9 MiB + 5 and 5 MiB + 3 bytes per rank (int8): in pieces, over both connections where there
+        # are two
+        for numel in ((9 << 20) + 5, (5 << 20) + 3):
+            block = [((torch.arange(numel) + 7 * r) % 241 - 120).to(torch.int8) for r in range(size)]
+            (gat,) = op("AllGatherOperation").execute([block[rank]])
+            wrong += int((gat != torch.stack(block)).sum())
         stats = atb_ops._C.communicator_stats("streams")
         print(json.dumps({"wrong": wrong, "streamed": sum(c["streamed_bytes"] for c in stats),
                           "pairwise": sum(c["pairwise_bytes"] for c in stats),

@@ -40,10 +40,15 @@ constexpr int64_t kExchangeAllreduceOneHost = int64_t{512} << 10;
 // all_reduce calls adds 1.5 ms with ranks pinned to a core each (0.4 ms unpinned).
 constexpr int64_t kExchangeAllreduceTwoHosts = int64_t{4} << 20;
 
-// From this many bytes a message of an all-to-all is split over the streams (extraStreamsFor). 2 emulated hosts x
-// 1 rank, 10 Gbit/s: one stream carries ~7.9 Gbit/s; a 64 MiB all-to-all took 35.8 ms on two against 54.4 on one,
-// 16 MiB 11.6 against 12.9.
-constexpr int64_t kStreamsMinBytes = int64_t{8} << 20;
+// From this many bytes a message of an all-to-all or all-gather travels in pieces (messagePieces), dealt over the
+// streams (extraStreamsFor), and the largest piece. Sent both ways at once, one large message is slow on one
+// connection: gloo send + recv between 2 emulated hosts at 10 Gbit/s, medians of 6-10, share of the link: 4 MiB as one
+// message 0.54, as two 2 MiB pieces posted together 0.78-0.80; 16 MiB as one 0.49, as 2 or 4 MiB pieces 0.75-0.77;
+// 32 MiB as one 0.48, as 1-4 MiB pieces 0.70-0.79; but 2 MiB as one 0.71 against four 512 KiB pieces 0.56 (each piece
+// a round trip more); one way alone 0.89-0.95. Over two streams (2 x 1 ranks): a 64 MiB all-to-all took 35.8 ms
+// against 54.4 on one stream as one message per peer, 16 MiB 11.6 against 12.9.
+constexpr int64_t kPiecesMinBytes = int64_t{4} << 20;
+constexpr int64_t kPieceBytes = int64_t{2} << 20;
 // The most bytes (over its peers) a rank's comparison carries for calls learned to fit (LearnedRoom): a repeated call
 // up to this size is done in its comparison, one round instead of two. 2 hosts x 1 rank, 10 Gbit/s: a round is
 // 0.6-1 ms there, while 2 MiB more on the link cost 1.7 ms only when a call that fits is followed by one that does not.
@@ -346,7 +351,7 @@ void GlooCommunicator::doAlltoallv(const at::Tensor& send, const AllToAllVLayout
   at::Tensor recvBytes = bytesOf(recv);
   // Only where a message is split: send/recv costs a round trip more than gloo's all-to-all (2 hosts, 512 KiB to
   // the peer: 2.0 against 1.3 ms). Decided alike on every rank, from the counts all compared.
-  if (std::exchange(largestMessage_, 0) >= kStreamsMinBytes && !extraStreams_.empty()) {
+  if (std::exchange(largestMessage_, 0) >= kPiecesMinBytes) {
     alltoallvOverStreams(sendBytes, l, es, recvBytes);
     return;
   }
@@ -385,29 +390,41 @@ void GlooCommunicator::doAlltoallv(const at::Tensor& send, const AllToAllVLayout
 void GlooCommunicator::alltoallvOverStreams(const at::Tensor& sendBytes, const AllToAllVLayout& l, int64_t es,
                                             at::Tensor& recvBytes) {
   // Each message on its own, straight between the caller's buffers (no packing, whatever the displacements), a
-  // large one in a piece per stream. Sender and receiver split it alike: both know its size (the counts compared).
+  // large one in pieces. Sender and receiver split it alike: both know its size (the counts compared).
   const int32_t me = rank();
   copyContiguous(recvBytes.narrow(0, l.rdispls[me] * es, l.recvCounts[me] * es),
                  sendBytes.narrow(0, l.sdispls[me] * es, l.sendCounts[me] * es));
+  exchangeInPieces([&](int32_t peer) { return sendBytes.narrow(0, l.sdispls[peer] * es, l.sendCounts[peer] * es); },
+                   [&](int32_t peer) { return recvBytes.narrow(0, l.rdispls[peer] * es, l.recvCounts[peer] * es); },
+                   "alltoallv");
+}
+
+void GlooCommunicator::exchangeInPieces(const std::function<at::Tensor(int32_t)>& toPeer,
+                                        const std::function<at::Tensor(int32_t)>& fromPeer, const char* what) {
+  const int32_t me = rank();
   std::vector<c10::intrusive_ptr<c10d::Work>> works;
   auto post = [&](bool receive, int32_t peer, const at::Tensor& message) {
-    const int64_t bytes = message.numel();
-    const auto pieces = streamPieces(bytes);
-    if (!receive && pieces.size() > 1) stats_.streamedBytes.fetch_add(bytes, std::memory_order_relaxed);
-    for (size_t s = 0; s < pieces.size(); ++s) {
-      if (pieces[s].second == 0) continue;
-      std::vector<at::Tensor> t{message.narrow(0, pieces[s].first, pieces[s].second)};
-      works.push_back(receive ? stream(s)->recv(t, peer, kStreamsTag) : stream(s)->send(t, peer, kStreamsTag));
+    const auto pieces = messagePieces(message.numel());
+    if (!receive && !extraStreams_.empty() && pieces.size() > 1) {
+      stats_.streamedBytes.fetch_add(static_cast<uint64_t>(message.numel()), std::memory_order_relaxed);
+    }
+    for (const Piece& p : pieces) {
+      if (p.bytes == 0) continue;
+      // One tag for every piece: gloo matches a pair's messages of one tag in the order they were posted.
+      std::vector<at::Tensor> t{message.narrow(0, p.begin, p.bytes)};
+      works.push_back(receive ? stream(p.stream)->recv(t, peer, kStreamsTag)
+                              : stream(p.stream)->send(t, peer, kStreamsTag));
     }
   };
+  // Every receive first: gloo's send waits until the peer has posted the matching receive.
   for (int32_t peer = 0; peer < size(); ++peer) {
-    if (peer != me) post(true, peer, recvBytes.narrow(0, l.rdispls[peer] * es, l.recvCounts[peer] * es));
+    if (peer != me) post(true, peer, fromPeer(peer));
   }
   for (int32_t step = 1; step < size(); ++step) {
     const int32_t peer = (me + step) % size();  // rotated, so the ranks do not all send to rank 0 first
-    post(false, peer, sendBytes.narrow(0, l.sdispls[peer] * es, l.sendCounts[peer] * es));
+    post(false, peer, toPeer(peer));
   }
-  for (const auto& w : works) waitFor(w, "alltoallv");
+  for (const auto& w : works) waitFor(w, what);
 }
 
 void GlooCommunicator::doAllgather(const at::Tensor& send, at::Tensor& recv) {
@@ -430,6 +447,12 @@ void GlooCommunicator::gatherBytes(at::Tensor in, at::Tensor& out, const char* w
   const auto* outBegin = static_cast<const char*>(out.data_ptr());
   // An input inside the output (gathering in place) would be overwritten while it is read: work on a copy.
   if (inBegin < outBegin + out.numel() && outBegin < inBegin + n) in = in.clone();
+  if (n >= kPiecesMinBytes) {
+    // Large blocks in pieces, each straight from the input into its place: no copies per peer, nothing moved after.
+    copyContiguous(out.narrow(0, rank() * n, n), in);
+    exchangeInPieces([&](int32_t) { return in; }, [&](int32_t peer) { return out.narrow(0, peer * n, n); }, what);
+    return;
+  }
   at::Tensor copies = in;  // two ranks: the one block to send is the input itself
   if (others > 1) {
     copies = at::empty({others, n}, in.options());
@@ -554,12 +577,15 @@ void GlooCommunicator::allreducePairwise(const at::Tensor& send, at::Tensor& rec
   for (const auto& w : sent) waitFor(w, "allreduce");
 }
 
-std::vector<std::pair<int64_t, int64_t>> GlooCommunicator::streamPieces(int64_t bytes) const {
-  const auto parts = static_cast<int64_t>(extraStreams_.size()) + 1;
-  if (parts == 1 || bytes < kStreamsMinBytes) return {{0, bytes}};
-  std::vector<std::pair<int64_t, int64_t>> pieces;
-  const int64_t each = (bytes + parts - 1) / parts;
-  for (int64_t begin = 0; begin < bytes; begin += each) pieces.emplace_back(begin, std::min(each, bytes - begin));
+std::vector<GlooCommunicator::Piece> GlooCommunicator::messagePieces(int64_t bytes) const {
+  const auto streams = static_cast<int64_t>(extraStreams_.size()) + 1;
+  if (bytes < kPiecesMinBytes) return {{0, bytes, 0}};
+  const int64_t count = std::max(streams, (bytes + kPieceBytes - 1) / kPieceBytes);
+  const int64_t each = (bytes + count - 1) / count;
+  std::vector<Piece> pieces;
+  for (int64_t begin = 0, k = 0; begin < bytes; begin += each, ++k) {
+    pieces.push_back({begin, std::min(each, bytes - begin), static_cast<size_t>(k % streams)});
+  }
   return pieces;
 }
 

@@ -4,9 +4,10 @@
 //     socket or a message, and the ranks' order of creating domains does not matter.
 //   - For atb_ops.distributed: the caller's own ProcessGroup.
 // Data moves as bytes where the collective does not compute (every dtype works; gloo has no int16), and
-// 16-bit floats are reduced in float32. A group of its own whose hosts hold one rank each opens
-// ATB_OPS_GLOO_STREAMS connections between every pair (a group each): all-to-all messages of 8 MiB and more are
-// split over them (such an all-to-all moves every message by send/recv). Two ranks of an own group all-reduce 16 MiB
+// 16-bit floats are reduced in float32. All-to-all and all-gather messages of 4 MiB and more move by send/recv in
+// pieces of at most 2 MiB (one large message both ways at once is slow on a TCP connection); a group of its own whose
+// hosts hold one rank each opens ATB_OPS_GLOO_STREAMS connections between every pair (a group each) and deals the
+// pieces over them. Two ranks of an own group all-reduce 16 MiB
 // and more pairwise: each reduces half from the input straight into the output and sends it back.
 #pragma once
 
@@ -60,15 +61,23 @@ class GlooCommunicator final : public Communicator {
   int64_t roomNeeded(const CallSignature& sig, int64_t largestChunk) const;
   // The cross-check: compares every rank's call, with `call`'s data beside it where it fits (null: none).
   EagerResult checkExchange(const CallSignature& sig, const AllToAllVLayout* counts, const EagerCall* call);
-  // alltoallv where a message is large enough to split: every message by send/recv, a large one over the streams.
+  // alltoallv where a message is large enough to split: every message by send/recv, a large one in pieces.
   void alltoallvOverStreams(const at::Tensor& sendBytes, const AllToAllVLayout& layout, int64_t elementSize,
                             at::Tensor& recvBytes);
+  // Every other rank's message by send/recv (bytes; toPeer(p) to rank p, fromPeer(p) from it, the same sizes on
+  // both ends), large ones in messagePieces; waits for all of them.
+  void exchangeInPieces(const std::function<at::Tensor(int32_t)>& toPeer,
+                        const std::function<at::Tensor(int32_t)>& fromPeer, const char* what);
   // All-reduce of two ranks in an own group: each reduces half straight into the output and sends it back, in
   // pieces (any dtype; `send` and `recv` the same buffer or apart).
   void allreducePairwise(const at::Tensor& send, at::Tensor& recv, ReduceOp op);
-  // (begin, bytes) of a message of `bytes`: one piece per stream from kStreamsMinBytes, else one; the same on
-  // both ends (each knows the message's size).
-  std::vector<std::pair<int64_t, int64_t>> streamPieces(int64_t bytes) const;
+  // A message of `bytes` from kPiecesMinBytes: pieces of at most kPieceBytes, at least one per stream, dealt over
+  // the streams in turn; below it one piece on stream 0. The same on both ends (each knows the message's size).
+  struct Piece {
+    int64_t begin, bytes;
+    size_t stream;
+  };
+  std::vector<Piece> messagePieces(int64_t bytes) const;
   // Stream s: 0 is backend_, then extraStreams_.
   c10d::Backend* stream(size_t s) const;
   // Every rank's `in` (bytes, the same length on each) into `out` in rank order, through gloo's all-to-all.
