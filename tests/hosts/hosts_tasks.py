@@ -373,8 +373,8 @@ LARGE_OVER_STREAMS = """
         for i in range(size):
             want[rd[i]:rd[i] + rc[i]] = (torch.arange(rc[i]) % 1009).float() + 1000 * i + 100 * rank
         wrong += int((out.reshape(-1) != want).sum())
-        # All-gathers of 9 MiB + 5 and 5 MiB + 3 bytes per rank (int8): in pieces, over both connections where there
-        # are two
+        # All-gathers of 9 MiB + 5 and 5 MiB + 3 bytes per rank (int8): by send/recv, in pieces (over both connections
+        # where there are two, from 8 MiB)
         for numel in ((9 << 20) + 5, (5 << 20) + 3):
             block = [((torch.arange(numel) + 7 * r) % 241 - 120).to(torch.int8) for r in range(size)]
             (gat,) = op("AllGatherOperation").execute([block[rank]])
@@ -542,7 +542,8 @@ DISAGREEING_SIZES = """
 
 # argv: rank, size, seed, calls. A seeded sequence of AllToAllVV2 calls, the same on every rank (random.Random(seed)):
 # per call a dtype (float32, float16, bfloat16, int8, int64: odd byte counts too), counts per rank pair from 0 to a
-# scale drawn from tiny (inside the comparison) to past 1 MiB between hosts (the group of every rank), zeros among
+# scale drawn from tiny (inside the comparison) to past 1 MiB between hosts (the group of every rank) and up to
+# 10 MB per message (gloo's messages in pieces), zeros among
 # them, chunks in random order (with gaps in the input); a third of the calls repeat the previous counts (with new
 # values and layout), so rooms are learned and outgrown, whole and partial rides happen, and every few calls an
 # AllReduce or AllGather comes between. One operation object per collective, as a model layer keeps. Outputs start
@@ -598,7 +599,7 @@ RANDOM_ALLTOALLV = """
                 wrong += int((gat != want).sum())
                 continue
             if matrix is None or pick > 0.55:
-                scale = rng.choice((1, 40, 700, 3001, 20_000, 90_000, 400_000))
+                scale = rng.choice((1, 40, 700, 3001, 20_000, 90_000, 400_000, 1_300_000))  # the last: pieces
                 dtype = rng.choice(dtypes)
                 matrix = [[0 if rng.random() < 0.2 else rng.randint(1, scale) for _ in range(size)]
                           for _ in range(size)]

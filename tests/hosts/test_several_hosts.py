@@ -140,8 +140,9 @@ def _rode_between_hosts(placement: list[int], rank: int) -> list[int]:
 @pytest.mark.parametrize("streams", ["2", "1"])
 def test_large_calls_split_over_streams_between_hosts(two_hosts, streams):
     """2 hosts x 1 rank: an AllToAllVV2 whose messages to the other host pass 8 MiB (scattered displacements), and
-    AllGathers of 9 MiB + 5 and 5 MiB + 3 bytes per rank, give the golden values in pieces of at most 2 MiB, split
-    over two connections per pair (ATB_OPS_GLOO_STREAMS's default: every byte of them streamed) and on one (none);
+    AllGathers of 9 MiB + 5 and 5 MiB + 3 bytes per rank, give the golden values: by send/recv, over two connections
+    per pair from 8 MiB (ATB_OPS_GLOO_STREAMS's default: every byte of those streamed), on one connection in pieces
+    of at most 2 MiB from 4 MiB (none streamed);
     all-reduces past 8 MiB (float32, and bfloat16 reduced widened) beside it stay on one connection, and only the
     one past 16 MiB is reduced pairwise (its bytes exactly, on both ranks)."""
     procs = _start(two_hosts, tasks.LARGE_OVER_STREAMS, [0, 1], lambda r: ["2"], _env(ATB_OPS_GLOO_STREAMS=streams))
@@ -188,9 +189,9 @@ def test_repeated_calls_ride_in_the_comparison_between_hosts(two_hosts, placemen
 
 def _streamed(rank: int, size: int) -> int:
     """Bytes LARGE_OVER_STREAMS splits over the connections on `rank`: every message of its all-to-all to another
-    rank and its all-gathers' blocks to each other rank (each past 4 MiB; the all-reduces stay on one connection)."""
-    gathered = (9 << 20) + 5 + (5 << 20) + 3
-    return sum((rank + j + 1) * 1_100_003 * 4 for j in range(size) if j != rank) + (size - 1) * gathered
+    rank and its 9 MiB all-gather's block to each other rank (each past 8 MiB; the 5 MiB all-gather and the all-reduces
+    stay on one connection)."""
+    return sum((rank + j + 1) * 1_100_003 * 4 for j in range(size) if j != rank) + (size - 1) * ((9 << 20) + 5)
 
 
 @pytest.mark.parametrize("numel", [100_000, 12], ids=["large", "small"])

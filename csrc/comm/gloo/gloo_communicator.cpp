@@ -40,15 +40,22 @@ constexpr int64_t kExchangeAllreduceOneHost = int64_t{512} << 10;
 // all_reduce calls adds 1.5 ms with ranks pinned to a core each (0.4 ms unpinned).
 constexpr int64_t kExchangeAllreduceTwoHosts = int64_t{4} << 20;
 
-// From this many bytes a message of an all-to-all or all-gather travels in pieces (messagePieces), dealt over the
-// streams (extraStreamsFor), and the largest piece. Sent both ways at once, one large message is slow on one
-// connection: gloo send + recv between 2 emulated hosts at 10 Gbit/s, medians of 6-10, share of the link: 4 MiB as one
-// message 0.54, as two 2 MiB pieces posted together 0.78-0.80; 16 MiB as one 0.49, as 2 or 4 MiB pieces 0.75-0.77;
-// 32 MiB as one 0.48, as 1-4 MiB pieces 0.70-0.79; but 2 MiB as one 0.71 against four 512 KiB pieces 0.56 (each piece
-// a round trip more); one way alone 0.89-0.95. Over two streams (2 x 1 ranks): a 64 MiB all-to-all took 35.8 ms
-// against 54.4 on one stream as one message per peer, 16 MiB 11.6 against 12.9.
+// All-to-all and all-gather messages of this many bytes or more move by send/recv in pieces (messagePieces). On one
+// connection: pieces of at most kPieceBytes from kPiecesMinBytes. Sent both ways at once, one large message is slow on
+// a connection: gloo send + recv between 2 emulated hosts at 10 Gbit/s, medians of 6-10, share of the link: 4 MiB as
+// one message 0.54, as two 2 MiB pieces posted together 0.78-0.80; 16 MiB as one 0.49, as 2 or 4 MiB pieces
+// 0.75-0.77; 32 MiB as one 0.48, as 1-4 MiB pieces 0.70-0.79; but 2 MiB as one 0.71 against four 512 KiB pieces 0.56
+// (each piece a round trip more); one way alone 0.89-0.95. atb_ops.quant's all-reduce of 64 MiB on 2 hosts x 1 rank
+// (one connection): its 16 MiB all-gather 24.2 ms in 2 MiB pieces, 26.7 in 4 MiB pieces, 39.3 as one send/recv and
+// 29-31 through gloo's all-to-all.
 constexpr int64_t kPiecesMinBytes = int64_t{4} << 20;
 constexpr int64_t kPieceBytes = int64_t{2} << 20;
+// Over several streams (extraStreamsFor): one piece per stream from kStreamsMinBytes. 2 emulated hosts x 1 rank,
+// 10 Gbit/s, one stream carries ~7.9 Gbit/s one way: a 64 MiB all-to-all took 35.8 ms on two streams against 54.4 on
+// one, 16 MiB 11.6 against 12.9. Smaller pieces did worse there (bench, medians of 3 in one session, 2 MiB pieces from
+// 4 MiB against one per stream from 8 MiB: 8 MiB 7.3 against 6.1 ms, 64 MiB 45.1 against 42.1 ms), as did one piece
+// per stream from 4 MiB (8 MiB 7.2 ms).
+constexpr int64_t kStreamsMinBytes = int64_t{8} << 20;
 // The most bytes (over its peers) a rank's comparison carries for calls learned to fit (LearnedRoom): a repeated call
 // up to this size is done in its comparison, one round instead of two. 2 hosts x 1 rank, 10 Gbit/s: a round is
 // 0.6-1 ms there, while 2 MiB more on the link cost 1.7 ms only when a call that fits is followed by one that does not.
@@ -351,7 +358,7 @@ void GlooCommunicator::doAlltoallv(const at::Tensor& send, const AllToAllVLayout
   at::Tensor recvBytes = bytesOf(recv);
   // Only where a message is split: send/recv costs a round trip more than gloo's all-to-all (2 hosts, 512 KiB to
   // the peer: 2.0 against 1.3 ms). Decided alike on every rank, from the counts all compared.
-  if (std::exchange(largestMessage_, 0) >= kPiecesMinBytes) {
+  if (std::exchange(largestMessage_, 0) >= piecesFrom()) {
     alltoallvOverStreams(sendBytes, l, es, recvBytes);
     return;
   }
@@ -447,7 +454,7 @@ void GlooCommunicator::gatherBytes(at::Tensor in, at::Tensor& out, const char* w
   const auto* outBegin = static_cast<const char*>(out.data_ptr());
   // An input inside the output (gathering in place) would be overwritten while it is read: work on a copy.
   if (inBegin < outBegin + out.numel() && outBegin < inBegin + n) in = in.clone();
-  if (n >= kPiecesMinBytes) {
+  if (n >= piecesFrom()) {
     // Large blocks in pieces, each straight from the input into its place: no copies per peer, nothing moved after.
     copyContiguous(out.narrow(0, rank() * n, n), in);
     exchangeInPieces([&](int32_t) { return in; }, [&](int32_t peer) { return out.narrow(0, peer * n, n); }, what);
@@ -577,10 +584,14 @@ void GlooCommunicator::allreducePairwise(const at::Tensor& send, at::Tensor& rec
   for (const auto& w : sent) waitFor(w, "allreduce");
 }
 
+int64_t GlooCommunicator::piecesFrom() const {
+  return extraStreams_.empty() ? kPiecesMinBytes : kStreamsMinBytes;
+}
+
 std::vector<GlooCommunicator::Piece> GlooCommunicator::messagePieces(int64_t bytes) const {
   const auto streams = static_cast<int64_t>(extraStreams_.size()) + 1;
-  if (bytes < kPiecesMinBytes) return {{0, bytes, 0}};
-  const int64_t count = std::max(streams, (bytes + kPieceBytes - 1) / kPieceBytes);
+  if (bytes < piecesFrom()) return {{0, bytes, 0}};
+  const int64_t count = streams > 1 ? streams : (bytes + kPieceBytes - 1) / kPieceBytes;
   const int64_t each = (bytes + count - 1) / count;
   std::vector<Piece> pieces;
   for (int64_t begin = 0, k = 0; begin < bytes; begin += each, ++k) {

@@ -6,8 +6,8 @@
 // Data moves as bytes where the collective does not compute (every dtype works; gloo has no int16), and
 // 16-bit floats are reduced in float32. All-to-all and all-gather messages of 4 MiB and more move by send/recv in
 // pieces of at most 2 MiB (one large message both ways at once is slow on a TCP connection); a group of its own whose
-// hosts hold one rank each opens ATB_OPS_GLOO_STREAMS connections between every pair (a group each) and deals the
-// pieces over them. Two ranks of an own group all-reduce 16 MiB
+// hosts hold one rank each opens ATB_OPS_GLOO_STREAMS connections between every pair (a group each) and sends
+// messages of 8 MiB and more as one piece on each. Two ranks of an own group all-reduce 16 MiB
 // and more pairwise: each reduces half from the input straight into the output and sends it back.
 #pragma once
 
@@ -71,8 +71,11 @@ class GlooCommunicator final : public Communicator {
   // All-reduce of two ranks in an own group: each reduces half straight into the output and sends it back, in
   // pieces (any dtype; `send` and `recv` the same buffer or apart).
   void allreducePairwise(const at::Tensor& send, at::Tensor& recv, ReduceOp op);
-  // A message of `bytes` from kPiecesMinBytes: pieces of at most kPieceBytes, at least one per stream, dealt over
-  // the streams in turn; below it one piece on stream 0. The same on both ends (each knows the message's size).
+  // Messages of this many bytes or more move by send/recv in pieces: from 4 MiB on one connection, from 8 MiB over
+  // several streams.
+  int64_t piecesFrom() const;
+  // A message of `bytes` from piecesFrom(): one piece per stream over several, else pieces of at most 2 MiB; below it
+  // one piece on stream 0. The same on both ends (each knows the message's size).
   struct Piece {
     int64_t begin, bytes;
     size_t stream;
