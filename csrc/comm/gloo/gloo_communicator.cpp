@@ -46,8 +46,9 @@ constexpr int64_t kExchangeAllreduceTwoHosts = int64_t{4} << 20;
 // one message 0.54, as two 2 MiB pieces posted together 0.78-0.80; 16 MiB as one 0.49, as 2 or 4 MiB pieces
 // 0.75-0.77; 32 MiB as one 0.48, as 1-4 MiB pieces 0.70-0.79; but 2 MiB as one 0.71 against four 512 KiB pieces 0.56
 // (each piece a round trip more); one way alone 0.89-0.95. atb_ops.quant's all-reduce of 64 MiB on 2 hosts x 1 rank
-// (one connection): its 16 MiB all-gather 24.2 ms in 2 MiB pieces, 26.7 in 4 MiB pieces, 39.3 as one send/recv and
-// 29-31 through gloo's all-to-all.
+// (one connection), phases timed per call, one build alternating 3 runs each: its 16 MiB all-gather 24.9-29.3 ms in
+// 2 MiB pieces against 26.1-33.2 through gloo's all-to-all (the call 45.0-50.5 against 50.2-60.0 ms), 26.7 in 4 MiB
+// pieces, 39.3 as one send/recv; its 4 MiB all-gather at 16 MiB: 7.9-8.7 against 7.6-8.8 ms (no change).
 constexpr int64_t kPiecesMinBytes = int64_t{4} << 20;
 constexpr int64_t kPieceBytes = int64_t{2} << 20;
 // Over several streams (extraStreamsFor): one piece per stream from kStreamsMinBytes. 2 emulated hosts x 1 rank,
