@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -41,21 +42,24 @@ constexpr int64_t kExchangeAllreduceOneHost = int64_t{512} << 10;
 constexpr int64_t kExchangeAllreduceTwoHosts = int64_t{4} << 20;
 
 // All-to-all and all-gather messages of this many bytes or more move by send/recv in pieces (messagePieces). On one
-// connection: pieces of at most kPieceBytes from kPiecesMinBytes. Sent both ways at once, one large message is slow on
-// a connection: gloo send + recv between 2 emulated hosts at 10 Gbit/s, medians of 6-10, share of the link: 4 MiB as
-// one message 0.54, as two 2 MiB pieces posted together 0.78-0.80; 16 MiB as one 0.49, as 2 or 4 MiB pieces
-// 0.75-0.77; 32 MiB as one 0.48, as 1-4 MiB pieces 0.70-0.79; but 2 MiB as one 0.71 against four 512 KiB pieces 0.56
-// (each piece a round trip more); one way alone 0.89-0.95. atb_ops.quant's all-reduce of 64 MiB on 2 hosts x 1 rank
-// (one connection), phases timed per call, one build alternating 3 runs each: its 16 MiB all-gather 24.9-29.3 ms in
-// 2 MiB pieces against 26.1-33.2 through gloo's all-to-all (the call 45.0-50.5 against 50.2-60.0 ms), 26.7 in 4 MiB
-// pieces, 39.3 as one send/recv; its 4 MiB all-gather at 16 MiB: 7.9-8.7 against 7.6-8.8 ms (no change).
+// connection between hosts: pieces of at most kPieceBytes from kPiecesMinBytes. Sent both ways at once, one large
+// message is slow on a connection: gloo send + recv between 2 emulated hosts at 10 Gbit/s, medians of 6-10, share of
+// the link: 4 MiB as one message 0.54, as two 2 MiB pieces posted together 0.78-0.80; 16 MiB as one 0.49, as 2 or 4 MiB
+// pieces 0.75-0.77; 32 MiB as one 0.48, as 1-4 MiB pieces 0.70-0.79; but 2 MiB as one 0.71 against four 512 KiB pieces
+// 0.56 (each piece a round trip more); one way alone 0.89-0.95. atb_ops.quant's all-reduce of 64 MiB on 2 hosts x 1
+// rank (one connection), phases timed per call, one build alternating 3 runs each: its 16 MiB all-gather 24.9-29.3 ms
+// in 2 MiB pieces against 26.1-33.2 through gloo's all-to-all (the call 45.0-50.5 against 50.2-60.0 ms), 26.7 in 4 MiB
+// pieces, 39.3 as one send/recv; its 4 MiB all-gather at 16 MiB: 7.9-8.7 against 7.6-8.8 ms (no change). Within one
+// host messages stay whole: over loopback (2 ranks, medians of 15) 4 MiB took 2.7-3.1 ms as one message against
+// 3.7-4.4 in 2 MiB pieces, and the bench's 16 MiB all-to-all on backend "gloo" 8.2-8.5 ms in pieces against
+// 7.5-7.7 without.
 constexpr int64_t kPiecesMinBytes = int64_t{4} << 20;
 constexpr int64_t kPieceBytes = int64_t{2} << 20;
-// Over several streams (extraStreamsFor): one piece per stream from kStreamsMinBytes. 2 emulated hosts x 1 rank,
-// 10 Gbit/s, one stream carries ~7.9 Gbit/s one way: a 64 MiB all-to-all took 35.8 ms on two streams against 54.4 on
-// one, 16 MiB 11.6 against 12.9. Smaller pieces did worse there (bench, medians of 3 in one session, 2 MiB pieces from
-// 4 MiB against one per stream from 8 MiB: 8 MiB 7.3 against 6.1 ms, 64 MiB 45.1 against 42.1 ms), as did one piece
-// per stream from 4 MiB (8 MiB 7.2 ms).
+// Over several streams (extraStreamsFor): one piece per stream from this many bytes. 2 emulated hosts x 1 rank, 10
+// Gbit/s, one stream carries ~7.9 Gbit/s one way: a 64 MiB all-to-all took 35.8 ms on two streams against 54.4 on one,
+// 16 MiB 11.6 against 12.9. Smaller pieces did worse there (bench, medians of 3 in one session, 2 MiB pieces from 4 MiB
+// against one per stream from 8 MiB: 8 MiB 7.3 against 6.1 ms, 64 MiB 45.1 against 42.1 ms), as did one piece per
+// stream from 4 MiB (8 MiB 7.2 ms).
 constexpr int64_t kStreamsMinBytes = int64_t{8} << 20;
 // The most bytes (over its peers) a rank's comparison carries for calls learned to fit (LearnedRoom): a repeated call
 // up to this size is done in its comparison, one round instead of two. 2 hosts x 1 rank, 10 Gbit/s: a round is
@@ -201,6 +205,7 @@ GlooCommunicator::GlooCommunicator(const CommConfig& c) : Communicator("gloo", c
   }
   // The same on every rank: each sees another host exactly when the ranks span several.
   const bool acrossHosts = std::any_of(peerHosts_.begin(), peerHosts_.end(), [&](int64_t h) { return h != m[0]; });
+  acrossHosts_ = acrossHosts;
   exchangeAllreduceBytes_ = !acrossHosts  ? kExchangeAllreduceOneHost
                             : size() == 2 ? kExchangeAllreduceTwoHosts
                                           : kExchangeAllreduceAcrossHosts;
@@ -586,7 +591,8 @@ void GlooCommunicator::allreducePairwise(const at::Tensor& send, at::Tensor& rec
 }
 
 int64_t GlooCommunicator::piecesFrom() const {
-  return extraStreams_.empty() ? kPiecesMinBytes : kStreamsMinBytes;
+  if (!extraStreams_.empty()) return kStreamsMinBytes;
+  return acrossHosts_ ? kPiecesMinBytes : std::numeric_limits<int64_t>::max();
 }
 
 std::vector<GlooCommunicator::Piece> GlooCommunicator::messagePieces(int64_t bytes) const {

@@ -4,11 +4,11 @@
 //     socket or a message, and the ranks' order of creating domains does not matter.
 //   - For atb_ops.distributed: the caller's own ProcessGroup.
 // Data moves as bytes where the collective does not compute (every dtype works; gloo has no int16), and
-// 16-bit floats are reduced in float32. All-to-all and all-gather messages of 4 MiB and more move by send/recv in
-// pieces of at most 2 MiB (one large message both ways at once is slow on a TCP connection); a group of its own whose
-// hosts hold one rank each opens ATB_OPS_GLOO_STREAMS connections between every pair (a group each) and sends
-// messages of 8 MiB and more as one piece on each. Two ranks of an own group all-reduce 16 MiB
-// and more pairwise: each reduces half from the input straight into the output and sends it back.
+// 16-bit floats are reduced in float32. Between hosts, all-to-all and all-gather messages of 4 MiB and more move by
+// send/recv in pieces of at most 2 MiB (one large message both ways at once is slow on a TCP connection); a group of
+// its own whose hosts hold one rank each opens ATB_OPS_GLOO_STREAMS connections between every pair (a group each) and
+// sends messages of 8 MiB and more as one piece on each. Two ranks of an own group all-reduce 16 MiB and more pairwise:
+// each reduces half from the input straight into the output and sends it back.
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -71,8 +71,8 @@ class GlooCommunicator final : public Communicator {
   // All-reduce of two ranks in an own group: each reduces half straight into the output and sends it back, in
   // pieces (any dtype; `send` and `recv` the same buffer or apart).
   void allreducePairwise(const at::Tensor& send, at::Tensor& recv, ReduceOp op);
-  // Messages of this many bytes or more move by send/recv in pieces: from 4 MiB on one connection, from 8 MiB over
-  // several streams.
+  // Messages of this many bytes or more move by send/recv in pieces: from 4 MiB on one connection between hosts,
+  // from 8 MiB over several streams, never within one host.
   int64_t piecesFrom() const;
   // A message of `bytes` from piecesFrom(): one piece per stream over several, else pieces of at most 2 MiB; below it
   // one piece on stream 0. The same on both ends (each knows the message's size).
@@ -96,6 +96,7 @@ class GlooCommunicator final : public Communicator {
   // More connections between the same ranks (ATB_OPS_GLOO_STREAMS - 1 groups, or none: extraStreamsFor).
   std::vector<c10::intrusive_ptr<c10d::Backend>> extraStreams_;
   int64_t exchangeAllreduceBytes_ = 0;  // doAllreduce: up to this many bytes to the peers, one exchange
+  bool acrossHosts_ = false;            // the ranks span several hosts (the same on every rank)
   int64_t largestMessage_ = 0;          // the compared alltoallv's largest message between two ranks, in bytes
   LearnedRoom room_{1, 0};              // bytes per peer the next comparison carries (set once the size is known)
   int64_t movedRoomMost_ = 0;           // per peer, the most room all-to-all, all-gather and broadcast teach
