@@ -266,7 +266,8 @@ EVERY_COLLECTIVE = EVERY_COLLECTIVE.replace("        # <uneven AllToAllVV2>\n", 
 
 
 # argv: rank, size. atb_ops.distributed's collectives over the default group after init_process_group("gloo"):
-# all_reduce (small, and large enough to be sharded), all_gather, broadcast from every root, reduce_scatter,
+# all_reduce (small, and large enough to be sharded), all_gather (also of 5 MiB, beside the caller's own pending
+# send/recv), broadcast from every root, reduce_scatter,
 # all_to_all_v with uneven counts, atb_ops.quant's int8 all-reduce; integer values, exact goldens. Prints
 # {"wrong", "backend"} (the group's communicator) or {"error"}.
 DISTRIBUTED_COLLECTIVES = """
@@ -305,6 +306,15 @@ DISTRIBUTED_COLLECTIVES = """
             got = ad.all_to_all_v(send, send_counts, sdispls, recv_counts, rdispls)
             want = torch.cat([(torch.arange(c) % 251) * 4096.0 + 1000.0 * r + rank for r, c in enumerate(recv_counts)])
             wrong += mismatches(got, want)
+        # An all-gather of 5 MiB + 3 bytes per rank (int8; by send/recv in pieces between hosts on the caller's
+        # group), while the caller's own send and receive to its neighbour (tag 0) are still outstanding
+        mine, theirs = torch.full((1000,), float(rank)), torch.empty(1000)
+        pending = [dist.irecv(theirs, rank ^ 1), dist.isend(mine, rank ^ 1)]
+        blocks = [((torch.arange((5 << 20) + 3) + 3 * r) % 239 - 119).to(torch.int8) for r in range(size)]
+        wrong += mismatches(ad.all_gather(blocks[rank]), torch.cat(blocks))
+        for work in pending:
+            work.wait()
+        wrong += mismatches(theirs, torch.full((1000,), float(rank ^ 1)))
         codes = ((torch.arange(70_000) % 7 - 3) * (rank + 1)).to(torch.int8)
         q = atb_ops.quant.quantized_all_reduce(codes, scale=0.5, out_dtype=torch.float32)
         wrong += mismatches(q, (torch.arange(70_000) % 7 - 3) * 0.5 * ranks_sum)

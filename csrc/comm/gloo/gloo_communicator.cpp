@@ -69,8 +69,10 @@ constexpr int64_t kStreamsMinBytes = int64_t{8} << 20;
 // chunks are copied into the comparison and out of it).
 constexpr int64_t kLearnedRoomMaxBytes = int64_t{2} << 20;
 
-// The all-to-all's messages over the streams: a tag of their own, apart from send/recv's 0.
-constexpr int kStreamsTag = 1;
+// The pieces of large all-to-all and all-gather messages (exchangeInPieces): a tag of their own, apart from
+// send/recv's 0. On a caller's group (atb_ops.distributed) the caller may send and receive on it too, so not a small
+// number a program would pick: "ATB" and 1.
+constexpr int kStreamsTag = 0x41544201;
 // The pairwise all-reduce's two halves (allreducePairwise): what goes to be reduced, and what comes back reduced.
 constexpr int kReduceTag = 2;
 constexpr int kGatherTag = 3;
