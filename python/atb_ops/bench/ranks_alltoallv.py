@@ -102,9 +102,7 @@ def run_size(me: BenchRank, index: int, round_no: int, ops: tuple[Any, Any], dty
             gloo_wrong = data.wrong(out.reshape(-1).cpu())
         timed["gloo"] = (me.time(gloo_call, (g_in, g_out)), gloo_wrong)
 
-    if cfg.hosts == 2:
-        me.progress(f"{workload.format_bytes(size)}: raw exchange between the hosts")
-        timed["link"] = raw_link.time_exchange(me, size)
+    raw_link.add_column(me, size, timed)
     me.report(index, round_no, size, data.plan.bytes, data.plan.count, timed)
 
 

@@ -103,7 +103,5 @@ def run_size(me: BenchRank, index: int, round_no: int, ops: tuple[Any, Any], dty
             else:
                 g_call, g_result = functools.partial(dist.reduce_scatter_tensor, g_out, g_x, group=group), g_out
             timed["gloo"] = checked(g_call, lambda: g_result, f"{me.torch_backend}, {kind}", (g_x, g_out))
-    if me.cfg.hosts == 2:
-        me.progress(f"{workload.format_bytes(size)}: raw exchange between the hosts")
-        timed["link"] = raw_link.time_exchange(me, size)
+    raw_link.add_column(me, size, timed)
     me.report(index, round_no, size, nbytes, count, timed)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from atb_ops.bench import ops
+from atb_ops.bench import ops, workload
 from atb_ops.bench.rank_group import BenchRank
 
 
@@ -76,3 +76,17 @@ def time_exchange(me: BenchRank, size: int) -> tuple[float, int]:
     exchange()
     wrong = int((got != torch.arange(words, dtype=torch.int32) + peer).sum())
     return me.time(exchange, (send, got)), wrong
+
+
+def add_column(me: BenchRank, size: int, timed: dict[str, tuple[float, float]]) -> None:
+    """Times the raw exchange of `size` into timed["link"] where the ranks run on two emulated hosts (every
+    collective's rank loop calls it before reporting its row).
+
+    Args:
+        me: this rank.
+        size: the table's size.
+        timed: the row's column key -> (seconds per call, wrong elements), added to.
+    """
+    if me.cfg.hosts == 2:
+        me.progress(f"{workload.format_bytes(size)}: raw exchange between the hosts")
+        timed["link"] = time_exchange(me, size)
