@@ -367,7 +367,7 @@ void GlooCommunicator::doAlltoallv(const at::Tensor& send, const AllToAllVLayout
   // Only where a message is split: send/recv costs a round trip more than gloo's all-to-all (2 hosts, 512 KiB to
   // the peer: 2.0 against 1.3 ms). Decided alike on every rank, from the counts all compared.
   if (std::exchange(largestMessage_, 0) >= piecesFrom()) {
-    alltoallvOverStreams(sendBytes, l, es, recvBytes);
+    alltoallvInPieces(sendBytes, l, es, recvBytes);
     return;
   }
 
@@ -402,8 +402,8 @@ void GlooCommunicator::doAlltoallv(const at::Tensor& send, const AllToAllVLayout
   }
 }
 
-void GlooCommunicator::alltoallvOverStreams(const at::Tensor& sendBytes, const AllToAllVLayout& l, int64_t es,
-                                            at::Tensor& recvBytes) {
+void GlooCommunicator::alltoallvInPieces(const at::Tensor& sendBytes, const AllToAllVLayout& l, int64_t es,
+                                         at::Tensor& recvBytes) {
   // Each message on its own, straight between the caller's buffers (no packing, whatever the displacements), a
   // large one in pieces. Sender and receiver split it alike: both know its size (the counts compared).
   const int32_t me = rank();

@@ -62,8 +62,8 @@ class GlooCommunicator final : public Communicator {
   // The cross-check: compares every rank's call, with `call`'s data beside it where it fits (null: none).
   EagerResult checkExchange(const CallSignature& sig, const AllToAllVLayout* counts, const EagerCall* call);
   // alltoallv where a message is large enough to split: every message by send/recv, a large one in pieces.
-  void alltoallvOverStreams(const at::Tensor& sendBytes, const AllToAllVLayout& layout, int64_t elementSize,
-                            at::Tensor& recvBytes);
+  void alltoallvInPieces(const at::Tensor& sendBytes, const AllToAllVLayout& layout, int64_t elementSize,
+                         at::Tensor& recvBytes);
   // Every other rank's message by send/recv (bytes; toPeer(p) to rank p, fromPeer(p) from it, the same sizes on
   // both ends), large ones in messagePieces; waits for all of them.
   void exchangeInPieces(const std::function<at::Tensor(int32_t)>& toPeer,
