@@ -504,50 +504,58 @@ SMALL_AND_SHARDED = """
 """
 
 
-# argv: rank, size, numel, odd ranks, how they differ ("size": they pass one element more to the AllReduce; "call":
-# they call AllToAllVV2 instead). One AllReduce every rank agrees on, then the one that differs: every rank must
-# raise at once (no rank left waiting between hosts). Prints {"error",
-# "seconds"} or {"wrong"}.
+# argv: rank, size, how ranks differ ("size": the odd ranks pass one element more to the AllReduce; "call": they
+# call AllToAllVV2 instead; "counts": in an AllToAllVV2 they expect one element more from rank 0), then cases
+# "numel:odd ranks" (odd ranks comma-separated). The cases run one after another on the same communicators, each
+# opened by an AllReduce every rank agrees on (so a refused call leaves them usable), then the one that differs:
+# every rank must raise at once (no rank left waiting between hosts). Prints a list, one {"error", "seconds",
+# "wrong"} or {"wrong"} per case.
 DISAGREEING_SIZES = """
     import datetime, json, sys, time, torch, torch.distributed as dist
     import atb_ops
-    rank, size = int(sys.argv[1]), int(sys.argv[2])
-    numel, odd = int(sys.argv[3]), [int(r) for r in sys.argv[4].split(",")]  # the ranks that differ
+    rank, size, how = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
     dist.init_process_group("gloo", rank=rank, world_size=size, timeout=datetime.timedelta(seconds=60))
     o = torch.classes.OperationTorch.OperationTorch("AllReduceOperation")
     o.set_param(json.dumps({"rank": rank, "rankSize": size}))
-    (agreed,) = o.execute([torch.ones(8)])
-    wrong = int((agreed != size).sum())
-    began = time.monotonic()
-    try:
-        if sys.argv[5] == "size":
-            o.execute([torch.ones(numel + (rank in odd))])
-        elif sys.argv[5] == "counts":  # AllToAllVV2 where the odd ranks expect one element more from rank 0
-            a2a = torch.classes.OperationTorch.OperationTorch("AllToAllVV2Operation")
-            a2a.set_param(json.dumps({"rank": rank, "rankSize": size}))
-            split = numel // size
-            sc = [split] * size
-            rc = [split + (rank in odd and i == 0) for i in range(size)]
-            counts = [torch.tensor(v, dtype=torch.int64) for v in
-                      (sc, [i * split for i in range(size)], rc, [sum(rc[:i]) for i in range(size)])]
-            out = torch.full((sum(rc),), -7.0)
-            a2a.execute_out([torch.ones(numel), *counts, torch.empty(sum(rc))], [out.reshape(1, -1)])
+    a2a = torch.classes.OperationTorch.OperationTorch("AllToAllVV2Operation")
+    a2a.set_param(json.dumps({"rank": rank, "rankSize": size}))
+    reports = []
+    for case in sys.argv[4:]:
+        numel, odd = int(case.split(":")[0]), [int(r) for r in case.split(":")[1].split(",")]  # the ranks that differ
+        (agreed,) = o.execute([torch.ones(8)])
+        wrong = int((agreed != size).sum())
+        out = None
+        began = time.monotonic()
+        try:
+            if how == "size":
+                o.execute([torch.ones(numel + (rank in odd))])
+            elif how == "counts":  # AllToAllVV2 where the odd ranks expect one element more from rank 0
+                split = numel // size
+                sc = [split] * size
+                rc = [split + (rank in odd and i == 0) for i in range(size)]
+                counts = [torch.tensor(v, dtype=torch.int64) for v in
+                          (sc, [i * split for i in range(size)], rc, [sum(rc[:i]) for i in range(size)])]
+                out = torch.full((sum(rc),), -7.0)
+                a2a.execute_out([torch.ones(numel), *counts, torch.empty(sum(rc))], [out.reshape(1, -1)])
+            elif rank in odd:  # "call": AllToAllVV2 (by hosts or the group of every rank) where the others all-reduce
+                split = [numel // size] * size
+                displs = [i * split[0] for i in range(size)]
+                a2a.set_varaintpack_param(json.dumps({"sendCounts": split, "sdispls": displs, "recvCounts": split,
+                                                      "rdispls": displs}))
+                a2a.execute([torch.ones(numel), torch.empty(1, dtype=torch.int8).expand(numel)])
+            else:
+                o.execute([torch.ones(numel)])
+            report = {}
+        except RuntimeError as e:
+            report = {"error": str(e).splitlines()[0], "seconds": time.monotonic() - began}
+        if out is not None:
             wrong += int((out != -7.0).sum())  # nothing written on a refused call
-        elif rank in odd:  # "call": AllToAllVV2 (by hosts or on the group of every rank) where the others all-reduce
-            a2a = torch.classes.OperationTorch.OperationTorch("AllToAllVV2Operation")
-            a2a.set_param(json.dumps({"rank": rank, "rankSize": size}))
-            split = [numel // size] * size
-            a2a.set_varaintpack_param(json.dumps({"sendCounts": split, "sdispls": [i * split[0] for i in range(size)],
-                                                  "recvCounts": split, "rdispls": [i * split[0] for i in range(size)]}))
-            a2a.execute([torch.ones(numel), torch.empty(1, dtype=torch.int8).expand(numel)])
-        else:
-            o.execute([torch.ones(numel)])
-        print(json.dumps({"wrong": wrong}))
-    except RuntimeError as e:
-        if sys.argv[5] == "counts":
-            wrong += int((out != -7.0).sum())
-        print(json.dumps({"error": str(e).splitlines()[0], "seconds": time.monotonic() - began, "wrong": wrong}))
+        reports.append({**report, "wrong": wrong})
+    (agreed,) = o.execute([torch.ones(8)])  # still usable after the last refusal
+    reports[-1]["wrong"] += int((agreed != size).sum())
+    print(json.dumps(reports))
 """
+
 
 
 # argv: rank, size, seed, calls. A seeded sequence of AllToAllVV2 calls, the same on every rank (random.Random(seed)):

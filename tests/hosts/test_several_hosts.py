@@ -37,13 +37,17 @@ def _start(hosts: emulated_hosts.EmulatedHosts, code: str, placement: list[int],
                         stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT) for r, h in enumerate(placement)]
 
 
+def _checked(procs, timeout_s: float = 180):
+    """Every rank's exit, once each exited 0 (checked here, rank by rank)."""
+    exits = finish(procs, timeout_s)
+    for exit_ in exits:
+        assert exit_.returncode == 0, f"exit {exit_.returncode}: {exit_.stderr[-3000:]}"
+    return exits
+
+
 def _finish(procs, timeout_s: float = 180) -> list[dict]:
     """Every rank's report line, once each exited 0 (checked here, rank by rank)."""
-    reports = []
-    for exit_ in finish(procs, timeout_s):
-        assert exit_.returncode == 0, f"exit {exit_.returncode}: {exit_.stderr[-3000:]}"
-        reports.append(json.loads(exit_.last_line()))
-    return reports
+    return [json.loads(exit_.last_line()) for exit_ in _checked(procs, timeout_s)]
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -195,54 +199,61 @@ def _streamed(rank: int, size: int) -> int:
     return sum((rank + j + 1) * 1_100_003 * 4 for j in range(size) if j != rank) + (size - 1) * ((9 << 20) + 5)
 
 
-@pytest.mark.parametrize("numel", [100_000, 12], ids=["large", "small"])
-@pytest.mark.parametrize("odd", ["3", "1", "2,3"], ids=["last-rank", "host0-rank1", "all-of-host1"])
-def test_ranks_that_disagree_across_hosts_all_raise_at_once(two_hosts, numel, odd):
-    """2 hosts x 2 ranks in two levels; some ranks pass one element more to an AllReduce (one rank of either host,
-    or every rank of host 1, so that each host agrees within itself), large (sharded) or small (done inside the
-    comparison): every rank, on both hosts, raises ERROR_INVALID_TENSOR_SIZE naming the sizes well within
-    ATB_OPS_TIMEOUT (60 s), not only the ranks of the host where the odd one is while the others wait between
-    hosts."""
-    procs = _start(two_hosts, tasks.DISAGREEING_SIZES, [0, 0, 1, 1], lambda r: ["4", str(numel), odd, "size"],
-                   _env())
-    for report in _finish(procs):
-        assert report["wrong"] == 0, report
-        assert report.get("error", "").startswith("ERROR_INVALID_TENSOR_SIZE"), report
-        assert "size differs" in report["error"] and f"{numel + 1} elements" in report["error"], report
-        assert report["seconds"] < 20, report
+def _disagreeing(hosts: emulated_hosts.EmulatedHosts, how: str, cases: list[tuple[int, str]]) -> list[list[dict]]:
+    """tasks.DISAGREEING_SIZES on 2 hosts x 2 ranks in two levels, its cases (numel, odd ranks) one after another in
+    one launch (on the same communicators: a refused call leaves them usable). Returns each case's reports, rank
+    by rank, after checking what holds for every case: nothing wrong (the agreed calls' values, the sentinels of a
+    refused AllToAllVV2's output) and every rank raised at once, well within ATB_OPS_TIMEOUT (60 s), not only the
+    ranks of the host where an odd one is while the others wait between hosts."""
+    procs = _start(hosts, tasks.DISAGREEING_SIZES, [0, 0, 1, 1],
+                   lambda r: ["4", how, *(f"{numel}:{odd}" for numel, odd in cases)], _env())
+    by_rank = [json.loads(exit_.last_line()) for exit_ in _checked(procs)]
+    assert all(len(reports) == len(cases) for reports in by_rank), by_rank
+    by_case = [list(reports) for reports in zip(*by_rank, strict=True)]
+    for case, reports in zip(cases, by_case, strict=True):
+        for report in reports:
+            assert report["wrong"] == 0, (case, report)
+            assert "error" in report and report["seconds"] < 20, (case, report)
+    return by_case
 
 
-@pytest.mark.parametrize("numel", [100_000, 12], ids=["large", "small"])
-@pytest.mark.parametrize("odd", ["3", "2,3"], ids=["last-rank", "all-of-host1"])
-def test_ranks_calling_different_collectives_across_hosts_all_raise_at_once(two_hosts, numel, odd):
-    """2 hosts x 2 ranks in two levels; some ranks call AllToAllVV2 (which moves by hosts) where the others call
-    AllReduce (which runs in parts): every rank raises ERROR_INVALID_PARAM naming both operators at once,
-    not after ATB_OPS_TIMEOUT with each side waiting in an exchange the other never joins."""
-    procs = _start(two_hosts, tasks.DISAGREEING_SIZES, [0, 0, 1, 1], lambda r: ["4", str(numel), odd, "call"],
-                   _env())
-    for report in _finish(procs):
-        assert report["wrong"] == 0, report
-        assert report.get("error", "").startswith("ERROR_INVALID_PARAM"), report
-        assert "AllReduceOperation" in report["error"] and "AllToAllVV2Operation" in report["error"], report
-        assert report["seconds"] < 20, report
+# (numel, odd ranks): large (sharded, or by hosts for an all-to-all) and small (done inside the comparison); one
+# rank of either host, or every rank of host 1, so that each host agrees within itself.
+_LARGE_AND_SMALL = [(100_000, "3"), (100_000, "1"), (100_000, "2,3"), (12, "3"), (12, "1"), (12, "2,3")]
 
 
-@pytest.mark.parametrize("numel", [200_000, 12], ids=["by-hosts", "small"])
-@pytest.mark.parametrize("odd", ["3", "1"], ids=["host1-rank", "host0-rank"])
-def test_alltoall_counts_that_disagree_across_hosts_all_raise_at_once(two_hosts, numel, odd):
-    """2 hosts x 2 ranks in two levels; one rank expects one element more from rank 0 in an AllToAllVV2, large
-    enough to move by hosts (its data routed by the counts every rank compared) or small (done inside the
-    comparison): every rank raises ERROR_INVALID_PARAM naming the count mismatch, at once, and writes nothing into
-    its sentinel-filled output."""
-    procs = _start(two_hosts, tasks.DISAGREEING_SIZES, [0, 0, 1, 1], lambda r: ["4", str(numel), odd, "counts"],
-                   _env())
-    split = numel // 4
-    for report in _finish(procs):
-        assert report["wrong"] == 0, report
-        assert report.get("error", "").startswith("ERROR_INVALID_PARAM"), report
-        assert (f"rank 0 sends {split} elements to rank {odd}, but rank {odd} expects {split + 1} from rank 0"
-                in report["error"]), report
-        assert report["seconds"] < 20, report
+def test_ranks_that_disagree_across_hosts_all_raise_at_once(two_hosts):
+    """Some ranks pass one element more to an AllReduce: every rank, on both hosts, raises
+    ERROR_INVALID_TENSOR_SIZE naming the sizes at once."""
+    by_case = _disagreeing(two_hosts, "size", _LARGE_AND_SMALL)
+    for (numel, _), reports in zip(_LARGE_AND_SMALL, by_case, strict=True):
+        for report in reports:
+            assert report["error"].startswith("ERROR_INVALID_TENSOR_SIZE"), report
+            assert "size differs" in report["error"] and f"{numel + 1} elements" in report["error"], report
+
+
+def test_ranks_calling_different_collectives_across_hosts_all_raise_at_once(two_hosts):
+    """Some ranks call AllToAllVV2 (which moves by hosts) where the others call AllReduce (which runs in parts):
+    every rank raises ERROR_INVALID_PARAM naming both operators at once, not after ATB_OPS_TIMEOUT with each side
+    waiting in an exchange the other never joins."""
+    cases = [(100_000, "3"), (100_000, "2,3"), (12, "3"), (12, "2,3")]
+    for reports in _disagreeing(two_hosts, "call", cases):
+        for report in reports:
+            assert report["error"].startswith("ERROR_INVALID_PARAM"), report
+            assert "AllReduceOperation" in report["error"] and "AllToAllVV2Operation" in report["error"], report
+
+
+def test_alltoall_counts_that_disagree_across_hosts_all_raise_at_once(two_hosts):
+    """One rank expects one element more from rank 0 in an AllToAllVV2, large enough to move by hosts (its data
+    routed by the counts every rank compared) or small (done inside the comparison): every rank raises
+    ERROR_INVALID_PARAM naming the count mismatch, at once, and writes nothing into its sentinel-filled output."""
+    cases = [(200_000, "3"), (200_000, "1"), (12, "3"), (12, "1")]
+    for (numel, odd), reports in zip(cases, _disagreeing(two_hosts, "counts", cases), strict=True):
+        split = numel // 4
+        for report in reports:
+            assert report["error"].startswith("ERROR_INVALID_PARAM"), report
+            assert (f"rank 0 sends {split} elements to rank {odd}, but rank {odd} expects {split + 1} from rank 0"
+                    in report["error"]), report
 
 
 def test_two_levels_small_calls_ride_in_the_comparison_and_waits_yield(two_hosts):
@@ -434,10 +445,10 @@ def _ddp_golden() -> list[float]:
     return (params - 0.1 * grads / 4).tolist()
 
 
-@pytest.mark.parametrize("backend", ["atb_ops", "gloo"])
-def test_torchrun_two_nodes_ddp_step(two_hosts, tmp_path, backend):
+def test_torchrun_two_nodes_ddp_step(two_hosts, tmp_path):
     """torchrun --nnodes 2 --nproc-per-node 2 --rdzv-backend c10d on the two hosts: a DDP step on backend "atb_ops"
-    equals the single-process golden (and gloo's)."""
+    equals the single-process golden."""
+    backend = "atb_ops"
     script = tmp_path / "ddp_step.py"
     script.write_text(tasks.DDP_STEP)
     result = tmp_path / f"params_{backend}.json"
