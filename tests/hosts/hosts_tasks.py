@@ -521,7 +521,8 @@ DISAGREEING_SIZES = """
     a2a.set_param(json.dumps({"rank": rank, "rankSize": size}))
     reports = []
     for case in sys.argv[4:]:
-        numel, odd = int(case.split(":")[0]), [int(r) for r in case.split(":")[1].split(",")]  # the ranks that differ
+        numel, odd = case.split(":")
+        numel, odd = int(numel), [int(r) for r in odd.split(",")]  # odd: the ranks that differ
         (agreed,) = o.execute([torch.ones(8)])
         wrong = int((agreed != size).sum())
         out = None
@@ -555,7 +556,6 @@ DISAGREEING_SIZES = """
     reports[-1]["wrong"] += int((agreed != size).sum())
     print(json.dumps(reports))
 """
-
 
 
 # argv: rank, size, seed, calls. A seeded sequence of AllToAllVV2 calls, the same on every rank (random.Random(seed)):
