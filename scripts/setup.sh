@@ -20,8 +20,9 @@ stamp="$VENV/.atb_ops-requirements.sha256"
 want="$(cat requirements.txt requirements-dev.txt | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "[setup] installing requirements (torch pinned to 2.13.0)"
-  python -m pip install -q --upgrade pip
-  python -m pip install -q -r requirements-dev.txt
+  # --no-compile: byte-compiling all of torch costs about 8 s; Python caches what an import reads anyway.
+  python -m pip install -q --no-compile --upgrade pip
+  python -m pip install -q --no-compile -r requirements-dev.txt
   echo "$want" > "$stamp"
 fi
 

@@ -43,7 +43,8 @@ python -c 'import sys, zipfile; sys.exit(any("_testing" in n for n in zipfile.Zi
 start=$(date +%s)
 python -m venv "$work/venv"
 # The torch pin of requirements.txt (the CPU wheel here); atb_ops' own declared requirements do the rest.
-"$work/venv/bin/python" -m pip install -q "$wheel" "$(grep -E '^torch==' requirements.txt)"
+# --no-compile: as in scripts/setup.sh (byte-compiling all of torch costs seconds; imports cache what they read).
+"$work/venv/bin/python" -m pip install -q --no-compile "$wheel" "$(grep -E '^torch==' requirements.txt)"
 say "installed into a fresh venv in $(( $(date +%s) - start )) s"
 
 outside="$work/outside"
@@ -83,7 +84,7 @@ say "python -m atb_ops run alltoallvv2_ranks.py spawn: ok ($(grep -c ' ok' run.l
 )
 
 # A smoke subset of the suite: the tests' helpers come from the checkout (rootdir), atb_ops from the venv.
-"$py" -m pip install -q pytest pytest-timeout
+"$py" -m pip install -q --no-compile pytest pytest-timeout
 "$py" -m pytest -q -p no:cacheprovider --rootdir "$ROOT" -c "$ROOT/pyproject.toml" \
   "$ROOT/tests/atb/test_alltoallvv2.py::test_seed_004_example" \
   "$ROOT/tests/atb/test_collectives.py::test_allreduce_sum" -k "seed or (small and not gloo) or not allreduce" \
