@@ -274,8 +274,19 @@ assert torch.equal(op.execute([x])[0], x.reshape(1, 5)) and op.name() == "AllGat
 out = torch.full((1, 5), -7.0)
 op.execute_out([x], [out])
 assert torch.equal(out, x.reshape(1, 5))
-assert json.loads(op.infer_shape([x]))["shape"] == [[1, 5]]
+# ATB's fields: one output, ACL_FLOAT (0), ACL_FORMAT_ND (2), its shape.
+assert json.loads(op.infer_shape([x])) == {"result": 0, "num": 1, "dtype": [0], "format": [2], "shape": [[1, 5]]}
 op.set_tensor_list([x], "bias")  # accepted and ignored by both
+# ATB's test framework methods beside execute: setup, execute_sync, execute_split_thread, update_param.
+setup = json.loads(op.setup([x], [out]))
+assert setup["result"] == 0 and setup["workspace_size"] == 0 and setup["setup_time"] >= 0, setup
+synced = torch.full((1, 5), -7.0)
+timing = json.loads(op.execute_sync([x], [synced], setup["workspace_size"]))
+assert timing["result"] == 0 and timing["execute_time"] >= 0 and timing["sync_time"] >= 0, timing
+assert torch.equal(synced, x.reshape(1, 5))
+assert torch.equal(op.execute_split_thread([x])[0], x.reshape(1, 5))
+assert json.loads(op.update_param(json.dumps({"rank": 0, "rankSize": 1, "backend": "shm"}))) == {"result": 0}
+assert torch.equal(op.execute([x * 2])[0], (x * 2).reshape(1, 5))
 bad = cls("AllGatherOperation")
 with pytest.raises(RuntimeError, match="rankSize"):
     bad.set_param(json.dumps({"rank": 0, "rankSize": 0, "backend": "shm"}))
