@@ -60,7 +60,7 @@ RESULT_TAG = "ATB_OPS_CHILD_RESULT "
 # Files that start no rank on one CPU host for a reason of their own: (a substring of the name, why).
 NOT_RUNNABLE_HERE = [
     # Not the hosts: atb_ops spans emulated hosts. As published, each of these test methods returns at its first
-    # line, and its body starts one node's half of the ranks with rank tables at paths on ATB's own servers.
+    # line, and its body starts one node's half of the ranks (two of them name rank tables on ATB's own servers).
     ("multi_server", "its test returns at its first line as published (ATB switched its several-server case off)"),
     ("test_all_to_all_operation_lccl.py", "an Atlas A3 test: it returns unless the device name is Ascend910_93*; "
                                           "run it with ATB_OPS_NPU_NAME=Ascend910_9391"),
