@@ -185,6 +185,16 @@ std::string withNearest(const std::string& key, const std::set<std::string>& kno
 
 }  // namespace
 
+std::string JsonFields::likelyTypos() const {
+  std::vector<std::string> typos;
+  for (const auto& item : object_.items()) {
+    if (known_.count(item.key()) != 0) continue;
+    const std::string shown = withNearest(item.key(), known_);
+    if (shown.find("did you mean") != std::string::npos) typos.push_back(shown);
+  }
+  return c10::Join(", ", typos);
+}
+
 void JsonFields::checkUnknownKeys() const {
   std::vector<std::string> unknown;
   for (const auto& item : object_.items()) {

@@ -42,6 +42,9 @@ class JsonFields {
   // have), so one warning names each with the nearest known key ("'rnak' (did you mean 'rank'?)"); with
   // ATB_OPS_STRICT_PARAMS=1 they are an ERROR_INVALID_PARAM listing the known keys.
   void checkUnknownKeys() const;
+  // The unknown keys that look like typos of keys read so far ("'rnak' (did you mean 'rank'?)"), "" if none: an
+  // error about a missing or default field names them (checkUnknownKeys runs only once every field is read).
+  std::string likelyTypos() const;
 
  private:
   const nlohmann::json* find(const char* key);

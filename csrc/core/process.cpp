@@ -1,6 +1,7 @@
 #include "core/process.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
 #include <time.h>
@@ -144,6 +145,37 @@ std::vector<Sibling> unscopedSiblings() {
     found.push_back(Sibling{static_cast<pid_t>(pid), processStartTime(static_cast<pid_t>(pid))});
   }
   ::closedir(proc);
+  return found;
+}
+
+namespace {
+
+// "/libatb_ops.so\n" as a line of /proc/<pid>/maps ends with it: the name of the file this code was loaded from.
+std::string ownLibraryLineEnd() {
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<void*>(&loadsAtbOps), &info) == 0 || info.dli_fname == nullptr) return "";
+  const char* name = std::strrchr(info.dli_fname, '/');
+  return std::string(name == nullptr ? "/" : "") + (name == nullptr ? info.dli_fname : name) + "\n";
+}
+
+}  // namespace
+
+bool loadsAtbOps(pid_t pid) {
+  static const std::string lineEnd = ownLibraryLineEnd();
+  if (lineEnd.empty()) return false;
+  // Read in pieces: a torch process maps a few thousand regions, and the name may straddle two reads.
+  FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/maps").c_str(), "r");
+  if (f == nullptr) return false;
+  std::string window;
+  char buf[16384];
+  bool found = false;
+  size_t n = 0;
+  while (!found && (n = std::fread(buf, 1, sizeof(buf), f)) > 0) {
+    window.append(buf, n);
+    found = window.find(lineEnd) != std::string::npos;
+    if (window.size() > lineEnd.size()) window.erase(0, window.size() - lineEnd.size());
+  }
+  std::fclose(f);
   return found;
 }
 

@@ -30,6 +30,10 @@ struct Sibling {
 // Reads /proc; processes of other users are not listed.
 std::vector<Sibling> unscopedSiblings();
 
+// Whether process `pid` has atb_ops' core library (the file this function is in) mapped: it imported atb_ops or
+// links it, so it may create a communicator at any time. False when its memory map cannot be read.
+bool loadsAtbOps(pid_t pid);
+
 // Set once this process has begun to exit (Python's atexit, through clearCommunicatorCache(shutdown)):
 // communicators torn down from then on belong to a process that is going, so peers must learn of a death,
 // not of a release they could follow into a new communicator.

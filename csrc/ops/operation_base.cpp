@@ -91,22 +91,30 @@ void Operation::setParam(const std::string& json) {
 void CommOperation::setParamObject(const nlohmann::json& param) {
   JsonFields fields(param, name_ + " param");
   CommParam p = readCommParam(fields, defaults());
-  if (!isKnownBackend(p.backend) || (p.backend == "lccl" && !acceptsLccl())) {
-    std::vector<std::string> accepted;
-    for (const std::string& b : backendNames()) {
-      if (b != "lccl" || acceptsLccl()) accepted.push_back(b);
-    }
-    ATB_FAIL(ERROR_INVALID_PARAM, name_, " param 'backend' is '", p.backend, "'; ", name_, " accepts ",
-             listOfNames(accepted));
-  }
-  // ATB's rsv[] must stay zero; its JSON parser accepts the key.
-  for (int64_t v : fields.int64Array("rsv", {})) {
-    ATB_CHECK(v == 0, ERROR_INVALID_PARAM, name_, " param 'rsv' must be all zeros, got ", v);
-  }
-  validateCommParam(p, name_);
-  if (p.backend == "lccl" && p.commMode == CommMode::MULTI_PROCESS) checkLcclCommDomain(p.commDomain);
   paramSet_ = false;
-  readParam(fields, p);
+  try {
+    if (!isKnownBackend(p.backend) || (p.backend == "lccl" && !acceptsLccl())) {
+      std::vector<std::string> accepted;
+      for (const std::string& b : backendNames()) {
+        if (b != "lccl" || acceptsLccl()) accepted.push_back(b);
+      }
+      ATB_FAIL(ERROR_INVALID_PARAM, name_, " param 'backend' is '", p.backend, "'; ", name_, " accepts ",
+               listOfNames(accepted));
+    }
+    // ATB's rsv[] must stay zero; its JSON parser accepts the key.
+    for (int64_t v : fields.int64Array("rsv", {})) {
+      ATB_CHECK(v == 0, ERROR_INVALID_PARAM, name_, " param 'rsv' must be all zeros, got ", v);
+    }
+    validateCommParam(p, name_);
+    if (p.backend == "lccl" && p.commMode == CommMode::MULTI_PROCESS) checkLcclCommDomain(p.commDomain);
+    readParam(fields, p);
+  } catch (const StatusError& e) {
+    // {"rnak": 0}: "'rank' is -1" alone would hide the cause.
+    const std::string typos = fields.likelyTypos();
+    if (typos.empty()) throw;
+    throw StatusError(e.status(), __func__, __FILE__, static_cast<uint32_t>(__LINE__),
+                      e.msg() + "; the param has unknown key(s) " + typos);
+  }
   fields.checkUnknownKeys();
   checkBackendAvailable(p.backend, readOptions(), name_);
   param_ = p;

@@ -170,6 +170,11 @@ PYBIND11_MODULE(_C, m) {
       "This host's identity as ranks compare it (csrc/core/host.h): equal exactly when two processes can share "
       "memory.");
   m.def(
+      "declare_no_rank",
+      [] { atb_ops::withPythonErrors([] { atb_ops::JobCensus::declareNoRank(atb_ops::readOptions()); }); },
+      "Tells ranks scoped by their parent process that this process (a multiprocessing Manager's server) takes "
+      "no rank, so they never wait for it to claim one (csrc/comm/bootstrap/job_census.h).");
+  m.def(
       "release_comm",
       [](int64_t handle) {
         py::gil_scoped_release unlocked;

@@ -17,7 +17,17 @@ from atb_ops._torch_check import check_torch
 
 check_torch()  # before any native library loads: a clear error instead of an undefined symbol
 
-from atb_ops import _C, _groups, _hooks, _ops, _spawn_scope, c10d_backend, distributed, quant  # noqa: E402
+from atb_ops import (  # noqa: E402
+    _C,
+    _groups,
+    _hooks,
+    _manager_no_rank,
+    _ops,
+    _spawn_scope,
+    c10d_backend,
+    distributed,
+    quant,
+)
 from atb_ops.errors import AtbError  # noqa: E402
 
 __all__ = [
@@ -37,6 +47,7 @@ __version__ = (Path(__file__).resolve().parent / "VERSION").read_text().strip()
 
 _hooks.install(_C)
 _spawn_scope.install()  # the children of one torch.multiprocessing.spawn call share a job id
+_manager_no_rank.install()  # a Manager's server process is no rank of anybody's job
 c10d_backend.register()  # dist.init_process_group("atb_ops")
 
 

@@ -100,6 +100,14 @@ def test_unknown_keys_warn_naming_the_nearest_known_key(monkeypatch):
         make("AllToAllVV2Operation").set_param(json.dumps({**GOOD, "rankz": 1}))
 
 
+@pytest.mark.parametrize("name", ["AllToAllVV2Operation", "AllGatherOperation", "AllReduceOperation"])
+def test_error_from_a_missing_field_names_the_typo_that_hid_it(name):
+    """{"rnakSize": 2}: rankSize keeps its default and rank 1 is refused for it; the error names the unknown key
+    too, since it is the cause (the unknown-key warning alone would come only once every field passed)."""
+    with expect("ERROR_INVALID_PARAM", "unknown key(s) 'rnakSize' (did you mean 'rankSize'?)"):
+        make(name).set_param(json.dumps({"rank": 1, "rnakSize": 2}))
+
+
 def test_good_param_returns_atb_status():
     o = make("AllToAllVV2Operation")
     assert json.loads(o.set_param(json.dumps(GOOD))) == {"result": 0}

@@ -8,8 +8,11 @@ from __future__ import annotations
 # element names (job, source rank, index); prints {"wrong", "tags"} or {"error"}. ROOT, BACKEND and DOMAIN from the
 # environment.
 ALLTOALL_BY_WORD = """
-    import json, os, sys, torch, atb_ops
+    import json, os, sys, time, torch, atb_ops
     rank, size, word = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    if os.environ.get("GO_DIR"):  # a rank that loads its model first: it creates when its file appears
+        while not os.path.exists(os.path.join(os.environ["GO_DIR"], f"{word}.{rank}")):
+            time.sleep(0.05)
     tag = {"alpha": 1.0, "beta": 2.0, "gamma": 3.0}.get(word) or float(word)
     op = torch.classes.OperationTorch.OperationTorch("AllToAllVV2Operation")
     op.set_param(json.dumps({"rank": rank, "rankSize": size, "rankRoot": int(os.environ.get("ROOT", "0")),
@@ -49,11 +52,12 @@ HCCL_TABLE_ALLGATHER = """
     print(json.dumps({"wrong": sum(a != b for a, b in zip(got, want)), "tags": sorted({int(v // 100) for v in got})}))
 """
 
-# argv: mode (at-once|apart|interleaved), program, then pairs of (word, rank) children to start. A parent that
-# imports nothing of atb_ops starts the children (no job id, no MASTER_*), the first half, then (apart) 0.5 s later
-# the rest; prints [{word, rank, exit, report, stderr}].
+# argv: mode (at-once|apart|late), program, then pairs of (word, rank) children to start. A parent that imports
+# nothing of atb_ops starts the children (no job id, no MASTER_*), the first half, then (apart) 0.5 s later the rest.
+# late: all at once, and once they are older than the census's settle time (job_census.cpp), it lets them create in
+# the order given, 1.5 s apart (files in GO_DIR). Prints [{word, rank, exit, report, stderr}].
 TWO_JOBS_PARENT = """
-import json, subprocess, sys, time
+import json, os, subprocess, sys, time
 mode, program, extra = sys.argv[1], sys.argv[2], sys.argv[3]
 children = [c.split(":") for c in sys.argv[4:]]
 procs = []
@@ -63,6 +67,11 @@ for i, (word, rank) in enumerate(children):
     args = [rank, "2", word] if extra == "-" else [rank, word, extra]
     procs.append((word, rank, subprocess.Popen([sys.executable, "-c", program, *args], stdout=subprocess.PIPE,
                                                stderr=subprocess.PIPE, text=True)))
+if mode == "late":
+    time.sleep(12)
+    for word, rank in children:
+        open(os.path.join(os.environ["GO_DIR"], f"{word}.{rank}"), "w").close()
+        time.sleep(1.5)
 result = []
 for word, rank, p in procs:
     out, err = p.communicate(timeout=200)
@@ -128,16 +137,49 @@ if __name__ == "__main__":
         print(json.dumps({"results": dict(results), "seconds": time.monotonic() - began}))
 """
 
-# argv: rank. Identical code on both ranks: an operation held in a reference cycle is dropped and re-made;
-# only rank 1's garbage collector runs in between. Prints {"wrong", "seconds"} or {"error"}.
+# argv: start method (fork|spawn). A parent that imports atb_ops runs a Manager and two multiprocessing.Process
+# ranks (no job id: multiprocessing hands none, unlike torch's spawn); the Manager has atb_ops loaded too.
+PROCESSES_WITH_MANAGER_PARENT = """
+import json, multiprocessing, sys, time
+import torch
+import atb_ops  # noqa: F401
+
+
+def rank_main(rank, results):
+    op = torch.classes.OperationTorch.OperationTorch("AllGatherOperation")
+    op.set_param(json.dumps({"rank": rank, "rankSize": 2, "backend": "shm"}))
+    try:
+        results[rank] = op.execute([torch.full((2,), float(rank + 1))])[0].reshape(-1).tolist()
+    except RuntimeError as e:
+        results[rank] = str(e).splitlines()[0]
+
+
+if __name__ == "__main__":
+    ctx = multiprocessing.get_context(sys.argv[1])
+    began = time.monotonic()
+    with ctx.Manager() as manager:
+        results = manager.dict()
+        ranks = [ctx.Process(target=rank_main, args=(r, results)) for r in range(2)]
+        for p in ranks:
+            p.start()
+        for p in ranks:
+            p.join(120)
+        print(json.dumps({"results": dict(results), "exits": [p.exitcode for p in ranks],
+                          "seconds": time.monotonic() - began}))
+"""
+
+# argv: rank; BACKEND from the environment (shm). Identical code on both ranks: an operation held in a reference
+# cycle is dropped and re-made; only rank 1's garbage collector runs in between. Prints {"wrong", "seconds"} or
+# {"error"}.
 CYCLE_REMADE = """
-    import gc, json, sys, time, torch, atb_ops
+    import gc, json, os, sys, time, torch, atb_ops
     gc.disable()
     rank = int(sys.argv[1])
 
     def make():
         op = torch.classes.OperationTorch.OperationTorch("AllGatherOperation")
-        op.set_param(json.dumps({"rank": rank, "rankSize": 2, "backend": "shm", "commDomain": "cycle"}))
+        op.set_param(json.dumps({"rank": rank, "rankSize": 2, "backend": os.environ.get("BACKEND", "shm"),
+                                 "commDomain": "cycle"}))
         return op
 
     def check(op, value):

@@ -68,6 +68,19 @@ def test_two_jobs_with_different_arguments_never_pair(mode):
         assert all("error" in c["report"] for c in children), children
 
 
+def test_two_jobs_that_create_long_after_their_start_never_pair(tmp_path):
+    """Case 2, late: the four ranks start together but create their communicators 12-17 s later (a model loaded
+    first), job beta's rank 0 first, then alpha's rank 1, alpha's rank 0, beta's rank 1: no rank is young any more,
+    and beta 0 + alpha 1 would make a whole communicator. Siblings with atb_ops loaded are waited for, and claims
+    stay: every rank fails naming ATB_OPS_JOB_ID, none gets the other job's data."""
+    env = clean_env(ATB_OPS_TIMEOUT="40", GO_DIR=str(tmp_path))
+    program = textwrap.dedent(tasks.ALLTOALL_BY_WORD)
+    children = _parent(tasks.TWO_JOBS_PARENT, ["late", program, "-", "beta:0", "alpha:1", "alpha:0", "beta:1"], env)
+    for child in children:
+        error = child["report"].get("error", "")
+        assert "ATB_OPS_JOB_ID" in error and "cannot tell which processes" in error, children
+
+
 def test_two_jobs_on_one_rank_table_never_pair(tmp_path):
     """Case 3: two jobs of HCCL's C API on one rank table (one program for both), started at once by one parent:
     the table names the communicator, not the job, so the parent scope joins it; no rank gets the other job's
@@ -114,6 +127,22 @@ def test_spawn_beside_a_manager_is_not_refused(tmp_path, parent_imports_atb_ops)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["results"] == {"0": [1.0, 1.0, 2.0, 2.0], "1": [1.0, 1.0, 2.0, 2.0]}, report
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_processes_beside_a_manager_with_atb_ops_are_not_refused(tmp_path, method):
+    """Case 4c: the parent imported atb_ops, so its Manager has atb_ops loaded (fork copies it, spawn re-imports the
+    main module); the two multiprocessing.Process ranks have no job id. The Manager's server declares it takes no
+    rank, so the ranks neither wait for it nor refuse."""
+    script = tmp_path / "processes_with_manager.py"
+    script.write_text(tasks.PROCESSES_WITH_MANAGER_PARENT)
+    done = subprocess.run([sys.executable, str(script), method], capture_output=True, text=True,
+                          env=clean_env(ATB_OPS_TIMEOUT="60"), timeout=240, cwd=REPO_ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["exits"] == [0, 0], report
+    assert report["results"] == {"0": [1.0, 1.0, 2.0, 2.0], "1": [1.0, 1.0, 2.0, 2.0]}, report
+    assert report["seconds"] < 50, report  # never the 60 s timeout
 
 
 def test_spawn_gives_each_call_its_own_job_id(tmp_path):
@@ -178,11 +207,14 @@ def test_remade_group_with_swapped_ranks_gives_torchs_answer(tmp_path, clear):
             assert result["ours"] == result["torch"] == [1.0, 1.0, 2.0, 2.0], results
 
 
-def test_operation_remade_after_uneven_garbage_collection_meets():
+@pytest.mark.parametrize("backend", ["shm", "gloo"])
+def test_operation_remade_after_uneven_garbage_collection_meets(backend):
     """Case 5: identical code on both ranks drops an operation that sits in a reference cycle and makes a new one;
     only rank 1's collector ran, so rank 0 still holds the old communicator. The ranks meet in a fresh one within
-    seconds (the first call of the new operation on the old communicator learns its peer left), right values."""
-    env = clean_env(ATB_OPS_TIMEOUT="60", ATB_OPS_JOB_ID=uuid.uuid4().hex)
+    seconds (the first call of the new operation on the old communicator learns its peer left: on shm from the
+    segment, on gloo from the connection the peer closed), right values."""
+    store = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())} if backend == "gloo" else {}
+    env = clean_env(ATB_OPS_TIMEOUT="60", ATB_OPS_JOB_ID=uuid.uuid4().hex, BACKEND=backend, **store)
     for report in _reports(run_ranks(tasks.CYCLE_REMADE, 2, env, timeout_s=150)):
         assert report.get("wrong") == 0, report
         assert report["seconds"] < 30, report  # never the 60 s timeout

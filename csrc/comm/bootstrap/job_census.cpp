@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <set>
 #include <thread>
 #include <vector>
@@ -24,9 +25,9 @@ using Clock = std::chrono::steady_clock;
 
 constexpr uint64_t kClaimMagic = 0x31306d6c63627461ULL;    // "atbclm01"
 constexpr uint64_t kVerdictMagic = 0x3130626d61627461ULL;  // "atbamb01"
-// A sibling of the parent that has claimed nothing this long after it started is taken for no rank (a
-// multiprocessing Manager, a log tailer): ranks of one launch claim within seconds of their start (Python and torch
-// import in 2-5 s on a busy 2-core host). Older ones that claim later still meet the duplicate check.
+// A sibling of the parent that has claimed nothing may still be importing atb_ops this long after it started
+// (Python and torch import in 2-5 s on a busy 2-core host); once it has atb_ops loaded it may create a
+// communicator at any time (a model loaded first), so then its age no longer matters.
 constexpr uint64_t kSettleSeconds = 10;
 constexpr int kVerdictPids = 16;
 
@@ -41,6 +42,7 @@ struct ClaimRecord {
   uint64_t scopeHash;
   uint64_t looseHash;
   char jobKey[96];
+  std::atomic<int32_t> creating;  // 0 once its creation ended (a kept claim)
 };
 
 // "Two jobs meet here": written by the first claimant that saw it, read by every later one while any of the
@@ -63,7 +65,38 @@ struct Claim {
   uint64_t scopeHash;
   uint64_t looseHash;
   std::string jobKey;
+  bool creating;
 };
+
+// Parent-scoped claims outlive their creation (job_census.h): kept here until the process exits normally, and
+// removed by the next census that finds their process gone otherwise (multiprocessing's children _exit).
+class KeptClaims {
+ public:
+  ~KeptClaims() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [path, kept] : files_) {
+      if (kept.owner == ::getpid()) unlinkIfSame(kept.file, path);  // never a parent's, copied by fork
+    }
+  }
+  void keep(MappedFile file) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const std::string path = file.path();
+    files_[path] = Kept{::getpid(), std::move(file)};
+  }
+
+ private:
+  struct Kept {
+    pid_t owner;
+    MappedFile file;
+  };
+  std::mutex mutex_;
+  std::map<std::string, Kept> files_;
+};
+
+KeptClaims& keptClaims() {
+  static KeptClaims kept;
+  return kept;
+}
 
 std::string hex16(uint64_t v) {
   char buf[17];
@@ -94,16 +127,19 @@ std::vector<Claim> liveClaims(const std::string& dir) {
       continue;
     }
     claims.push_back(Claim{r.pid, r.rank, r.rankSize, r.parentPid, r.startTime, r.scopeHash, r.looseHash,
-                           std::string(r.jobKey, strnlen(r.jobKey, sizeof(r.jobKey)))});
+                           std::string(r.jobKey, strnlen(r.jobKey, sizeof(r.jobKey))),
+                           r.creating.load(std::memory_order_acquire) != 0});
   }
   return claims;
 }
 
-// The claimants of each rank of a scope.
-std::map<int32_t, std::vector<pid_t>> claimsByRank(const std::vector<Claim>& claims, uint64_t scopeHash) {
+// The claimants of each rank of a scope's communicators of one size (a kept claim of a 4-rank communicator says
+// nothing about who is rank 0 of a 2-rank one; ranks that disagree on the size are named when they pair).
+std::map<int32_t, std::vector<pid_t>> claimsByRank(const std::vector<Claim>& claims, uint64_t scopeHash,
+                                                   int32_t rankSize) {
   std::map<int32_t, std::vector<pid_t>> byRank;
   for (const Claim& c : claims) {
-    if (c.scopeHash == scopeHash) byRank[c.rank].push_back(c.pid);
+    if (c.scopeHash == scopeHash && c.rankSize == rankSize) byRank[c.rank].push_back(c.pid);
   }
   return byRank;
 }
@@ -143,34 +179,55 @@ CensusFileFormat censusFileFormat() {
                           kVerdictPids};
 }
 
+namespace {
+
+MappedFile writeClaim(const std::string& dir, const CensusSlot& slot, uint64_t scopeHash, uint64_t looseHash) {
+  const pid_t self = ::getpid();
+  const std::string path = dir + "/clm." + std::to_string(self) + "." + std::to_string(slot.rank) + "." +
+                           std::to_string(slot.rankSize) + "." + hex16(scopeHash);
+  // A claim of a dead process that had this pid, or this process's own of an earlier creation (kept, or cut short).
+  ::unlink(path.c_str());
+  MappedFile claim = MappedFile::create(path, sizeof(ClaimRecord));
+  auto& r = *static_cast<ClaimRecord*>(claim.base());
+  r.pid = self;
+  r.rank = slot.rank;
+  r.startTime = processStartTime(self);
+  r.parentPid = ::getppid();
+  r.rankSize = slot.rankSize;
+  r.parentStart = processStartTime(r.parentPid);
+  r.scopeHash = scopeHash;
+  r.looseHash = looseHash;
+  std::strncpy(r.jobKey, slot.jobKey.c_str(), sizeof(r.jobKey) - 1);
+  r.creating.store(1, std::memory_order_relaxed);
+  r.magic.store(kClaimMagic, std::memory_order_release);
+  return claim;
+}
+
+}  // namespace
+
 JobCensus::JobCensus(const Options& options, CensusSlot slot)
     : options_(options),
       slot_(std::move(slot)),
       scopeHash_(fnv1a(slot_.scope)),
       looseHash_(fnv1a(slot_.loose)),
       parentScoped_(parentScoped(slot_.jobKey)),
-      dir_(privateDir(options)) {
-  const pid_t self = ::getpid();
-  const std::string path =
-      dir_ + "/clm." + std::to_string(self) + "." + std::to_string(slot_.rank) + "." + hex16(scopeHash_);
-  // A claim of a dead process that had this pid, or of this process's own earlier creation that was cut short.
-  ::unlink(path.c_str());
-  claim_ = MappedFile::create(path, sizeof(ClaimRecord));
-  auto& r = *static_cast<ClaimRecord*>(claim_.base());
-  r.pid = self;
-  r.rank = slot_.rank;
-  r.startTime = processStartTime(self);
-  r.parentPid = ::getppid();
-  r.rankSize = slot_.rankSize;
-  r.parentStart = processStartTime(r.parentPid);
-  r.scopeHash = scopeHash_;
-  r.looseHash = looseHash_;
-  std::strncpy(r.jobKey, slot_.jobKey.c_str(), sizeof(r.jobKey) - 1);
-  r.magic.store(kClaimMagic, std::memory_order_release);
-}
+      dir_(privateDir(options)),
+      claim_(writeClaim(dir_, slot_, scopeHash_, looseHash_)) {}
 
 JobCensus::~JobCensus() {
-  unlinkIfSame(claim_, claim_.path());
+  if (parentScoped_) {
+    static_cast<ClaimRecord*>(claim_.base())->creating.store(0, std::memory_order_release);
+    keptClaims().keep(std::move(claim_));
+  } else {
+    unlinkIfSame(claim_, claim_.path());
+  }
+}
+
+void JobCensus::declareNoRank(const Options& options) {
+  const CensusSlot none{"", "", "no rank", "", -1, 0};
+  MappedFile claim = writeClaim(privateDir(options), none, fnv1a(none.scope), fnv1a(none.loose));
+  static_cast<ClaimRecord*>(claim.base())->creating.store(0, std::memory_order_release);
+  keptClaims().keep(std::move(claim));
 }
 
 std::string JobCensus::describe() const {
@@ -235,17 +292,19 @@ void JobCensus::awaitUnambiguous(Clock::time_point deadline) {
   while (true) {
     checkVerdict();
     const std::vector<Claim> claims = liveClaims(dir_);
-    const std::map<int32_t, std::vector<pid_t>> byRank = claimsByRank(claims, scopeHash_);
+    const std::map<int32_t, std::vector<pid_t>> byRank = claimsByRank(claims, scopeHash_, slot_.rankSize);
     refuseDuplicates(byRank, "");
     if (!parentScoped_) return;
-    // Siblings that may still claim a rank here: young ones that have claimed nothing yet.
+    // Siblings that may still claim a rank here: those that have claimed nothing yet and have atb_ops loaded, or
+    // are young enough to be loading it.
     std::set<pid_t> claimed;
     for (const Claim& c : claims) claimed.insert(c.pid);
     const uint64_t now = ticksSinceBoot();
     const uint64_t settle = kSettleSeconds * ticksPerSecond();
     std::vector<int64_t> undeclared;
     for (const Sibling& s : unscopedSiblings()) {
-      if (claimed.count(s.pid) == 0 && s.startTime + settle > now) undeclared.push_back(s.pid);
+      if (claimed.count(s.pid) != 0) continue;
+      if (s.startTime + settle > now || withAtbOps(s)) undeclared.push_back(s.pid);
     }
     const size_t mine = byRank.size();
     if (mine + undeclared.size() <= static_cast<size_t>(slot_.rankSize)) return;
@@ -253,8 +312,8 @@ void JobCensus::awaitUnambiguous(Clock::time_point deadline) {
       std::sort(undeclared.begin(), undeclared.end());
       refuse(c10::str("cannot tell which processes form this job: parent process ", parent, " runs ", mine,
                       " process(es) claiming ranks of this communicator and ", undeclared.size(),
-                      " more that have claimed nothing yet (pids ", c10::Join(", ", undeclared),
-                      "), more than its rankSize ", slot_.rankSize,
+                      " more that have claimed nothing yet and have atb_ops loaded or are still starting (pids ",
+                      c10::Join(", ", undeclared), "), more than its rankSize ", slot_.rankSize,
                       ", so two jobs may have been started at once; set ATB_OPS_JOB_ID to a value of its own in "
                       "each job's environment (or MASTER_ADDR/MASTER_PORT, or initialise torch.distributed)"),
              false);
@@ -264,15 +323,24 @@ void JobCensus::awaitUnambiguous(Clock::time_point deadline) {
   }
 }
 
+bool JobCensus::withAtbOps(const Sibling& sibling) {
+  const auto id = std::make_pair(sibling.pid, sibling.startTime);
+  if (loaded_.count(id) != 0) return true;  // a library stays loaded: its map is read once it shows
+  if (!loadsAtbOps(sibling.pid)) return false;
+  loaded_.insert(id);
+  return true;
+}
+
 void JobCensus::recheck() {
   checkVerdict();
-  refuseDuplicates(claimsByRank(liveClaims(dir_), scopeHash_), " (the second arrived while it was being made)");
+  refuseDuplicates(claimsByRank(liveClaims(dir_), scopeHash_, slot_.rankSize),
+                   " (the second arrived while it was being made)");
 }
 
 std::string JobCensus::strangers() const {
   std::vector<std::string> seen;
   for (const Claim& c : liveClaims(dir_)) {
-    if (c.looseHash != looseHash_ || c.scopeHash == scopeHash_) continue;
+    if (c.looseHash != looseHash_ || c.scopeHash == scopeHash_ || !c.creating) continue;
     seen.push_back(
         c10::str("rank ", c.rank, " (pid ", c.pid, ", parent process ", c.parentPid, ", job '", c.jobKey, "')"));
   }

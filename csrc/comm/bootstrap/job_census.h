@@ -1,10 +1,13 @@
 // Who may pair in a node-local rendezvous. Every process about to meet others there claims its rank with a small
-// file in the private folder (clm.<pid>.<scope hash>), withdrawn when its creation ends. Claims make exact what
-// /proc alone cannot show: two live processes claiming one rank of one scope are two jobs (every claimant fails,
-// naming ATB_OPS_JOB_ID), and a sibling that claimed another commDomain is no rank of this one. Where the scope is
-// only the parent-process guess (job_scope.h), a rank also waits until the parent's other young processes have
-// claimed something (or grown old without claiming: multiprocessing's Manager, a log tailer), and refuses when
-// more of them want this communicator than it has ranks.
+// file in the private folder (clm.<pid>.<rank>.<rankSize>.<scope hash>). Claims make exact what /proc alone
+// cannot show: two live processes claiming one rank of one scope are two jobs (every claimant fails, naming
+// ATB_OPS_JOB_ID), and a sibling that claimed another commDomain is no rank of this one.
+// Where the scope is a proof (a job id, a launcher's), a claim is withdrawn when its creation ends. Where it is
+// only the parent-process guess (job_scope.h), a claim stays until its process exits, so a rank of another job
+// that arrives minutes later still meets it; and a rank waits until each of the parent's other processes that
+// has atb_ops loaded (or is young enough to be loading it) has claimed something, refusing when more of them want
+// this communicator than it has ranks. Processes that declared they take no rank (multiprocessing's Manager, see
+// declareNoRank) and those without atb_ops (a log tailer) are never waited for.
 #pragma once
 
 #include <sys/types.h>
@@ -12,11 +15,14 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "comm/bootstrap/private_dir.h"
 #include "core/options.h"
+#include "core/process.h"
 
 namespace atb_ops {
 
@@ -62,6 +68,8 @@ class JobCensus {
 
   // Removes claims and verdicts whose processes are gone (a creation that was killed). Returns how many.
   static int sweepStale(const Options& options);
+  // This process will take no rank (a multiprocessing Manager's server): parent-scoped ranks never wait for it.
+  static void declareNoRank(const Options& options);
 
  private:
   [[noreturn]] void refuse(const std::string& why, bool tellOthers);
@@ -69,6 +77,8 @@ class JobCensus {
   void refuseDuplicates(std::map<int32_t, std::vector<pid_t>> byRank, const char* when);
   void checkVerdict() const;
   std::string describe() const;
+  // Whether an unclaimed sibling has atb_ops loaded (remembered once seen).
+  bool withAtbOps(const Sibling& sibling);
 
   Options options_;
   CensusSlot slot_;
@@ -77,6 +87,7 @@ class JobCensus {
   bool parentScoped_;
   std::string dir_;
   MappedFile claim_;
+  std::set<std::pair<pid_t, uint64_t>> loaded_;
 };
 
 }  // namespace atb_ops
