@@ -172,10 +172,11 @@ void alltoallSingle(Communicator& comm, at::Tensor& out, const at::Tensor& in, c
 }
 
 void checkAllToAll(int32_t n, const at::Tensor& x) {
-  ATB_CHECK(x.defined() && x.dim() > 0, ERROR_INVALID_PARAM, "all_to_all needs a tensor with at least 1 dimension");
+  ATB_CHECK(x.defined() && x.dim() > 0, ERROR_INVALID_PARAM, "all_to_all needs x with at least 1 dimension, got shape ",
+            x.defined() ? x.sizes() : c10::IntArrayRef{});
   checkSupportedDtype(x.scalar_type(), "x");
-  ATB_CHECK(x.size(0) % n == 0, ERROR_INVALID_PARAM, "all_to_all splits dim 0 equally: size ", x.size(0),
-            " does not divide by group size ", n);
+  ATB_CHECK(x.size(0) % n == 0, ERROR_INVALID_PARAM, "all_to_all splits x's dim 0 equally: x.shape[0] is ", x.size(0),
+            " (x.shape ", x.sizes(), "), which does not divide by the group size ", n);
 }
 
 at::Tensor allToAll(Communicator& comm, const at::Tensor& x) {

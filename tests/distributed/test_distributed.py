@@ -174,7 +174,7 @@ def test_bad_arguments_raise_before_communication(rank_pools):
         "huge expert count": "does not fit int64",
         "bool split sizes": "in_split_sizes must hold ints only, got [True, 7]",
         "count lengths": "must both have n_expert * world_size entries, world_size=2",
-        "all_to_all dim0": "size 3 does not divide by group size 2",
+        "all_to_all dim0": "x.shape[0] is 3 (x.shape [3, 2]), which does not divide by the group size 2",
         "all_gather scalar": "x needs at least 1 dimension",
     }
     for messages in rank_pools(2).run(dist_tasks.bad_calls):

@@ -487,13 +487,39 @@ def test_bench_quant_allreduce_runs_and_meets_the_byte_target(tmp_path, capsys):
     assert main([*argv, "--json", str(out)]) == 0
     table = capsys.readouterr().out
     assert "quant int8, gather int8" in table and "all_reduce fp32 (gloo)" in table
+    header = next(line.split() for line in table.splitlines() if not line.startswith("#") and "variant" in line)
+    assert header[:3] == ["size", "count", "type"], header  # nccl-tests' columns first, as every bench
+    assert all(c in header for c in ("time(us)", "algbw", "busbw", "#wrong")), header
+    assert "# Out of bounds values : 0 OK" in table
     _check_quant_bench_rows(json.loads(out.read_text())["rows"])
 
 
+def test_bench_quant_allreduce_takes_the_common_flags(tmp_path, capsys):
+    """One CLI for every --op: --backend (the atb_ops fp32 row's), --no-gloo (its rows and ratios left out),
+    --no-mpi (accepted: no MPI column here) and --plot work as on the collectives bench."""
+    from atb_ops.__main__ import main
+
+    out, png = tmp_path / "bench.json", tmp_path / "quant.png"
+    argv = ["bench", "--op", "quant_allreduce", "--sizes", "64K", "--warmup", "0", "--iters", "1", "--rounds", "1",
+            "--backend", "shm", "--no-gloo", "--no-mpi", "--plot", str(png), "--json", str(out)]
+    assert main(argv) == 0
+    assert "all_reduce fp32 (gloo)" not in capsys.readouterr().out
+    doc = json.loads(out.read_text())
+    assert doc["backend"] == "shm"
+    rows = doc["rows"]
+    assert [r["variant"] for r in rows] == ["atb_ops AllReduce fp32", "quant int8, gather float16",
+                                            "quant int8, gather int8"]
+    assert all(r["wrong"] == 0 and r["speedup_vs_fp32"] is None and r["type"] == "float32" for r in rows), rows
+    assert png.stat().st_size > 0
+
+
 def _check_quant_bench_rows(rows: list[dict]) -> None:
-    """Every variant reported once, with the bytes and errors docs/quant.md gives (no timing assertions)."""
+    """Every variant reported once, with the bytes and errors docs/quant.md gives (no timing assertions), none past
+    its bound, and nccl-tests' bandwidths (busbw = algbw * 2(n-1)/n for 2 ranks)."""
     by_variant = {r["variant"]: r for r in rows}
     assert len(by_variant) == 5 == len(rows)
+    assert all(r["wrong"] == 0 for r in rows), rows
+    assert all(r["algbw"] > 0 and r["busbw"] == pytest.approx(r["algbw"]) for r in rows), rows
     assert by_variant["quant int8, gather int8"]["bytes_vs_fp16"] <= 0.53
     assert by_variant["quant int8, gather float16"]["bytes_vs_fp16"] < 0.77
     assert by_variant["quant int8, gather float16"]["rel_err"] < 0.01

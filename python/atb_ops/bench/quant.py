@@ -5,16 +5,21 @@ and the same tensor goes through:
 
 - ``all_reduce fp32`` / ``all_reduce fp16``: torch.distributed.all_reduce on the gloo group (the tensor
   cast to float32 / float16), timed in place with no copy (the strictest baseline);
-- ``atb_ops AllReduce fp32``: ATB's ``AllReduceOperation`` (backend ``auto``: shared memory in a host, two
-  levels across hosts), ``execute_out`` into a reused output: atb_ops' own float32 all-reduce;
+- ``atb_ops AllReduce fp32``: ATB's ``AllReduceOperation`` (--backend, default ``auto``: shared memory in a host,
+  two levels across hosts), ``execute_out`` into a reused output: atb_ops' own float32 all-reduce;
 - ``quant int8, gather <out>``: atb_ops.quant.quantized_all_reduce (int8 all-to-all + scales, float32
   reduce, all-gather in --out-dtype) on the node-local path (ATB_OPS_CPU_PATH, default auto: shm);
 - ``quant int8, gather int8``: the same with quantize_allgather=True.
 
-Columns: ``bytes`` each rank sends per call (the busiest rank; for all_reduce the bandwidth-optimal
-2 (n-1)/n * count * element_size that gloo's ring sends), ``xfp16`` that over the fp16 all_reduce's bytes,
-``time`` the mean wall time per call (the slowest rank's), ``xfp32`` the fp32 all_reduce's time over this
-row's (> 1: faster than fp32), ``rel_err`` the relative L2 error against the exact float64 sum.
+Columns, nccl-tests' first (``python -m atb_ops bench``'s table form): ``size`` (bytes of each rank's input),
+``count``, ``type`` (the input's dtype), then per variant ``time`` (us, the mean wall time per call, the slowest
+rank's), ``algbw`` (size / time, GB/s), ``busbw`` (algbw * 2(n-1)/n, an all-reduce's), ``#wrong`` (elements past
+the variant's error bound, bench.quant_bounds: 0 unless the data is wrong), then ``bytes`` each rank sends per call
+(the busiest rank; for all_reduce the bandwidth-optimal 2 (n-1)/n * count * element_size that gloo's ring sends),
+``xfp16`` that over the fp16 all_reduce's bytes, ``xfp32`` the fp32 all_reduce's time over this row's (> 1: faster
+than fp32), ``xatb32`` the same against atb_ops' fp32 AllReduce, ``rel_err`` the relative L2 error against the
+exact float64 sum. With --no-gloo the gloo rows and their ratios are left out. Open MPI has no int8 all-reduce:
+this bench has no MPI column (--no-mpi is accepted, as the other benches take it).
 
 The ranks are CPU processes on this host (spawned, loopback only), or with ``--hosts H`` on H emulated hosts
 (network namespaces on a bridge, made for the run and removed after it; root only), host by host, the link
@@ -27,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from typing import Any
 
 from atb_ops.bench import launcher, quant_ranks, table, workload
@@ -49,6 +55,8 @@ def run(
     timeout_s: float = 600.0,
     hosts: int = 0,
     link_rate: str | None = None,
+    backend: str = "auto",
+    gloo: bool = True,
 ) -> list[dict[str, Any]]:
     """Spawn the ranks, run every variant at every size, return rank 0's rows with ratios added.
 
@@ -66,10 +74,13 @@ def run(
         timeout_s: how long any one step (start, a size) may take.
         hosts: run the ranks on this many emulated hosts (0: on this host); it must divide world_size.
         link_rate: with hosts, every host's link shaped to this rate (tc's spelling, e.g. "10gbit").
+        backend: the backend of the atb_ops fp32 AllReduceOperation row.
+        gloo: whether torch.distributed's all_reduce rows (gloo, fp32 and fp16) run.
 
     Returns:
-        One row per size and variant: size, count, variant, bytes, time_s (best round), time_median_s, times_s,
-        rel_err, bytes_vs_fp16, speedup_vs_fp32, speedup_vs_atb_fp32.
+        One row per size and variant: size, count, type, variant, bytes, time_s (best round), time_median_s,
+        times_s, algbw, busbw (GB/s), wrong, rel_err, bytes_vs_fp16 and speedup_vs_fp32 (None without gloo),
+        speedup_vs_atb_fp32.
 
     Raises:
         RuntimeError: When a rank failed or did not finish within timeout_s.
@@ -79,7 +90,8 @@ def run(
     if thp:
         env["THP_MEM_ALLOC_ENABLE"] = "1"  # torch's CPU allocator asks for transparent huge pages
     config = {"world_size": world_size, "sizes": sizes, "dtype": dtype, "out_dtype": out_dtype,
-              "block_size": block_size, "warmup": warmup, "iters": iters, "rounds": rounds}
+              "block_size": block_size, "warmup": warmup, "iters": iters, "rounds": rounds, "backend": backend,
+              "gloo": gloo}
     if hosts:
         from atb_ops.emulated_hosts import EmulatedHosts
 
@@ -89,30 +101,41 @@ def run(
     else:
         rows = launcher.rows_of(quant_ranks.run_rank, config, world_size, len(sizes), job="bench-quant", env=env,
                                 timeout_s=timeout_s)
+    bus = 2 * (world_size - 1) / world_size
     for size in sizes:
         same = [r for r in rows if r["size"] == size]
-        fp16 = next(r for r in same if r["variant"].startswith("all_reduce fp16"))
-        fp32 = next(r for r in same if r["variant"].startswith("all_reduce fp32"))
+        fp16 = next((r for r in same if r["variant"].startswith("all_reduce fp16")), None)
+        fp32 = next((r for r in same if r["variant"].startswith("all_reduce fp32")), None)
         atb32 = next(r for r in same if r["variant"].startswith("atb_ops AllReduce fp32"))
         for r in same:
-            r["bytes_vs_fp16"] = r["bytes"] / fp16["bytes"]
-            r["speedup_vs_fp32"] = fp32["time_s"] / r["time_s"]
+            r["algbw"] = size / r["time_s"] / 1e9 if r["time_s"] > 0 else 0.0
+            r["busbw"] = r["algbw"] * bus
+            r["bytes_vs_fp16"] = r["bytes"] / fp16["bytes"] if fp16 else None
+            r["speedup_vs_fp32"] = fp32["time_s"] / r["time_s"] if fp32 else None
             r["speedup_vs_atb_fp32"] = atb32["time_s"] / r["time_s"]
     return rows
+
+
+def _ratio(value: float | None, digits: int) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
 
 
 # The table: one row per size and variant (atb_ops.bench.table).
 BLOCKS = [
     table.Block((table.Field("size", 10, lambda r: f"{r['size']}"),
-                 table.Field("count", 10, lambda r: f"{r['count']}"))),
+                 table.Field("count", 10, lambda r: f"{r['count']}"),
+                 table.Field("type", 9, lambda r: r["type"]))),
     table.Block((
         table.Field("variant", 28, lambda r: r["variant"], align="<"),
+        table.Field("time(us)", 9, lambda r: f"{r['time_s'] * 1e6:.1f}"),
+        table.Field("(median)", 10, lambda r: f"({r['time_median_s'] * 1e6:.1f})"),
+        table.Field("algbw", 8, lambda r: f"{r['algbw']:.2f}"),
+        table.Field("busbw", 8, lambda r: f"{r['busbw']:.2f}"),
+        table.Field("#wrong", 6, lambda r: f"{r['wrong']:d}"),
         table.Field("bytes", 11, lambda r: f"{r['bytes']}"),
-        table.Field("xfp16", 6, lambda r: f"{r['bytes_vs_fp16']:.3f}"),
-        table.Field("time(ms)", 9, lambda r: f"{r['time_s'] * 1e3:.2f}"),
-        table.Field("(median)", 9, lambda r: f"({r['time_median_s'] * 1e3:.2f})"),
-        table.Field("xfp32", 6, lambda r: f"{r['speedup_vs_fp32']:.2f}"),
-        table.Field("xatb32", 6, lambda r: f"{r['speedup_vs_atb_fp32']:.2f}"),
+        table.Field("xfp16", 6, lambda r: _ratio(r["bytes_vs_fp16"], 3)),
+        table.Field("xfp32", 6, lambda r: _ratio(r["speedup_vs_fp32"], 2)),
+        table.Field("xatb32", 6, lambda r: _ratio(r["speedup_vs_atb_fp32"], 2)),
         table.Field("rel_err", 9, lambda r: f"{r['rel_err']:.2e}"),
     ), gap="  "),
 ]
@@ -148,10 +171,12 @@ def format_table(
     title = [
         f"quant_allreduce: {world_size} CPU ranks, input {dtype}, block_size {block_size}, out_dtype {out_dtype}, "
         f"quant path {path}{', THP' if thp else ''}",
-        "bytes: sent per rank per call (busiest rank); xfp16: bytes / fp16 all_reduce bytes;",
-        "time: best round (median in brackets); xfp32: gloo's fp32 all_reduce time / this time (> 1 is faster);",
+        "time: best round (median in brackets), us; algbw: size / time, busbw: algbw * 2(n-1)/n (GB/s);",
+        "#wrong: elements past the variant's error bound (docs/quant.md); bytes: sent per rank per call (busiest "
+        "rank);",
+        "xfp16: bytes / fp16 all_reduce bytes; xfp32: gloo's fp32 all_reduce time / this time (> 1 is faster);",
         "xatb32: atb_ops' own fp32 AllReduceOperation time / this time;",
-        "rel_err: L2 error against the exact float64 sum",
+        "rel_err: L2 error against the exact float64 sum; no Open MPI column (MPI has no int8 all-reduce)",
     ]
     if hosts:
         title.insert(1, f"{hosts} emulated hosts x {world_size // hosts} ranks, host by host; link "
@@ -167,7 +192,26 @@ def format_table(
                 limits.append(f"{workload.format_bytes(size)} {link / (parse_rate(link_rate) / 8) * 1e3:.1f} ms")
             title.append("link limit of a float32 all-reduce (what crosses the busiest link / its rate): "
                          + ", ".join(limits))
-    return table.render(title, BLOCKS, rows)
+    wrong = sum(r["wrong"] for r in rows)
+    footer = "# Out of bounds values : " + ("0 OK" if wrong == 0 else f"{wrong} WRONG ELEMENTS FOUND (see #wrong)")
+    return table.render(title, BLOCKS, rows) + "\n" + footer
+
+
+def plot(path: str, rows: list[dict[str, Any]], title: str, world_size: int) -> None:
+    """algbw against size, one line per variant (bench.plot's figure).
+
+    Args:
+        path: the PNG to write.
+        rows: run()'s rows.
+        title: the figure's title.
+        world_size: the ranks.
+    """
+    from atb_ops.bench import plot as figure
+
+    variants = list(dict.fromkeys(r["variant"] for r in rows))
+    by_size = [{"bytes": size, "figures": {r["variant"]: {"algbw": r["algbw"]} for r in rows if r["size"] == size}}
+               for size in sorted({r["size"] for r in rows})]
+    figure.plot(path, by_size, {v: v for v in variants}, title, world_size, os.cpu_count() or 1)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -210,7 +254,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hosts", type=int, default=0, metavar="H",
                         help="run the ranks on H emulated hosts (root only; H divides --world-size)")
     parser.add_argument("--link-rate", metavar="RATE", help="with --hosts: shape every host's link, e.g. 10gbit")
+    parser.add_argument("--backend", "-b", default="auto", choices=["shm", "gloo", "hccl", "auto"],
+                        help="backend of the atb_ops fp32 AllReduceOperation row (default auto)")
+    parser.add_argument("--no-gloo", action="store_true", help="leave out torch.distributed's all_reduce rows")
+    parser.add_argument("--no-mpi", action="store_true",
+                        help="accepted as the other benches take it: this bench has no Open MPI column")
     parser.add_argument("--json", help="also write the rows to this file")
+    parser.add_argument("--plot", metavar="F.png", help="also plot algbw against size per variant (matplotlib)")
     args = parser.parse_args(argv)
     if args.world_size < 1:
         parser.error(f"--world-size must be >= 1, got {args.world_size}")
@@ -232,9 +282,13 @@ def main(argv: list[str] | None = None) -> int:
         args.thp,
         hosts=args.hosts,
         link_rate=args.link_rate,
+        backend=args.backend,
+        gloo=not args.no_gloo,
     )
     print(format_table(rows, args.world_size, args.dtype, args.out_dtype, args.block_size, args.path, args.thp,
                        args.hosts, args.link_rate))
+    if args.plot:
+        plot(args.plot, rows, f"quant_allreduce, {args.world_size} CPU ranks, input {args.dtype}", args.world_size)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(
@@ -245,6 +299,7 @@ def main(argv: list[str] | None = None) -> int:
                     "block_size": args.block_size,
                     "hosts": args.hosts,
                     "link_rate": args.link_rate,
+                    "backend": args.backend,
                     "rows": rows,
                 },
                 f,

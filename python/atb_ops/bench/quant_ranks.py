@@ -3,7 +3,8 @@
 Every rank holds a seeded Gaussian tensor and runs each variant on it: gloo's all_reduce in float32 and float16
 (in place, no copy: the strictest baseline), ATB's AllReduceOperation in float32 (backend auto: atb_ops' own
 all-reduce, two levels across hosts), and atb_ops.quant.quantized_all_reduce gathering in --out-dtype or in int8.
-Each variant's error against the exact float64 sum is measured once, then the variants are warmed up and timed in
+Each variant's error against the exact float64 sum is measured once (its relative L2 error, and #wrong: the elements
+past its bound, bench.quant_bounds), then the variants are warmed up and timed in
 --rounds rounds, interleaved, through the bench's timing loop; a round's time is the slowest rank's.
 """
 
@@ -13,7 +14,7 @@ import functools
 import os
 from typing import Any
 
-from atb_ops.bench import rank_group, timing
+from atb_ops.bench import quant_bounds, rank_group, timing
 
 
 def run_rank(rank: int, config: dict[str, Any], results: Any, commands: Any) -> None:
@@ -21,7 +22,8 @@ def run_rank(rank: int, config: dict[str, Any], results: Any, commands: Any) -> 
 
     Args:
         rank: this rank.
-        config: world_size, sizes, dtype, out_dtype, block_size, warmup, iters, rounds.
+        config: world_size, sizes, dtype, out_dtype, block_size, warmup, iters, rounds, backend (of the atb_ops
+            fp32 AllReduce), gloo (whether gloo's all_reduce rows run).
         results: where messages to the parent go (rank 0 sends the rows).
         commands: (size index, round) pairs, None to stop; each size runs all its rounds.
     """
@@ -56,18 +58,17 @@ def _run_size(rank: int, config: dict[str, Any], size: int) -> list[dict[str, An
         return torch.randn(count, generator=torch.Generator().manual_seed(1000 + r)).to(dtype)
 
     x = make(rank)
-    exact = None
+    exact, inputs = None, []
     if rank == 0:
-        exact = torch.zeros(count, dtype=torch.float64)
-        for r in range(world_size):
-            exact += make(r).double()
+        inputs = [make(r) for r in range(world_size)]
+        exact = torch.stack([t.double() for t in inputs]).sum(0)
     plan = quant.plan_all_reduce(count, world_size, block)
     ring = 2 * (world_size - 1) / world_size * count
     x32, x16 = x.float(), x.half()
     buf32, buf16 = x32.clone(), x16.clone()  # all_reduce runs in place on these (values grow; no copy)
     reduce_q = functools.partial(quant.quantized_all_reduce, x, block_size=block, out_dtype=out_dtype)
     op = atb_ops.Operation("AllReduceOperation")
-    op.set_param(json.dumps({"rank": rank, "rankSize": world_size, "rankRoot": 0, "backend": "auto",
+    op.set_param(json.dumps({"rank": rank, "rankSize": world_size, "rankRoot": 0, "backend": config["backend"],
                              "allReduceType": "sum", "commDomain": "bench-quant-fp32"}))
     atb_out = torch.empty_like(x32)
 
@@ -75,21 +76,38 @@ def _run_size(rank: int, config: dict[str, Any], size: int) -> list[dict[str, An
         op.execute_out([x32], [atb_out])
         return atb_out
 
-    variants = [  # (name, call, bytes the busiest rank sends, input of the error's all_reduce or None)
-        ("all_reduce fp32 (gloo)", functools.partial(dist.all_reduce, buf32), ring * 4, x32),
-        ("all_reduce fp16 (gloo)", functools.partial(dist.all_reduce, buf16), ring * 2, x16),
-        ("atb_ops AllReduce fp32", atb_fp32, ring * 4, None),
-        (f"quant int8, gather {config['out_dtype']}", reduce_q,
-         max(plan.bytes_sent(r, out_dtype, False) for r in range(world_size)), None),
-        ("quant int8, gather int8", functools.partial(reduce_q, quantize_allgather=True),
-         max(plan.bytes_sent(r, out_dtype, True) for r in range(world_size)), None),
+    def plain_bound(t: torch.dtype) -> Any:
+        return lambda: quant_bounds.plain(inputs, t)
+
+    def quant_bound(again: bool) -> Any:
+        return lambda: quant_bounds.quantised(inputs, exact, block, out_dtype, again)
+
+    # (name, call, bytes the busiest rank sends, input of the error's all_reduce or None, its error bound)
+    gloo = [
+        ("all_reduce fp32 (gloo)", functools.partial(dist.all_reduce, buf32), ring * 4, x32,
+         plain_bound(torch.float32)),
+        ("all_reduce fp16 (gloo)", functools.partial(dist.all_reduce, buf16), ring * 2, x16,
+         plain_bound(torch.float16)),
     ]
-    errors = []
-    for _, fn, _, reduce_input in variants:
+    variants = [
+        *(gloo if config["gloo"] else []),
+        ("atb_ops AllReduce fp32", atb_fp32, ring * 4, None, plain_bound(torch.float32)),
+        (f"quant int8, gather {config['out_dtype']}", reduce_q,
+         max(plan.bytes_sent(r, out_dtype, False) for r in range(world_size)), None, quant_bound(False)),
+        ("quant int8, gather int8", functools.partial(reduce_q, quantize_allgather=True),
+         max(plan.bytes_sent(r, out_dtype, True) for r in range(world_size)), None, quant_bound(True)),
+    ]
+    errors, wrongs = [], []
+    for _, fn, _, reduce_input, bound in variants:
         # all_reduce works in place: its result (for the error) comes from one call on a fresh copy.
         out = fn() if reduce_input is None else _all_reduce(reduce_input)
-        errors.append(float(torch.linalg.vector_norm(out.double() - exact) / torch.linalg.vector_norm(exact))
-                      if rank == 0 else None)
+        if rank == 0:
+            diff = (out.double() - exact).abs()
+            errors.append(float(torch.linalg.vector_norm(diff) / torch.linalg.vector_norm(exact)))
+            wrongs.append(int((~(diff <= bound())).sum()))  # NaN counts as wrong
+        else:
+            errors.append(None)
+            wrongs.append(None)
         del out
         for _ in range(config["warmup"]):
             fn()
@@ -97,11 +115,12 @@ def _run_size(rank: int, config: dict[str, Any], size: int) -> list[dict[str, An
     # over --iters calls.
     rounds: list[list[float]] = [[] for _ in variants]
     for _ in range(config["rounds"]):
-        for i, (_, fn, _, _) in enumerate(variants):
+        for i, (_, fn, _, _, _) in enumerate(variants):
             rounds[i].append(rank_group.max_over_ranks(timing.mean_seconds(fn, config["iters"], dist.barrier)))
-    return [{"size": size, "count": count, "variant": name, "bytes": int(nbytes), "time_s": min(times),
-             "time_median_s": sorted(times)[len(times) // 2], "times_s": times, "rel_err": rel}
-            for (name, _, nbytes, _), times, rel in zip(variants, rounds, errors, strict=True)]
+    return [{"size": size, "count": count, "type": config["dtype"], "variant": name, "bytes": int(nbytes),
+             "time_s": min(times), "time_median_s": sorted(times)[len(times) // 2], "times_s": times, "rel_err": rel,
+             "wrong": wrong}
+            for (name, _, nbytes, _, _), times, rel, wrong in zip(variants, rounds, errors, wrongs, strict=True)]
 
 
 def _all_reduce(t: Any) -> Any:
