@@ -6,7 +6,9 @@
 
 #include <map>
 #include <mutex>
+#include <vector>
 
+#include "comm/bootstrap/job_census.h"
 #include "comm/communicator.h"
 #include "comm/host_span.h"
 #include "comm/two_level_communicator.h"
@@ -64,6 +66,7 @@ std::vector<std::string> registeredBackends() {
 }
 
 std::shared_ptr<Communicator> createCommunicator(const CommConfig& asked) {
+  MembershipHolds holds;  // the claims of the rendezvous below stay live while this communicator does
   const CommConfig config = placeAcrossHosts(asked);
   std::shared_ptr<Communicator> made;
   const std::unique_ptr<HostLayout> hosts =
@@ -85,10 +88,12 @@ std::shared_ptr<Communicator> createCommunicator(const CommConfig& asked) {
   // The last user in a fork()ed child must not tear down what the parent still uses (its process group's
   // threads do not exist in the child, its vendor communicator is the parent's): there it is leaked.
   // Moved out on the call: the deleter itself lives as long as the cache's weak reference.
-  return std::shared_ptr<Communicator>(raw, [made = std::move(made), creator = ::getpid()](Communicator*) mutable {
-    std::shared_ptr<Communicator> last = std::move(made);
-    if (::getpid() != creator) new std::shared_ptr<Communicator>(std::move(last));
-  });
+  return std::shared_ptr<Communicator>(
+      raw, [made = std::move(made), held = holds.take(), creator = ::getpid()](Communicator*) mutable {
+        const std::vector<std::shared_ptr<void>> claims = std::move(held);  // released after the communicator
+        std::shared_ptr<Communicator> last = std::move(made);
+        if (::getpid() != creator) new std::shared_ptr<Communicator>(std::move(last));
+      });
 }
 
 }  // namespace atb_ops

@@ -31,6 +31,27 @@ ALLTOALL_BY_WORD = """
     print(json.dumps({"wrong": int((out != want).sum()), "tags": sorted({int(v // 1e6) for v in out.tolist()})}))
 """
 
+# argv: process index, size, word (unused). One job, no job id: an AllGather as rank p, dropped, then one with the
+# ranks swapped (process p is now rank size-1-p); prints {"wrong"} or {"error"}.
+RENUMBERED = """
+    import json, sys, torch, atb_ops
+    p, size = int(sys.argv[1]), int(sys.argv[2])
+
+    def gather(rank, tag):
+        op = atb_ops.Operation("AllGatherOperation")
+        op.set_param(json.dumps({"rank": rank, "rankSize": size, "backend": "shm"}))
+        (out,) = op.execute([torch.full((2,), float(tag * 100 + rank))])
+        return int((out != torch.stack([torch.full((2,), float(tag * 100 + r)) for r in range(size)])).sum())
+
+    try:
+        wrong = gather(p, 1)
+        wrong += gather(size - 1 - p, 2)
+    except RuntimeError as e:
+        print(json.dumps({"error": str(e).splitlines()[0]}))
+        sys.exit(0)
+    print(json.dumps({"wrong": wrong}))
+"""
+
 # argv: rank, job word, rank table path. HCCL's C API through ctypes: HcclCommInitClusterInfo on the table, then
 # an HcclAllGather of 4 floats naming (job, rank); prints {"wrong", "tags"} or {"error"}.
 HCCL_TABLE_ALLGATHER = """

@@ -81,6 +81,15 @@ def test_two_jobs_that_create_long_after_their_start_never_pair(tmp_path):
         assert "ATB_OPS_JOB_ID" in error and "cannot tell which processes" in error, children
 
 
+def test_one_job_that_swaps_its_ranks_is_not_refused():
+    """Under the parent guess a claim stays live only while its communicator does: one job (no job id) that drops
+    its operation and makes one with the ranks swapped meets again, right values (a rank that claims first waits
+    for the other's old communicator to go)."""
+    children = _parent(tasks.TWO_JOBS_PARENT, ["at-once", textwrap.dedent(tasks.RENUMBERED), "-", "x:0", "x:1"],
+                       clean_env(ATB_OPS_TIMEOUT="40"))
+    assert [c["report"] for c in children] == [{"wrong": 0}] * 2, children
+
+
 def test_two_jobs_on_one_rank_table_never_pair(tmp_path):
     """Case 3: two jobs of HCCL's C API on one rank table (one program for both), started at once by one parent:
     the table names the communicator, not the job, so the parent scope joins it; no rank gets the other job's

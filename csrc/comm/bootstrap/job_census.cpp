@@ -43,6 +43,7 @@ struct ClaimRecord {
   uint64_t looseHash;
   char jobKey[96];
   std::atomic<int32_t> creating;  // 0 once its creation ended (a kept claim)
+  std::atomic<int32_t> live;      // communicators of this process made with it that still live
 };
 
 // "Two jobs meet here": written by the first claimant that saw it, read by every later one while any of the
@@ -66,7 +67,12 @@ struct Claim {
   uint64_t looseHash;
   std::string jobKey;
   bool creating;
+  bool live;
 };
+
+ClaimRecord& recordOf(const MappedFile& file) {
+  return *static_cast<ClaimRecord*>(file.base());
+}
 
 // Parent-scoped claims outlive their creation (job_census.h): kept here until the process exits normally, and
 // removed by the next census that finds their process gone otherwise (multiprocessing's children _exit).
@@ -75,23 +81,57 @@ class KeptClaims {
   ~KeptClaims() {
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto& [path, kept] : files_) {
-      if (kept.owner == ::getpid()) unlinkIfSame(kept.file, path);  // never a parent's, copied by fork
+      if (kept.owner == ::getpid()) unlinkIfSame(*kept.file, path);  // never a parent's, copied by fork
     }
   }
-  void keep(MappedFile file) {
+  void keep(const std::shared_ptr<MappedFile>& file) {
     std::lock_guard<std::mutex> lock(mutex_);
-    const std::string path = file.path();
-    files_[path] = Kept{::getpid(), std::move(file)};
+    files_[file->path()] = Kept{::getpid(), file};
+  }
+  // This process's kept claim at `path`, or null.
+  std::shared_ptr<MappedFile> find(const std::string& path) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = files_.find(path);
+    return it != files_.end() && it->second.owner == ::getpid() ? it->second.file : nullptr;
   }
 
  private:
   struct Kept {
     pid_t owner;
-    MappedFile file;
+    std::shared_ptr<MappedFile> file;
   };
   std::mutex mutex_;
   std::map<std::string, Kept> files_;
 };
+
+// A communicator's hold on the claim its rendezvous made: the claim is live while one is held.
+class LiveClaim {
+ public:
+  explicit LiveClaim(std::shared_ptr<MappedFile> file) : file_(std::move(file)), owner_(::getpid()) {
+    recordOf(*file_).live.fetch_add(1, std::memory_order_acq_rel);
+  }
+  ~LiveClaim() {
+    if (::getpid() == owner_) recordOf(*file_).live.fetch_sub(1, std::memory_order_acq_rel);
+  }
+  LiveClaim(const LiveClaim&) = delete;
+  LiveClaim& operator=(const LiveClaim&) = delete;
+
+ private:
+  std::shared_ptr<MappedFile> file_;
+  pid_t owner_;
+};
+
+// The holds of the communicators this thread is making, innermost last (MembershipHolds).
+std::vector<std::vector<std::shared_ptr<void>>>& holdStack() {
+  thread_local std::vector<std::vector<std::shared_ptr<void>>> stack;
+  return stack;
+}
+
+// Holds made outside any communicator's creation: kept for the process's life.
+std::vector<std::shared_ptr<void>>& unownedHolds() {
+  static auto* holds = new std::vector<std::shared_ptr<void>>();
+  return *holds;
+}
 
 KeptClaims& keptClaims() {
   static KeptClaims kept;
@@ -128,20 +168,35 @@ std::vector<Claim> liveClaims(const std::string& dir) {
     }
     claims.push_back(Claim{r.pid, r.rank, r.rankSize, r.parentPid, r.startTime, r.scopeHash, r.looseHash,
                            std::string(r.jobKey, strnlen(r.jobKey, sizeof(r.jobKey))),
-                           r.creating.load(std::memory_order_acquire) != 0});
+                           r.creating.load(std::memory_order_acquire) != 0,
+                           r.live.load(std::memory_order_acquire) > 0});
   }
   return claims;
 }
 
-// The claimants of each rank of a scope's communicators of one size (a kept claim of a 4-rank communicator says
-// nothing about who is rank 0 of a 2-rank one; ranks that disagree on the size are named when they pair).
-std::map<int32_t, std::vector<pid_t>> claimsByRank(const std::vector<Claim>& claims, uint64_t scopeHash,
-                                                   int32_t rankSize) {
-  std::map<int32_t, std::vector<pid_t>> byRank;
+// The claimants of each rank of a scope's communicators of one size that are being made or live (a claim kept
+// after its communicator went only shows that its process took part; a kept claim of a 4-rank communicator says
+// nothing about who is rank 0 of a 2-rank one: ranks that disagree on the size are named when they pair).
+std::map<int32_t, std::vector<const Claim*>> claimsByRank(const std::vector<Claim>& claims, uint64_t scopeHash,
+                                                          int32_t rankSize) {
+  std::map<int32_t, std::vector<const Claim*>> byRank;
   for (const Claim& c : claims) {
-    if (c.scopeHash == scopeHash && c.rankSize == rankSize) byRank[c.rank].push_back(c.pid);
+    if (c.scopeHash == scopeHash && c.rankSize == rankSize && (c.creating || c.live)) byRank[c.rank].push_back(&c);
   }
   return byRank;
+}
+
+// The ranks with several claimants, and their pids; `atOnce`: only those where two are making their communicator
+// now (two jobs, for sure), not one making it while another process's communicator of that rank still lives.
+std::map<int32_t, std::vector<pid_t>> duplicates(const std::map<int32_t, std::vector<const Claim*>>& byRank,
+                                                 bool atOnce) {
+  std::map<int32_t, std::vector<pid_t>> found;
+  for (const auto& [rank, claimants] : byRank) {
+    const auto creating = std::count_if(claimants.begin(), claimants.end(), [](const Claim* c) { return c->creating; });
+    if (claimants.size() < 2 || (atOnce && creating < 2)) continue;
+    for (const Claim* c : claimants) found[rank].push_back(c->pid);
+  }
+  return found;
 }
 
 std::string verdictPath(const std::string& dir, uint64_t scopeHash) {
@@ -181,14 +236,19 @@ CensusFileFormat censusFileFormat() {
 
 namespace {
 
-MappedFile writeClaim(const std::string& dir, const CensusSlot& slot, uint64_t scopeHash, uint64_t looseHash) {
+std::shared_ptr<MappedFile> writeClaim(const std::string& dir, const CensusSlot& slot, uint64_t scopeHash,
+                                       uint64_t looseHash) {
   const pid_t self = ::getpid();
   const std::string path = dir + "/clm." + std::to_string(self) + "." + std::to_string(slot.rank) + "." +
                            std::to_string(slot.rankSize) + "." + hex16(scopeHash);
-  // A claim of a dead process that had this pid, or this process's own of an earlier creation (kept, or cut short).
+  if (std::shared_ptr<MappedFile> kept = keptClaims().find(path)) {
+    recordOf(*kept).creating.store(1, std::memory_order_release);  // this process's, kept: claimed again
+    return kept;
+  }
+  // A claim of a dead process that had this pid, or this process's own of an earlier creation that was cut short.
   ::unlink(path.c_str());
-  MappedFile claim = MappedFile::create(path, sizeof(ClaimRecord));
-  auto& r = *static_cast<ClaimRecord*>(claim.base());
+  auto claim = std::make_shared<MappedFile>(MappedFile::create(path, sizeof(ClaimRecord)));
+  auto& r = recordOf(*claim);
   r.pid = self;
   r.rank = slot.rank;
   r.startTime = processStartTime(self);
@@ -199,6 +259,7 @@ MappedFile writeClaim(const std::string& dir, const CensusSlot& slot, uint64_t s
   r.looseHash = looseHash;
   std::strncpy(r.jobKey, slot.jobKey.c_str(), sizeof(r.jobKey) - 1);
   r.creating.store(1, std::memory_order_relaxed);
+  r.live.store(0, std::memory_order_relaxed);
   r.magic.store(kClaimMagic, std::memory_order_release);
   return claim;
 }
@@ -216,18 +277,42 @@ JobCensus::JobCensus(const Options& options, CensusSlot slot)
 
 JobCensus::~JobCensus() {
   if (parentScoped_) {
-    static_cast<ClaimRecord*>(claim_.base())->creating.store(0, std::memory_order_release);
-    keptClaims().keep(std::move(claim_));
+    recordOf(*claim_).creating.store(0, std::memory_order_release);
+    keptClaims().keep(claim_);
   } else {
-    unlinkIfSame(claim_, claim_.path());
+    unlinkIfSame(*claim_, claim_->path());
+  }
+}
+
+void JobCensus::holdWhileCommunicatorLives() {
+  if (!parentScoped_) return;  // a proven job's claims are withdrawn when the creation ends
+  auto hold = std::make_shared<LiveClaim>(claim_);
+  if (holdStack().empty()) {
+    static std::mutex mutex;
+    std::lock_guard<std::mutex> lock(mutex);
+    unownedHolds().push_back(std::move(hold));
+  } else {
+    holdStack().back().push_back(std::move(hold));
   }
 }
 
 void JobCensus::declareNoRank(const Options& options) {
   const CensusSlot none{"", "", "no rank", "", -1, 0};
-  MappedFile claim = writeClaim(privateDir(options), none, fnv1a(none.scope), fnv1a(none.loose));
-  static_cast<ClaimRecord*>(claim.base())->creating.store(0, std::memory_order_release);
-  keptClaims().keep(std::move(claim));
+  std::shared_ptr<MappedFile> claim = writeClaim(privateDir(options), none, fnv1a(none.scope), fnv1a(none.loose));
+  recordOf(*claim).creating.store(0, std::memory_order_release);
+  keptClaims().keep(claim);
+}
+
+MembershipHolds::MembershipHolds() {
+  holdStack().emplace_back();
+}
+
+MembershipHolds::~MembershipHolds() {
+  holdStack().pop_back();
+}
+
+std::vector<std::shared_ptr<void>> MembershipHolds::take() {
+  return std::move(holdStack().back());
 }
 
 std::string JobCensus::describe() const {
@@ -292,9 +377,12 @@ void JobCensus::awaitUnambiguous(Clock::time_point deadline) {
   while (true) {
     checkVerdict();
     const std::vector<Claim> claims = liveClaims(dir_);
-    const std::map<int32_t, std::vector<pid_t>> byRank = claimsByRank(claims, scopeHash_, slot_.rankSize);
-    refuseDuplicates(byRank, "");
-    if (!parentScoped_) return;
+    const std::map<int32_t, std::vector<const Claim*>> byRank = claimsByRank(claims, scopeHash_, slot_.rankSize);
+    refuseDuplicates(duplicates(byRank, true), "");
+    if (!parentScoped_) return;  // its claims are withdrawn when a creation ends: none is merely live
+    // A rank also held by a live communicator of another process: two jobs, or one job renumbering its ranks
+    // whose old communicator goes in a moment. Wait for it to go; refuse only if it never does.
+    const bool heldElsewhere = !duplicates(byRank, false).empty();
     // Siblings that may still claim a rank here: those that have claimed nothing yet and have atb_ops loaded, or
     // are young enough to be loading it.
     std::set<pid_t> claimed;
@@ -307,8 +395,9 @@ void JobCensus::awaitUnambiguous(Clock::time_point deadline) {
       if (s.startTime + settle > now || withAtbOps(s)) undeclared.push_back(s.pid);
     }
     const size_t mine = byRank.size();
-    if (mine + undeclared.size() <= static_cast<size_t>(slot_.rankSize)) return;
+    if (!heldElsewhere && mine + undeclared.size() <= static_cast<size_t>(slot_.rankSize)) return;
     if (Clock::now() >= deadline) {
+      refuseDuplicates(duplicates(byRank, false), " (one of them still holds a communicator of that rank)");
       std::sort(undeclared.begin(), undeclared.end());
       refuse(c10::str("cannot tell which processes form this job: parent process ", parent, " runs ", mine,
                       " process(es) claiming ranks of this communicator and ", undeclared.size(),
@@ -333,7 +422,8 @@ bool JobCensus::withAtbOps(const Sibling& sibling) {
 
 void JobCensus::recheck() {
   checkVerdict();
-  refuseDuplicates(claimsByRank(liveClaims(dir_), scopeHash_, slot_.rankSize),
+  const std::vector<Claim> claims = liveClaims(dir_);
+  refuseDuplicates(duplicates(claimsByRank(claims, scopeHash_, slot_.rankSize), true),
                    " (the second arrived while it was being made)");
 }
 

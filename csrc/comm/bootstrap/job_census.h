@@ -3,11 +3,14 @@
 // cannot show: two live processes claiming one rank of one scope are two jobs (every claimant fails, naming
 // ATB_OPS_JOB_ID), and a sibling that claimed another commDomain is no rank of this one.
 // Where the scope is a proof (a job id, a launcher's), a claim is withdrawn when its creation ends. Where it is
-// only the parent-process guess (job_scope.h), a claim stays until its process exits, so a rank of another job
-// that arrives minutes later still meets it; and a rank waits until each of the parent's other processes that
-// has atb_ops loaded (or is young enough to be loading it) has claimed something, refusing when more of them want
-// this communicator than it has ranks. Processes that declared they take no rank (multiprocessing's Manager, see
-// declareNoRank) and those without atb_ops (a log tailer) are never waited for.
+// only the parent-process guess (job_scope.h):
+// - a claim stays live while the communicator made with it lives, so a rank of another job that arrives minutes
+//   later still meets it (it waits for that communicator to go, and refuses if it never does; two claimants both
+//   creating refuse at once); afterwards it stays until its process exits, showing that the process took part;
+// - a rank waits until each of the parent's other processes that has atb_ops loaded (or is young enough to be
+//   loading it) has claimed something, refusing when more of them want this communicator than it has ranks.
+//   Processes that declared they take no rank (multiprocessing's Manager, see declareNoRank) and those without
+//   atb_ops (a log tailer) are never waited for.
 #pragma once
 
 #include <sys/types.h>
@@ -15,6 +18,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
@@ -62,6 +66,9 @@ class JobCensus {
   void awaitUnambiguous(std::chrono::steady_clock::time_point deadline);
   // After pairing: a second claimant that arrived meanwhile fails this rank too (never data of two jobs).
   void recheck();
+  // After pairing, under a parent scope: the claim stays live while the communicator being made lives (it takes
+  // the hold from the innermost MembershipHolds of this thread; without one, for the process's life).
+  void holdWhileCommunicatorLives();
   // For a rank that timed out: the processes waiting for the same commDomain in other jobs ("rank 1 (pid 12,
   // job 'parent:10:77') ..."), empty if none.
   std::string strangers() const;
@@ -86,8 +93,19 @@ class JobCensus {
   uint64_t looseHash_;
   bool parentScoped_;
   std::string dir_;
-  MappedFile claim_;
+  std::shared_ptr<MappedFile> claim_;
   std::set<std::pair<pid_t, uint64_t>> loaded_;
+};
+
+// What makes a communicator opens one (createCommunicator, per thread, nested): it collects the holds of the claims
+// its rendezvous made, which the communicator keeps until it goes.
+class MembershipHolds {
+ public:
+  MembershipHolds();
+  ~MembershipHolds();
+  MembershipHolds(const MembershipHolds&) = delete;
+  MembershipHolds& operator=(const MembershipHolds&) = delete;
+  std::vector<std::shared_ptr<void>> take();
 };
 
 }  // namespace atb_ops

@@ -144,6 +144,7 @@ class NodeLocalBootstrap final : public Bootstrap {
       tellPeers(e.what_without_backtrace());
       throw;
     }
+    claim_->holdWhileCommunicatorLives();
     return bytes;
   }
 
