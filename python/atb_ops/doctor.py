@@ -6,9 +6,12 @@ NPUs without the Ascend toolkit), in ``atb_ops/BUILT_PARTS.json``; doctor lists 
 of every built part are still there.
 
 Every node-local name atb_ops makes lives in one private folder, ``<ATB_OPS_SHM_DIR>/atb_ops-<uid>/`` (mode
-0700): control segments ``seg.*``, rendezvous records ``rdv.*`` and their temporaries ``tmp.*``. Names are
-removed as soon as every rank has attached, so only a run that died during its rendezvous leaves files; their
-creating process is gone. ``--clean`` removes those and never a live run's. Anything else found there (a
+0700): control segments ``seg.*``, rendezvous records ``rdv.*`` and their temporaries ``tmp.*``, rank claims
+``clm.*`` and verdicts ``amb.*`` (csrc/comm/bootstrap/job_census.h). Names are removed as soon as every rank has
+attached, so files stay behind only from a run that died during its rendezvous, a root whose creation failed (its
+record tells the ranks still to come why, until it is stale), or a parent-scoped rank that left by ``_exit``
+(its claim); their creating process is gone, and the next creation in the folder removes them too. ``--clean``
+removes those and never a live run's. Anything else found there (a
 folder, a link, a FIFO, another user's file) is reported and left alone: doctor never follows a link, never
 blocks on a FIFO and never removes what is not atb_ops'.
 """
