@@ -167,9 +167,8 @@ size_t distance(const std::string& a, const std::string& b) {
   return d[a.size()][b.size()];
 }
 
-// "'rnak' (did you mean 'rank'?)": the key, and the known key it is most likely a typo of (within a third of
-// its length, at most 3 edits), if any.
-std::string withNearest(const std::string& key, const std::set<std::string>& known) {
+// The known key `key` is most likely a typo of (within a third of its length, at most 3 edits), or "".
+std::string nearest(const std::string& key, const std::set<std::string>& known) {
   std::string best;
   size_t bestDistance = std::min<size_t>(3, std::max<size_t>(1, key.size() / 3)) + 1;
   for (const std::string& k : known) {
@@ -179,6 +178,12 @@ std::string withNearest(const std::string& key, const std::set<std::string>& kno
       best = k;
     }
   }
+  return best;
+}
+
+// "'rnak' (did you mean 'rank'?)": the key, and its nearest known key if any.
+std::string withNearest(const std::string& key, const std::set<std::string>& known) {
+  const std::string best = nearest(key, known);
   const std::string shown = "'" + excerpt(key, 64) + "'";
   return best.empty() ? shown : shown + " (did you mean '" + best + "'?)";
 }
@@ -188,9 +193,9 @@ std::string withNearest(const std::string& key, const std::set<std::string>& kno
 std::string JsonFields::likelyTypos() const {
   std::vector<std::string> typos;
   for (const auto& item : object_.items()) {
-    if (known_.count(item.key()) != 0) continue;
-    const std::string shown = withNearest(item.key(), known_);
-    if (shown.find("did you mean") != std::string::npos) typos.push_back(shown);
+    if (known_.count(item.key()) == 0 && !nearest(item.key(), known_).empty()) {
+      typos.push_back(withNearest(item.key(), known_));
+    }
   }
   return c10::Join(", ", typos);
 }

@@ -257,30 +257,23 @@ void GlooCommunicator::waitFor(const c10::intrusive_ptr<c10d::Work>& work, const
   } catch (const std::exception& e) {
     error = e.what();
   }
-  // A killed peer's sockets close while it is still exiting: give its death a moment to show in /proc.
+  const std::string remote = remotePeers();
+  // Every peer is alive on this host and one closed its connections: it released this communicator (its last
+  // operation went) and is making a fresh one, which the caller's operation follows, as on shm. Not for a
+  // torch group's (a peer cannot release it alone) or one with peers elsewhere (a lost host closes them too).
+  const bool closedByPeer = !group_ && remote.empty() && error.find("Connection closed by peer") != std::string::npos;
+  // A killed peer's sockets close while it is still exiting: give its death a moment to show in /proc. A peer
+  // whose interpreter is still tearing down (sys.exit) closes them too, and must be named dead, not followed into
+  // a creation it never joins: its exit shows within seconds, a release never does.
   std::string dead = deadPeers();
-  for (int i = 0; i < 100 && dead.empty(); ++i) {
+  for (int i = 0; i < (closedByPeer ? 300 : 100) && dead.empty(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     dead = deadPeers();
   }
   ATB_CHECK(dead.empty(), ERROR_COMM_PEER_DIED, "gloo ", what, " on ", name_, " (rank ", rank(), " of ", size(),
             "): peer ", dead, " exited: ", error);
-  const std::string remote = remotePeers();
-  // Every peer is alive on this host and one closed its connections: it released this communicator (its last
-  // operation went) and is making a fresh one, which the caller's operation follows, as on shm. Not for a
-  // torch group's (a peer cannot release it alone) or one with peers elsewhere (a lost host closes them too).
-  if (!group_ && remote.empty() && error.find("Connection closed by peer") != std::string::npos) {
-    // A peer whose interpreter is still tearing down (sys.exit) closes its connections too: it must be named as
-    // dead, not followed into a creation it never joins. Its exit shows within seconds; a release never does.
-    for (int i = 0; i < 200 && dead.empty(); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      dead = deadPeers();
-    }
-    ATB_CHECK(dead.empty(), ERROR_COMM_PEER_DIED, "gloo ", what, " on ", name_, " (rank ", rank(), " of ", size(),
-              "): peer ", dead, " exited: ", error);
-    ATB_FAIL(ERROR_COMM_PEER_LEFT, "gloo ", what, " on ", name_, " (rank ", rank(), " of ", size(),
-             "): a peer released this communicator (its operation went) while this rank still held it: ", error);
-  }
+  ATB_CHECK(!closedByPeer, ERROR_COMM_PEER_LEFT, "gloo ", what, " on ", name_, " (rank ", rank(), " of ", size(),
+            "): a peer released this communicator (its operation went) while this rank still held it: ", error);
   ATB_FAIL(ERROR_COMM_TIMEOUT, "gloo ", what, " on ", name_, " (rank ", rank(), " of ", size(),
            ") failed or timed out (ATB_OPS_TIMEOUT=", std::chrono::duration<double>(timeout).count(), " s)",
            remote.empty() ? "" : "; a peer on another host was lost (" + remote + " of this communicator)", ": ",
