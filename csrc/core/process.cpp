@@ -18,6 +18,7 @@
 #include <sstream>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace atb_ops {
 namespace {
@@ -119,12 +120,59 @@ bool scopedByEnvironment(pid_t pid) {
   return false;
 }
 
+std::string commandLineOf(pid_t pid) {
+  return readAll("/proc/" + std::to_string(pid) + "/cmdline");
+}
+
 // multiprocessing's own helpers (the resource tracker, the fork server) are children of a rank's parent too,
 // and never ranks.
 bool multiprocessingHelper(pid_t pid) {
-  const std::string cmd = readAll("/proc/" + std::to_string(pid) + "/cmdline");
+  const std::string cmd = commandLineOf(pid);
   return cmd.find("multiprocessing.resource_tracker") != std::string::npos ||
          cmd.find("multiprocessing.forkserver") != std::string::npos;
+}
+
+std::vector<std::string> argumentsOf(pid_t pid) {
+  const std::string cmd = commandLineOf(pid);
+  std::vector<std::string> args;
+  size_t at = 0;
+  while (at < cmd.size()) {
+    const size_t end = cmd.find('\0', at);
+    args.push_back(cmd.substr(at, end == std::string::npos ? std::string::npos : end - at));
+    if (end == std::string::npos) break;
+    at = end + 1;
+  }
+  return args;
+}
+
+// What a process runs: its executable and, for a Python interpreter, the options up to and including the script,
+// module or -c code, but not the arguments after it (ranks are often told their rank there). Empty when unreadable,
+// and for multiprocessing's spawned children, whose command line is the same for a rank, a Pool worker and a
+// Manager's server.
+std::string programOf(pid_t pid) {
+  char exe[4096];
+  const ssize_t n = ::readlink(("/proc/" + std::to_string(pid) + "/exe").c_str(), exe, sizeof(exe) - 1);
+  if (n <= 0) return "";
+  std::string program(exe, static_cast<size_t>(n));
+  const std::vector<std::string> args = argumentsOf(pid);
+  for (const std::string& a : args) {
+    if (a == "--multiprocessing-fork" || a.find("multiprocessing.spawn") != std::string::npos) return "";
+  }
+  const size_t slash = program.rfind('/');
+  if (program.compare(slash == std::string::npos ? 0 : slash + 1, 6, "python") != 0) return program;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    program += '\0' + a;
+    if ((a == "-X" || a == "-W") && i + 1 < args.size()) {
+      program += '\0' + args[++i];
+    } else if (a == "-c" || a == "-m") {
+      if (i + 1 < args.size()) program += '\0' + args[i + 1];
+      break;
+    } else if (a.empty() || a[0] != '-') {
+      break;  // the script
+    }
+  }
+  return program;
 }
 
 }  // namespace
@@ -133,6 +181,11 @@ std::vector<Sibling> unscopedSiblings() {
   const pid_t self = ::getpid();
   const pid_t parent = ::getppid();
   std::vector<Sibling> found;
+  // A forked child keeps its parent's command line: only processes started anew (a launcher re-running its own
+  // script with other arguments included) tell ranks from the parent's forked helpers.
+  const std::string parentCommand = commandLineOf(parent);
+  const std::string program = programOf(self);
+  const bool comparePrograms = !program.empty() && commandLineOf(self) != parentCommand;
   DIR* proc = ::opendir("/proc");
   if (proc == nullptr) return found;
   while (const dirent* e = ::readdir(proc)) {
@@ -142,7 +195,9 @@ std::vector<Sibling> unscopedSiblings() {
     const auto [ppid, state] = parentAndState(static_cast<pid_t>(pid));
     if (ppid != parent || state == 'Z' || state == 'X') continue;
     if (scopedByEnvironment(static_cast<pid_t>(pid)) || multiprocessingHelper(static_cast<pid_t>(pid))) continue;
-    found.push_back(Sibling{static_cast<pid_t>(pid), processStartTime(static_cast<pid_t>(pid))});
+    const bool sameProgram = comparePrograms && programOf(static_cast<pid_t>(pid)) == program &&
+                             commandLineOf(static_cast<pid_t>(pid)) != parentCommand;
+    found.push_back(Sibling{static_cast<pid_t>(pid), processStartTime(static_cast<pid_t>(pid)), sameProgram});
   }
   ::closedir(proc);
   return found;

@@ -22,6 +22,10 @@ uint64_t processStartTime(pid_t pid);
 struct Sibling {
   pid_t pid;
   uint64_t startTime;  // processStartTime
+  // It runs the program this process runs (the same executable, and for Python the same script, module or -c
+  // code, whatever arguments follow), and both were started anew rather than forked by their parent (a forked
+  // child keeps its parent's command line): another rank of this job or of a second one.
+  bool runsThisProgram;
 };
 
 // Live processes with the same parent as this one whose environment gives them no job of their own

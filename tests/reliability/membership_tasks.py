@@ -6,13 +6,16 @@ from __future__ import annotations
 
 # argv: rank, size, job tag (a number, or a word: alpha, beta, gamma). One AllToAllVV2 of equal splits whose every
 # element names (job, source rank, index); prints {"wrong", "tags"} or {"error"}. ROOT, BACKEND and DOMAIN from the
-# environment.
+# environment; IMPORT_LATE=1: atb_ops (and torch) are imported only once GO_DIR's file appears.
 ALLTOALL_BY_WORD = """
-    import json, os, sys, time, torch, atb_ops
+    import json, os, sys, time
+    if not os.environ.get("IMPORT_LATE"):
+        import torch, atb_ops
     rank, size, word = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
     if os.environ.get("GO_DIR"):  # a rank that loads its model first: it creates when its file appears
         while not os.path.exists(os.path.join(os.environ["GO_DIR"], f"{word}.{rank}")):
             time.sleep(0.05)
+    import torch, atb_ops
     tag = {"alpha": 1.0, "beta": 2.0, "gamma": 3.0}.get(word) or float(word)
     op = torch.classes.OperationTorch.OperationTorch("AllToAllVV2Operation")
     op.set_param(json.dumps({"rank": rank, "rankSize": size, "rankRoot": int(os.environ.get("ROOT", "0")),
@@ -125,6 +128,41 @@ import json, subprocess, sys
 program = sys.argv[1]
 procs = [subprocess.Popen([sys.executable, "-c", program, str(r % 2), f"tp{r // 2}", "2"], stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True) for r in range(4)]
+result = []
+for p in procs:
+    out, err = p.communicate(timeout=200)
+    lines = out.strip().splitlines()
+    result.append({"exit": p.returncode, "report": json.loads(lines[-1]) if lines else {}, "stderr": err[-1500:]})
+print(json.dumps(result))
+"""
+
+# argv: role (rank|idle), value. A rank makes a 1-rank AllReduce (shm, no commDomain, no job id) and checks 20 calls
+# of `value`; an idle process imports atb_ops and never makes a communicator. Prints {"wrong"} or {"error"}.
+SINGLE_RANK = """
+    import json, sys, time, torch, atb_ops
+    role, value = sys.argv[1], float(sys.argv[2])
+    if role == "idle":  # longer than the test's ATB_OPS_TIMEOUT
+        time.sleep(25)
+        print(json.dumps({"wrong": 0}))
+        sys.exit(0)
+    op = torch.classes.OperationTorch.OperationTorch("AllReduceOperation")
+    op.set_param(json.dumps({"rank": 0, "rankSize": 1, "backend": "shm", "allReduceType": "sum"}))
+    try:
+        wrong = sum(int((op.execute([torch.full((8,), value)])[0] != value).sum()) for _ in range(20))
+    except RuntimeError as e:
+        print(json.dumps({"error": str(e).splitlines()[0]}))
+        sys.exit(0)
+    print(json.dumps({"wrong": wrong}))
+"""
+
+# argv: program, then (role, value) pairs: a parent (importing nothing of atb_ops, no job id) starts one child per
+# pair at once. Prints [{exit, report, stderr}].
+SIBLINGS_PARENT = """
+import json, subprocess, sys
+program = sys.argv[1]
+pairs = [a.split(":") for a in sys.argv[2:]]
+procs = [subprocess.Popen([sys.executable, "-c", program, *pair], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True) for pair in pairs]
 result = []
 for p in procs:
     out, err = p.communicate(timeout=200)

@@ -68,12 +68,14 @@ def test_two_jobs_with_different_arguments_never_pair(mode):
         assert all("error" in c["report"] for c in children), children
 
 
-def test_two_jobs_that_create_long_after_their_start_never_pair(tmp_path):
+@pytest.mark.parametrize("import_late", [False, True])
+def test_two_jobs_that_create_long_after_their_start_never_pair(tmp_path, import_late):
     """Case 2, late: the four ranks start together but create their communicators 12-17 s later (a model loaded
     first), job beta's rank 0 first, then alpha's rank 1, alpha's rank 0, beta's rank 1: no rank is young any more,
-    and beta 0 + alpha 1 would make a whole communicator. Siblings with atb_ops loaded are waited for, and claims
-    stay: every rank fails naming ATB_OPS_JOB_ID, none gets the other job's data."""
-    env = clean_env(ATB_OPS_TIMEOUT="40", GO_DIR=str(tmp_path))
+    and beta 0 + alpha 1 would make a whole communicator. Siblings with atb_ops loaded are waited for, and so are
+    siblings running the same program that import atb_ops only right before creating (import_late); claims stay:
+    every rank fails naming ATB_OPS_JOB_ID, none gets the other job's data."""
+    env = clean_env(ATB_OPS_TIMEOUT="40", GO_DIR=str(tmp_path), **({"IMPORT_LATE": "1"} if import_late else {}))
     program = textwrap.dedent(tasks.ALLTOALL_BY_WORD)
     children = _parent(tasks.TWO_JOBS_PARENT, ["late", program, "-", "beta:0", "alpha:1", "alpha:0", "beta:1"], env)
     for child in children:
@@ -121,6 +123,16 @@ def test_two_commdomains_under_one_parent_are_not_refused():
     env = clean_env(ATB_OPS_TIMEOUT="60")
     children = _parent(tasks.TWO_DOMAINS_PARENT, [textwrap.dedent(tasks.ALLGATHER_IN_DOMAIN)], env)
     assert [c["report"] for c in children] == [{"wrong": 0}] * 4, children
+
+
+def test_single_rank_processes_of_one_parent_are_not_refused():
+    """One parent (no job id) runs three processes of one program at once: two make a 1-rank AllReduce each (one
+    worker per device), one has atb_ops loaded and never makes a communicator. A communicator of one rank meets
+    nobody, so neither worker is taken for a second job or waits for the idle one (a wait would end refused at
+    ATB_OPS_TIMEOUT): both right."""
+    children = _parent(tasks.SIBLINGS_PARENT, [textwrap.dedent(tasks.SINGLE_RANK), "rank:1", "rank:2", "idle:0"],
+                       clean_env(ATB_OPS_TIMEOUT="20"))
+    assert [c["report"] for c in children] == [{"wrong": 0}] * 3, children
 
 
 @pytest.mark.parametrize("parent_imports_atb_ops", [True, False])

@@ -383,8 +383,9 @@ void JobCensus::awaitUnambiguous(Clock::time_point deadline) {
     // A rank also held by a live communicator of another process: two jobs, or one job renumbering its ranks
     // whose old communicator goes in a moment. Wait for it to go; refuse only if it never does.
     const bool heldElsewhere = !duplicates(byRank, false).empty();
-    // Siblings that may still claim a rank here: those that have claimed nothing yet and have atb_ops loaded, or
-    // are young enough to be loading it.
+    // Siblings that may still claim a rank here: those that have claimed nothing yet and run this rank's program
+    // (they may import atb_ops only right before creating), have atb_ops loaded, or are young enough to be
+    // loading it.
     std::set<pid_t> claimed;
     for (const Claim& c : claims) claimed.insert(c.pid);
     const uint64_t now = ticksSinceBoot();
@@ -392,7 +393,7 @@ void JobCensus::awaitUnambiguous(Clock::time_point deadline) {
     std::vector<int64_t> undeclared;
     for (const Sibling& s : unscopedSiblings()) {
       if (claimed.count(s.pid) != 0) continue;
-      if (s.startTime + settle > now || withAtbOps(s)) undeclared.push_back(s.pid);
+      if (s.runsThisProgram || s.startTime + settle > now || withAtbOps(s)) undeclared.push_back(s.pid);
     }
     const size_t mine = byRank.size();
     if (!heldElsewhere && mine + undeclared.size() <= static_cast<size_t>(slot_.rankSize)) return;
@@ -401,7 +402,8 @@ void JobCensus::awaitUnambiguous(Clock::time_point deadline) {
       std::sort(undeclared.begin(), undeclared.end());
       refuse(c10::str("cannot tell which processes form this job: parent process ", parent, " runs ", mine,
                       " process(es) claiming ranks of this communicator and ", undeclared.size(),
-                      " more that have claimed nothing yet and have atb_ops loaded or are still starting (pids ",
+                      " more that have claimed nothing yet and run its program, have atb_ops loaded or are still "
+                      "starting (pids ",
                       c10::Join(", ", undeclared), "), more than its rankSize ", slot_.rankSize,
                       ", so two jobs may have been started at once; set ATB_OPS_JOB_ID to a value of its own in "
                       "each job's environment (or MASTER_ADDR/MASTER_PORT, or initialise torch.distributed)"),

@@ -7,8 +7,9 @@
 // - a claim stays live while the communicator made with it lives, so a rank of another job that arrives minutes
 //   later still meets it (it waits for that communicator to go, and refuses if it never does; two claimants both
 //   creating refuse at once); afterwards it stays until its process exits, showing that the process took part;
-// - a rank waits until each of the parent's other processes that has atb_ops loaded (or is young enough to be
-//   loading it) has claimed something, refusing when more of them want this communicator than it has ranks.
+// - a rank waits until each of the parent's other processes that runs its program (started anew, not forked), has
+//   atb_ops loaded or is young enough to be loading it has claimed something, refusing when more of them may want
+//   this communicator than it has ranks.
 //   Processes that declared they take no rank (multiprocessing's Manager, see declareNoRank) and those without
 //   atb_ops (a log tailer) are never waited for.
 #pragma once

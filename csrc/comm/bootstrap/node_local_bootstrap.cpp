@@ -125,6 +125,9 @@ class NodeLocalBootstrap final : public Bootstrap {
   }
 
   std::string broadcast(const std::string& payload) override {
+    // A communicator of one rank meets nobody: no file, no census, so single-rank processes of one parent (one
+    // worker per device) never take each other for two jobs.
+    if (size_ == 1) return payload;
     if (!census_) return rank_ == root_ ? publish(payload) : fetch();
     // Claimed before pairing and held until the creation ends: two processes of one rank are two jobs, and a
     // parent-scoped rank waits until its parent's young processes are accounted for (job_census.h).
