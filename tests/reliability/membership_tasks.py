@@ -142,7 +142,7 @@ SINGLE_RANK = """
     import json, sys, time, torch, atb_ops
     role, value = sys.argv[1], float(sys.argv[2])
     if role == "idle":  # longer than the test's ATB_OPS_TIMEOUT
-        time.sleep(25)
+        time.sleep(12)
         print(json.dumps({"wrong": 0}))
         sys.exit(0)
     op = torch.classes.OperationTorch.OperationTorch("AllReduceOperation")

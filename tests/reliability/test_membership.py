@@ -128,10 +128,10 @@ def test_two_commdomains_under_one_parent_are_not_refused():
 def test_single_rank_processes_of_one_parent_are_not_refused():
     """One parent (no job id) runs three processes of one program at once: two make a 1-rank AllReduce each (one
     worker per device), one has atb_ops loaded and never makes a communicator. A communicator of one rank meets
-    nobody, so neither worker is taken for a second job or waits for the idle one (a wait would end refused at
-    ATB_OPS_TIMEOUT): both right."""
+    nobody, so neither worker is taken for a second job or waits for the idle one (which outlives ATB_OPS_TIMEOUT,
+    so a wait would end refused): both right."""
     children = _parent(tasks.SIBLINGS_PARENT, [textwrap.dedent(tasks.SINGLE_RANK), "rank:1", "rank:2", "idle:0"],
-                       clean_env(ATB_OPS_TIMEOUT="20"))
+                       clean_env(ATB_OPS_TIMEOUT="8"))
     assert [c["report"] for c in children] == [{"wrong": 0}] * 3, children
 
 
