@@ -121,21 +121,6 @@ ALLGATHER_IN_DOMAIN = """
     print(json.dumps({"wrong": int((out != want).sum())}))
 """
 
-# A parent that starts 4 children forming two 2-rank commDomains tp0 (ranks 0, 1) and tp1 (ranks 2, 3); prints
-# [{exit, report}].
-TWO_DOMAINS_PARENT = """
-import json, subprocess, sys
-program = sys.argv[1]
-procs = [subprocess.Popen([sys.executable, "-c", program, str(r % 2), f"tp{r // 2}", "2"], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True) for r in range(4)]
-result = []
-for p in procs:
-    out, err = p.communicate(timeout=200)
-    lines = out.strip().splitlines()
-    result.append({"exit": p.returncode, "report": json.loads(lines[-1]) if lines else {}, "stderr": err[-1500:]})
-print(json.dumps(result))
-"""
-
 # argv: role (rank|idle), value. A rank makes a 1-rank AllReduce (shm, no commDomain, no job id) and checks 20 calls
 # of `value`; an idle process imports atb_ops and never makes a communicator. Prints {"wrong"} or {"error"}.
 SINGLE_RANK = """
@@ -155,14 +140,14 @@ SINGLE_RANK = """
     print(json.dumps({"wrong": wrong}))
 """
 
-# argv: program, then (role, value) pairs: a parent (importing nothing of atb_ops, no job id) starts one child per
-# pair at once. Prints [{exit, report, stderr}].
+# argv: program, then one word per child, its arguments joined by ":" ("rank:1", "0:tp0:2"): a parent (importing
+# nothing of atb_ops, no job id) starts the children at once. Prints [{exit, report, stderr}].
 SIBLINGS_PARENT = """
 import json, subprocess, sys
 program = sys.argv[1]
-pairs = [a.split(":") for a in sys.argv[2:]]
-procs = [subprocess.Popen([sys.executable, "-c", program, *pair], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True) for pair in pairs]
+children = [a.split(":") for a in sys.argv[2:]]
+procs = [subprocess.Popen([sys.executable, "-c", program, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True) for args in children]
 result = []
 for p in procs:
     out, err = p.communicate(timeout=200)

@@ -121,7 +121,8 @@ def test_two_commdomains_under_one_parent_are_not_refused():
     """Case 4a: a parent (not importing atb_ops) starts 4 ranks forming two 2-rank commDomains tp0 and tp1, with no
     job id: each domain's ranks are exactly its size, so nothing can be confused and both work."""
     env = clean_env(ATB_OPS_TIMEOUT="60")
-    children = _parent(tasks.TWO_DOMAINS_PARENT, [textwrap.dedent(tasks.ALLGATHER_IN_DOMAIN)], env)
+    ranks = [f"{r % 2}:tp{r // 2}:2" for r in range(4)]
+    children = _parent(tasks.SIBLINGS_PARENT, [textwrap.dedent(tasks.ALLGATHER_IN_DOMAIN), *ranks], env)
     assert [c["report"] for c in children] == [{"wrong": 0}] * 4, children
 
 
