@@ -125,15 +125,13 @@ std::string commandLineOf(pid_t pid) {
 }
 
 // multiprocessing's own helpers (the resource tracker, the fork server) are children of a rank's parent too,
-// and never ranks.
-bool multiprocessingHelper(pid_t pid) {
-  const std::string cmd = commandLineOf(pid);
+// and never ranks. `cmd`: the process's command line (commandLineOf).
+bool multiprocessingHelper(const std::string& cmd) {
   return cmd.find("multiprocessing.resource_tracker") != std::string::npos ||
          cmd.find("multiprocessing.forkserver") != std::string::npos;
 }
 
-std::vector<std::string> argumentsOf(pid_t pid) {
-  const std::string cmd = commandLineOf(pid);
+std::vector<std::string> argumentsOf(const std::string& cmd) {
   std::vector<std::string> args;
   size_t at = 0;
   while (at < cmd.size()) {
@@ -148,13 +146,13 @@ std::vector<std::string> argumentsOf(pid_t pid) {
 // What a process runs: its executable and, for a Python interpreter, the options up to and including the script,
 // module or -c code, but not the arguments after it (ranks are often told their rank there). Empty when unreadable,
 // and for multiprocessing's spawned children, whose command line is the same for a rank, a Pool worker and a
-// Manager's server.
-std::string programOf(pid_t pid) {
+// Manager's server. `cmd`: its command line (commandLineOf), read once by the caller.
+std::string programOf(pid_t pid, const std::string& cmd) {
   char exe[4096];
   const ssize_t n = ::readlink(("/proc/" + std::to_string(pid) + "/exe").c_str(), exe, sizeof(exe) - 1);
   if (n <= 0) return "";
   std::string program(exe, static_cast<size_t>(n));
-  const std::vector<std::string> args = argumentsOf(pid);
+  const std::vector<std::string> args = argumentsOf(cmd);
   for (const std::string& a : args) {
     if (a == "--multiprocessing-fork" || a.find("multiprocessing.spawn") != std::string::npos) return "";
   }
@@ -184,8 +182,9 @@ std::vector<Sibling> unscopedSiblings() {
   // A forked child keeps its parent's command line: only processes started anew (a launcher re-running its own
   // script with other arguments included) tell ranks from the parent's forked helpers.
   const std::string parentCommand = commandLineOf(parent);
-  const std::string program = programOf(self);
-  const bool comparePrograms = !program.empty() && commandLineOf(self) != parentCommand;
+  const std::string ownCommand = commandLineOf(self);
+  const std::string program = programOf(self, ownCommand);
+  const bool comparePrograms = !program.empty() && ownCommand != parentCommand;
   DIR* proc = ::opendir("/proc");
   if (proc == nullptr) return found;
   while (const dirent* e = ::readdir(proc)) {
@@ -194,9 +193,10 @@ std::vector<Sibling> unscopedSiblings() {
     if (end == e->d_name || *end != '\0' || pid == self) continue;
     const auto [ppid, state] = parentAndState(static_cast<pid_t>(pid));
     if (ppid != parent || state == 'Z' || state == 'X') continue;
-    if (scopedByEnvironment(static_cast<pid_t>(pid)) || multiprocessingHelper(static_cast<pid_t>(pid))) continue;
-    const bool sameProgram = comparePrograms && programOf(static_cast<pid_t>(pid)) == program &&
-                             commandLineOf(static_cast<pid_t>(pid)) != parentCommand;
+    const std::string cmd = commandLineOf(static_cast<pid_t>(pid));
+    if (scopedByEnvironment(static_cast<pid_t>(pid)) || multiprocessingHelper(cmd)) continue;
+    const bool sameProgram =
+        comparePrograms && cmd != parentCommand && programOf(static_cast<pid_t>(pid), cmd) == program;
     found.push_back(Sibling{static_cast<pid_t>(pid), processStartTime(static_cast<pid_t>(pid)), sameProgram});
   }
   ::closedir(proc);
