@@ -20,11 +20,13 @@ stamp="$VENV/.atb_ops-requirements.sha256"
 want="$(cat requirements.txt requirements-dev.txt | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "[setup] installing requirements (torch pinned to 2.13.0)"
-  # --no-compile: byte-compiling all of torch costs about 8 s; Python caches what an import reads anyway.
+  # --no-compile: pip compiles one file at a time; scripts/precompile_venv.sh does it on every core.
   python -m pip install -q --no-compile --upgrade pip
   python -m pip install -q --no-compile -r requirements-dev.txt
   echo "$want" > "$stamp"
+  rm -f "$VENV/.atb_ops-precompiled"
 fi
+bash "$ROOT/scripts/precompile_venv.sh" "$VENV"
 
 echo "[setup] building atb_ops (native libraries and extensions, with the test mocks)"
 export ATB_OPS_TESTING=1  # atb_ops._testing: the vendor mocks the test suite drives (never in a wheel)

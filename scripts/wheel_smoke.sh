@@ -43,8 +43,9 @@ python -c 'import sys, zipfile; sys.exit(any("_testing" in n for n in zipfile.Zi
 start=$(date +%s)
 python -m venv "$work/venv"
 # The torch pin of requirements.txt (the CPU wheel here); atb_ops' own declared requirements do the rest.
-# --no-compile: as in scripts/setup.sh (byte-compiling all of torch costs seconds; imports cache what they read).
+# --no-compile, then every core: as in scripts/setup.sh.
 "$work/venv/bin/python" -m pip install -q --no-compile "$wheel" "$(grep -E '^torch==' requirements.txt)"
+bash "$ROOT/scripts/precompile_venv.sh" "$work/venv" | sed 's/^\[setup\]/[wheel]/'
 say "installed into a fresh venv in $(( $(date +%s) - start )) s"
 
 outside="$work/outside"
