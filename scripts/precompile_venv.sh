@@ -7,7 +7,7 @@
 #
 #   bash scripts/precompile_venv.sh VENV
 set -euo pipefail
-venv="$1"
+venv="${1:?usage: bash scripts/precompile_venv.sh VENV}"
 marker="$venv/.atb_ops-precompiled"
 [ -f "$marker" ] && exit 0
 echo "[setup] byte-compiling the packages of $venv"
