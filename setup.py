@@ -28,6 +28,7 @@ What was built, and why an optional part was not, is announced on stderr and rec
 from __future__ import annotations
 
 import glob
+import hashlib
 import importlib
 import importlib.util
 import json
@@ -52,7 +53,7 @@ for _module, _package in (("setuptools", "setuptools"), ("torch", "torch==2.13.0
     require(_module, _package)
 
 from setuptools import find_packages, setup  # noqa: E402  (after the requirement check)
-from torch.utils.cpp_extension import BuildExtension, CppExtension, CUDAExtension  # noqa: E402
+from torch.utils.cpp_extension import BuildExtension, CppExtension, CUDAExtension, get_cxx_compiler  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent
 VERSION = (ROOT / "python" / "atb_ops" / "VERSION").read_text().strip()
@@ -213,6 +214,7 @@ def hccl_npu_build() -> dict:
 # No FMA: the quant kernels round as documented. -g0 overrides the -g of Python's CFLAGS: debug info of torch's
 # headers made each object ~25x larger and the build ~1.6x slower (direct_collectives.cpp: 40 -> 24 s).
 COMMON_FLAGS = ["-O2", "-g0", "-std=c++17", "-ffp-contract=off"]
+TORCH_PRELUDE = "csrc/torch_prelude.h"  # see TorchPrelude
 
 
 def torch_rpaths(name: str) -> list[str]:
@@ -230,9 +232,11 @@ def torch_rpaths(name: str) -> list[str]:
     return rpaths
 
 
-def native_library(name: str, srcs: list[str], *, python: bool, cuda: bool = False, **extra):
+def native_library(name: str, srcs: list[str], *, python: bool, cuda: bool = False,
+                   prelude: str | None = TORCH_PRELUDE, **extra):
     """A plain shared library (see SHARED_LIBRARIES): default symbol visibility, SONAME = its file name,
-    found at run time next to its users through $ORIGIN, and torch's libraries through torch_rpaths."""
+    found at run time next to its users through $ORIGIN, and torch's libraries through torch_rpaths. `prelude`:
+    the header precompiled and forced first into its units (TorchPrelude), None where they hardly use torch."""
     kwargs = {
         "name": name,
         "sources": srcs,
@@ -250,6 +254,7 @@ def native_library(name: str, srcs: list[str], *, python: bool, cuda: bool = Fal
     if not python:
         ext.libraries = [lib for lib in ext.libraries if lib != "torch_python"]
     ext.atb_needs = []  # names of SHARED_LIBRARIES this one links
+    ext.atb_prelude = prelude
     return ext
 
 
@@ -262,6 +267,7 @@ def python_module(name: str, srcs: list[str], needs: list[str], rpath: str):
         extra_link_args=[f"-Wl,-rpath,{rpath}"],
     )
     ext.atb_needs = needs
+    ext.atb_prelude = "op_plugin/python/python_prelude.h"
     return ext
 
 
@@ -299,7 +305,7 @@ def extensions() -> list:
     hccl_cpu.atb_needs = ["atb_ops.lib.libatb_ops"]
     note("HCCL's C API on CPU", True, "csrc/emulated/hccl against include/hccl", ("ascend_home/lib64/libhccl.so",))
     acl_cpu = native_library("atb_ops.ascend_home.lib64.libascendcl", sources("csrc/emulated/acl/*.cpp"),
-                             python=False, include_dirs=[include])
+                             python=False, prelude=None, include_dirs=[include])
     acl_cpu.libraries = []  # plain C++: nothing of torch in it
     note("ACL runtime on CPU", True, "csrc/emulated/acl against include/acl", ("ascend_home/lib64/libascendcl.so",))
     # libatb.so, all of csrc/emulated/atb/: ATB's C++ API (CreateContext, CreateOperation<P>, ... over the csrc/ops
@@ -314,7 +320,8 @@ def extensions() -> list:
                         "atb_ops.ascend_home.lib64.libascendcl"]
     # No code of its own: it exists to pull in the binding and the runner (kept by --no-as-needed).
     framework = native_library("atb_ops.atb_home.lib.libatb_test_framework", sources("op_plugin/atb_home/*.cpp"),
-                               python=False, extra_link_args=["-Wl,-rpath,$ORIGIN/../../lib", "-Wl,--no-as-needed"])
+                               python=False, prelude=None,
+                               extra_link_args=["-Wl,-rpath,$ORIGIN/../../lib", "-Wl,--no-as-needed"])
     framework.atb_needs = ["atb_ops.lib.libatb_ops_torch", "atb_ops.atb_home.lib.libatb"]
     note("emulation libraries", True,
          "ATB's layout: ATB's C++ API and the HCCL backend over libhccl.so (libatb.so), the test framework",
@@ -332,6 +339,103 @@ def extensions() -> list:
 
 
 TORCH_RECORD = "TORCH_BUILT_WITH"  # python/atb_ops/_torch_check.py reads it at import
+
+
+class TorchPrelude:
+    """Each extension's prelude (`atb_prelude`: csrc/torch_prelude.h, or op_plugin/python/python_prelude.h for the
+    Python modules) as a GCC precompiled header, forced first (-include) into every C++ unit: most units include
+    ATen's Tensor.h, 3-4 s of parsing each here (pybind11's glue 7 s more), and the precompiled form loads in about
+    1 s. One header per prelude and set of flags that GCC compares (the -I folders and this project's own -D
+    macros, which torch's headers never read, are left out of that set), made once for all extensions, in
+    parallel, and kept in build/ while the flags, torch and the prelude stay the same.
+    Only a speed-up: where GCC would not use the header (another compiler, flags it rejects, a private setuptools
+    or torch call that changed), the build goes on without it and says so."""
+
+    def __init__(self, build: BuildExtension):
+        self.build = build
+        self.flags: dict[str, list[str]] = {}  # extension name -> flags to add
+
+    def _command(self, ext) -> tuple[list[str], list[str]]:
+        """(the compiler and flags before the source, flags after it), as torch's ninja build will use them."""
+        compiler = self.build.compiler
+        macros = list(ext.define_macros) + [(name,) for name in ext.undef_macros]
+        _, _, _, pp_opts, _ = compiler._setup_compile(self.build.build_temp, macros, ext.include_dirs, [],
+                                                      ext.depends, None)
+        before = [get_cxx_compiler(), *compiler.compiler_so[1:], *compiler._get_cc_args(pp_opts, self.build.debug,
+                                                                                        None)]
+        return before, list(ext.extra_compile_args["cxx"])
+
+    @staticmethod
+    def _shared(flags: list[str]) -> list[str]:
+        return [f for f in flags if not f.startswith(("-DTORCH_EXTENSION_NAME=", "-DATB_OPS_"))]
+
+    def prepare(self, extensions: list) -> None:
+        """Makes (or finds) the precompiled header of every marked extension and checks that GCC uses it."""
+        import torch
+
+        jobs: dict[Path, tuple[list[str], subprocess.Popen | None]] = {}
+        wanted: dict[str, tuple[Path, list[str], list[str]]] = {}
+        try:
+            for ext in (e for e in extensions if getattr(e, "atb_prelude", None)):
+                prelude = (ROOT / ext.atb_prelude).read_bytes()
+                before, after = self._command(ext)
+                before_shared, after_shared = self._shared(before), self._shared(after)
+                key_parts = [f for f in before_shared + after_shared if not f.startswith("-I")]
+                key = hashlib.sha256(b"\0".join([prelude, torch.__version__.encode(),
+                                                 *(f.encode() for f in key_parts)])).hexdigest()[:16]
+                header = Path(self.build.build_temp).resolve() / "prelude" / key / Path(ext.atb_prelude).name
+                wanted[ext.name] = (header, before, after)
+                if header in jobs:
+                    continue
+                gch = header.with_name(header.name + ".gch")
+                if gch.exists():
+                    jobs[header] = ([], None)
+                    continue
+                header.parent.mkdir(parents=True, exist_ok=True)
+                header.write_bytes(prelude)
+                command = [*before_shared, "-x", "c++-header", str(header), "-o", str(gch) + ".tmp", *after_shared]
+                jobs[header] = (command, subprocess.Popen(command, stdout=subprocess.DEVNULL,
+                                                          stderr=subprocess.PIPE, text=True))
+        except Exception as e:  # noqa: BLE001  (the private calls of _command changed: build without it)
+            say(f"no precompiled torch headers: {type(e).__name__}: {e}")
+            return
+        for header, (command, job) in jobs.items():
+            if job is None:
+                continue
+            _, err = job.communicate()
+            gch = header.with_name(header.name + ".gch")
+            if job.returncode == 0:
+                os.replace(str(gch) + ".tmp", gch)
+            else:
+                Path(str(gch) + ".tmp").unlink(missing_ok=True)
+                last = err.strip().splitlines()[-1] if err.strip() else ""
+                say(f"no precompiled {header.name}: {command[0]} exited {job.returncode}: {last}")
+        for name, (header, before, after) in wanted.items():
+            if self._used(header, before, after):
+                self.flags[name] = ["-include", str(header)]
+        say(f"precompiled torch headers used by {len(self.flags)} of {len(wanted)} extensions")
+
+    @staticmethod
+    def _used(header: Path, before: list[str], after: list[str]) -> bool:
+        """Whether GCC takes the precompiled header with the extension's own flags (it would otherwise parse the
+        prelude in every unit, slower than not forcing it at all)."""
+        gch = header.with_name(header.name + ".gch")
+        if not gch.exists():
+            return False
+        # A probe loads the whole header (about 1 s): once per set of flags, remembered beside it.
+        flags = hashlib.sha256("\0".join(before + after).encode()).hexdigest()[:16]
+        stamp = header.with_name(f"used-with-{flags}")
+        if stamp.exists() and stamp.stat().st_mtime >= gch.stat().st_mtime:
+            return True
+        probe = subprocess.run([*before, "-include", str(header), "-Winvalid-pch", "-Werror=invalid-pch",
+                                "-fsyntax-only", "-x", "c++", "-", *after], input="", capture_output=True,
+                               text=True)
+        if probe.returncode != 0:
+            last = probe.stderr.strip().splitlines()[-1] if probe.stderr.strip() else ""
+            say(f"precompiled {header.name} not used: {last}")
+            return False
+        stamp.touch()
+        return True
 
 
 class NativeBuild(BuildExtension):
@@ -374,6 +478,10 @@ class NativeBuild(BuildExtension):
         super().copy_extensions_to_source()
 
     def build_extension(self, ext) -> None:
+        if not hasattr(self, "torch_prelude"):  # torch has set every extension's flags by now
+            self.torch_prelude = TorchPrelude(self)
+            self.torch_prelude.prepare(self.extensions)
+        ext.extra_compile_args["cxx"] += self.torch_prelude.flags.get(ext.name, [])
         for needed in getattr(ext, "atb_needs", []):
             path = Path(self.get_ext_fullpath(needed))
             if str(path.parent) not in ext.library_dirs:

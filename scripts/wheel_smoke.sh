@@ -7,15 +7,25 @@
 # program against the installed hccl.h linked with -lhccl on 2 rank processes, and a smoke subset of the tests
 # against the installed package. scripts/test.sh runs it after scripts/setup.sh.
 # ATB_OPS_WHEEL_FROM_COPY=1 builds from a fresh copy of the tracked files instead (no build/ objects: a full build).
+# The two halves can run apart, in a folder the caller owns: --prepare (the wheel, the venv, every install: no rank,
+# no port, no /dev/shm, so scripts/test.sh runs it beside the test suite) and --check (everything that runs ranks).
 #
-#   bash scripts/wheel_smoke.sh            # exit 0: every step worked
+#   bash scripts/wheel_smoke.sh                    # exit 0: every step worked
+#   bash scripts/wheel_smoke.sh --prepare DIR      # then: bash scripts/wheel_smoke.sh --check DIR
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 say() { echo "[wheel] $*"; }
 
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+mode=all
+case "${1:-}" in
+  --prepare|--check) mode="${1#--}"; work="${2:?usage: bash scripts/wheel_smoke.sh [--prepare DIR | --check DIR]}" ;;
+  "") work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT ;;
+  *) echo "usage: bash scripts/wheel_smoke.sh [--prepare DIR | --check DIR]" >&2; exit 2 ;;
+esac
+py="$work/venv/bin/python"
+
+prepare() {
 start=$(date +%s)
 src="$ROOT"
 if [ "${ATB_OPS_WHEEL_FROM_COPY:-0}" = "1" ]; then
@@ -45,14 +55,18 @@ python -m venv "$work/venv"
 # The torch pin of requirements.txt (the CPU wheel here); atb_ops' own declared requirements do the rest.
 # --no-compile, then every core: as in scripts/setup.sh.
 "$work/venv/bin/python" -m pip install -q --no-compile "$wheel" "$(grep -E '^torch==' requirements.txt)"
+"$py" -m pip install -q --no-compile pytest pytest-timeout  # for the smoke tests
 bash "$ROOT/scripts/precompile_venv.sh" "$work/venv" | sed 's/^\[setup\]/[wheel]/'
 say "installed into a fresh venv in $(( $(date +%s) - start )) s"
+}
+
+check() {
+[ -x "$py" ] || { say "no venv in $work: run --prepare first"; exit 1; }
 
 outside="$work/outside"
 mkdir -p "$outside"
 cp tests/emulation/atb_style/alltoallvv2_ranks.py "$outside/"
 cd "$outside"
-py="$work/venv/bin/python"
 "$py" - <<'EOF'
 import atb_ops, torch
 assert "site-packages" in atb_ops.__file__, atb_ops.__file__
@@ -85,7 +99,6 @@ say "python -m atb_ops run alltoallvv2_ranks.py spawn: ok ($(grep -c ' ok' run.l
 )
 
 # A smoke subset of the suite: the tests' helpers come from the checkout (rootdir), atb_ops from the venv.
-"$py" -m pip install -q --no-compile pytest pytest-timeout
 "$py" -m pytest -q -p no:cacheprovider --rootdir "$ROOT" -c "$ROOT/pyproject.toml" \
   "$ROOT/tests/atb/test_alltoallvv2.py::test_seed_004_example" \
   "$ROOT/tests/atb/test_collectives.py::test_allreduce_sum" -k "seed or (small and not gloo) or not allreduce" \
@@ -99,3 +112,7 @@ import sys, atb_ops
 assert "site-packages" in atb_ops.__file__ and not atb_ops.__file__.startswith(sys.argv[1]), atb_ops.__file__
 print(f"[wheel] the smoke tests ran against {atb_ops.__file__}")
 EOF
+}
+
+[ "$mode" = check ] || prepare
+[ "$mode" = prepare ] || check
