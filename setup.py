@@ -53,7 +53,7 @@ for _module, _package in (("setuptools", "setuptools"), ("torch", "torch==2.13.0
     require(_module, _package)
 
 from setuptools import find_packages, setup  # noqa: E402  (after the requirement check)
-from torch.utils.cpp_extension import BuildExtension, CppExtension, CUDAExtension, get_cxx_compiler  # noqa: E402
+from torch.utils.cpp_extension import BuildExtension, CppExtension, CUDAExtension  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent
 VERSION = (ROOT / "python" / "atb_ops" / "VERSION").read_text().strip()
@@ -357,12 +357,14 @@ class TorchPrelude:
 
     def _command(self, ext) -> tuple[list[str], list[str]]:
         """(the compiler and flags before the source, flags after it), as torch's ninja build will use them."""
+        import torch.utils.cpp_extension as cpp
+
+        cxx = cpp.get_cxx_compiler() if hasattr(cpp, "get_cxx_compiler") else os.environ.get("CXX", "c++")
         compiler = self.build.compiler
         macros = list(ext.define_macros) + [(name,) for name in ext.undef_macros]
         _, _, _, pp_opts, _ = compiler._setup_compile(self.build.build_temp, macros, ext.include_dirs, [],
                                                       ext.depends, None)
-        before = [get_cxx_compiler(), *compiler.compiler_so[1:], *compiler._get_cc_args(pp_opts, self.build.debug,
-                                                                                        None)]
+        before = [cxx, *compiler.compiler_so[1:], *compiler._get_cc_args(pp_opts, self.build.debug, None)]
         return before, list(ext.extra_compile_args["cxx"])
 
     @staticmethod

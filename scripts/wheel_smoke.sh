@@ -5,7 +5,8 @@
 # environment, install it into a fresh virtual environment, and use it from a folder outside the checkout: import,
 # doctor (every CPU part built), `python -m atb_ops demo`, `python -m atb_ops run` on an ATB-style script, a C
 # program against the installed hccl.h linked with -lhccl on 2 rank processes, and a smoke subset of the tests
-# against the installed package. scripts/test.sh runs it after scripts/setup.sh.
+# against the installed package. scripts/test.sh runs it after scripts/setup.sh (--prepare beside the test suite,
+# --check after it).
 # ATB_OPS_WHEEL_FROM_COPY=1 builds from a fresh copy of the tracked files instead (no build/ objects: a full build).
 # The two halves can run apart, in a folder the caller owns: --prepare (the wheel, the venv, every install: no rank,
 # no port, no /dev/shm, so scripts/test.sh runs it beside the test suite) and --check (everything that runs ranks).
