@@ -215,6 +215,7 @@ def hccl_npu_build() -> dict:
 # headers made each object ~25x larger and the build ~1.6x slower (direct_collectives.cpp: 40 -> 24 s).
 COMMON_FLAGS = ["-O2", "-g0", "-std=c++17", "-ffp-contract=off"]
 TORCH_PRELUDE = "csrc/torch_prelude.h"  # see TorchPrelude
+PYTHON_PRELUDE = "op_plugin/python/python_prelude.h"
 
 
 def torch_rpaths(name: str) -> list[str]:
@@ -267,7 +268,7 @@ def python_module(name: str, srcs: list[str], needs: list[str], rpath: str):
         extra_link_args=[f"-Wl,-rpath,{rpath}"],
     )
     ext.atb_needs = needs
-    ext.atb_prelude = "op_plugin/python/python_prelude.h"
+    ext.atb_prelude = PYTHON_PRELUDE
     return ext
 
 
@@ -368,6 +369,10 @@ class TorchPrelude:
         return before, list(ext.extra_compile_args["cxx"])
 
     @staticmethod
+    def _gch(header: Path) -> Path:
+        return header.with_name(header.name + ".gch")
+
+    @staticmethod
     def _shared(flags: list[str]) -> list[str]:
         return [f for f in flags if not f.startswith(("-DTORCH_EXTENSION_NAME=", "-DATB_OPS_"))]
 
@@ -389,7 +394,7 @@ class TorchPrelude:
                 wanted[ext.name] = (header, before, after)
                 if header in jobs:
                     continue
-                gch = header.with_name(header.name + ".gch")
+                gch = self._gch(header)
                 if gch.exists():
                     jobs[header] = ([], None)
                     continue
@@ -405,7 +410,7 @@ class TorchPrelude:
             if job is None:
                 continue
             _, err = job.communicate()
-            gch = header.with_name(header.name + ".gch")
+            gch = self._gch(header)
             if job.returncode == 0:
                 os.replace(str(gch) + ".tmp", gch)
             else:
@@ -417,11 +422,11 @@ class TorchPrelude:
                 self.flags[name] = ["-include", str(header)]
         say(f"precompiled torch headers used by {len(self.flags)} of {len(wanted)} extensions")
 
-    @staticmethod
-    def _used(header: Path, before: list[str], after: list[str]) -> bool:
+    @classmethod
+    def _used(cls, header: Path, before: list[str], after: list[str]) -> bool:
         """Whether GCC takes the precompiled header with the extension's own flags (it would otherwise parse the
         prelude in every unit, slower than not forcing it at all)."""
-        gch = header.with_name(header.name + ".gch")
+        gch = cls._gch(header)
         if not gch.exists():
             return False
         # A probe loads the whole header (about 1 s): once per set of flags, remembered beside it.

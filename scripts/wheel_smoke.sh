@@ -53,10 +53,9 @@ python -c 'import sys, zipfile; sys.exit(any("_testing" in n for n in zipfile.Zi
 
 start=$(date +%s)
 python -m venv "$work/venv"
-# The torch pin of requirements.txt (the CPU wheel here); atb_ops' own declared requirements do the rest.
-# --no-compile, then every core: as in scripts/setup.sh.
-"$work/venv/bin/python" -m pip install -q --no-compile "$wheel" "$(grep -E '^torch==' requirements.txt)"
-"$py" -m pip install -q --no-compile pytest pytest-timeout  # for the smoke tests
+# The torch pin of requirements.txt (the CPU wheel here); atb_ops' own declared requirements do the rest; pytest
+# for the smoke tests (--check). --no-compile, then every core: as in scripts/setup.sh.
+"$py" -m pip install -q --no-compile "$wheel" "$(grep -E '^torch==' requirements.txt)" pytest pytest-timeout
 bash "$ROOT/scripts/precompile_venv.sh" "$work/venv" | sed 's/^\[setup\]/[wheel]/'
 say "installed into a fresh venv in $(( $(date +%s) - start )) s"
 }
