@@ -136,14 +136,9 @@ GlooFactory& factory() {
   return *f;
 }
 
-bool factoryInstalled() {
-  std::lock_guard<std::mutex> lock(factoryMutex());
-  return static_cast<bool>(factory());
-}
-
 // One group more per extra stream: its own sockets between every pair of ranks. Worth it where a pair of hosts has
 // no other connection between them: atb_ops' own group whose hosts hold one rank each (two levels' parts have one
-// per local index already). A caller's group gets them from its own store (addStreamsToCallersGroup).
+// per local index already; a caller's group is the caller's).
 int32_t extraStreamsFor(const CommConfig& c) {
   if (c.group || c.rankHosts.size() < 2) return 0;
   const std::set<std::string> hosts(c.rankHosts.begin(), c.rankHosts.end());
@@ -192,35 +187,23 @@ GlooCommunicator::GlooCommunicator(const CommConfig& c) : Communicator("gloo", c
   } else {
     backend_ = ownGlooGroup(c, name_, extraStreams_);
   }
-  // Who is who: lets a failed wait name the peer that died, or the host it lost (gloo reports only addresses). Each
-  // rank also sends a token and how many connections it could use on a caller's group (ATB_OPS_GLOO_STREAMS where it
-  // has the group's store and the gloo factory, else 1): rank 0's token and the fewest name and size its extra ones.
-  constexpr int64_t kTokenWords = 4;  // randomToken()'s 32 characters
-  constexpr int64_t kNameWords = 8;   // 64 bytes of the host's name
-  constexpr int64_t kNameAt = 3 + kTokenWords;
-  constexpr int64_t kWords = kNameAt + kNameWords;
+  // Who is who: lets a failed wait name the peer that died, or the host it lost (gloo reports only addresses).
+  constexpr int64_t kNameWords = 8;  // 64 bytes of the host's name
+  constexpr int64_t kWords = 2 + kNameWords;
   at::Tensor mine = at::zeros({kWords}, at::kLong);
   auto* m = mine.data_ptr<int64_t>();
   m[0] = hostHash();
   m[1] = static_cast<int64_t>(::getpid());
-  m[2] = group_ && group_->getStore() && factoryInstalled() ? c.options.glooStreams : 1;
-  const std::string token = randomToken();
-  std::memcpy(m + 3, token.data(), std::min<size_t>(token.size(), kTokenWords * sizeof(int64_t)));
   const std::string host = hostName();
-  std::memcpy(m + kNameAt, host.data(), std::min<size_t>(host.size(), kNameWords * sizeof(int64_t) - 1));
+  std::memcpy(m + 2, host.data(), std::min<size_t>(host.size(), kNameWords * sizeof(int64_t) - 1));
   at::Tensor all = at::empty({kWords * size()}, at::kLong);
   waitFor(backend_->_allgather_base(all, mine), "identity exchange");
   const int64_t* a = all.data_ptr<int64_t>();
   for (int64_t r = 0; r < size(); ++r) {
     peerHosts_.push_back(a[kWords * r]);
     peerPids_.push_back(a[kWords * r + 1]);
-    const char* name = reinterpret_cast<const char*>(a + kWords * r + kNameAt);
+    const char* name = reinterpret_cast<const char*>(a + kWords * r + 2);
     peerHostNames_.emplace_back(name, strnlen(name, kNameWords * sizeof(int64_t)));
-  }
-  if (group_) {
-    int64_t streams = a[2];
-    for (int64_t r = 1; r < size(); ++r) streams = std::min(streams, a[kWords * r + 2]);
-    addStreamsToCallersGroup(streams, std::string(reinterpret_cast<const char*>(a + 3), kTokenWords * sizeof(int64_t)));
   }
   // The same on every rank: each sees another host exactly when the ranks span several.
   const bool acrossHosts = std::any_of(peerHosts_.begin(), peerHosts_.end(), [&](int64_t h) { return h != m[0]; });
@@ -231,24 +214,6 @@ GlooCommunicator::GlooCommunicator(const CommConfig& c) : Communicator("gloo", c
   const int64_t peers = std::max(size() - 1, 1);
   movedRoomMost_ = kLearnedRoomMaxBytes / peers;
   room_ = LearnedRoom(size(), std::max(movedRoomMost_, exchangeAllreduceBytes_ / peers));
-}
-
-void GlooCommunicator::addStreamsToCallersGroup(int64_t streams, const std::string& token) {
-  // As for a group of its own (extraStreamsFor): only where every rank is on a host of its own, each pair's one
-  // connection then being all there is between two hosts. The arguments and hosts are the same on every rank, so
-  // every rank decides alike (and `streams` > 1 says each has the store and the factory).
-  const std::set<int64_t> hosts(peerHosts_.begin(), peerHosts_.end());
-  if (streams < 2 || size() < 2 || static_cast<int32_t>(hosts.size()) != size()) return;
-  GlooFactory make;
-  {
-    std::lock_guard<std::mutex> lock(factoryMutex());
-    make = factory();
-  }
-  const c10::intrusive_ptr<c10d::Store> store = group_->getStore();
-  const std::string prefix = "atb_ops/gloo-streams/" + token;
-  for (int64_t s = 1; s < streams; ++s) {
-    extraStreams_.push_back(make(prefix + "/stream" + std::to_string(s), rank(), size(), options().timeout, store));
-  }
 }
 
 GlooCommunicator::~GlooCommunicator() {

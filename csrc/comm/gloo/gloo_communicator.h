@@ -5,10 +5,10 @@
 //   - For atb_ops.distributed: the caller's own ProcessGroup.
 // Data moves as bytes where the collective does not compute (every dtype works; gloo has no int16), and
 // 16-bit floats are reduced in float32. Between hosts, all-to-all and all-gather messages of 4 MiB and more move by
-// send/recv in pieces of at most 2 MiB (one large message both ways at once is slow on a TCP connection); a group
-// whose hosts hold one rank each (its own, or a caller's with a store) opens ATB_OPS_GLOO_STREAMS connections between
-// every pair (a group each) and sends messages of 8 MiB and more as one piece on each. Two ranks of an own group
-// all-reduce 16 MiB and more pairwise: each reduces half from the input straight into the output and sends it back.
+// send/recv in pieces of at most 2 MiB (one large message both ways at once is slow on a TCP connection); a group of
+// its own whose hosts hold one rank each opens ATB_OPS_GLOO_STREAMS connections between every pair (a group each) and
+// sends messages of 8 MiB and more as one piece on each. Two ranks of an own group all-reduce 16 MiB and more pairwise:
+// each reduces half from the input straight into the output and sends it back.
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -85,9 +85,6 @@ class GlooCommunicator final : public Communicator {
   c10d::Backend* stream(size_t s) const;
   // Every rank's `in` (bytes, the same length on each) into `out` in rank order, through gloo's all-to-all.
   void gatherBytes(at::Tensor in, at::Tensor& out, const char* what);
-  // A caller's group whose ranks are each on a host of their own: `streams` - 1 gloo groups more on the group's
-  // store, under a prefix named by `token` (both rank 0's, so every rank makes the same).
-  void addStreamsToCallersGroup(int64_t streams, const std::string& token);
   // Ranks on this host whose process has exited, for error messages ("" when none is known dead).
   std::string deadPeers() const;
   // "ranks 2-3 on 'h1'": the peers on other hosts, for errors where a host may be what was lost.
