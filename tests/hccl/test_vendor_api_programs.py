@@ -5,6 +5,7 @@ a destroyed or made-up communicator: HCCL_E_PARA, never a crash) through ctypes.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import shutil
@@ -102,6 +103,36 @@ def _one_rank_comm(hccl: ctypes.CDLL) -> ctypes.c_void_p:
     assert hccl.HcclCommInitRootInfo(ctypes.c_uint32(1), root_info, ctypes.c_uint32(0), ctypes.byref(comm)) == 0
     assert comm.value
     return comm
+
+
+def _store_server_threads() -> int:
+    """Threads of this process that serve a torch TCPStore (torch names them pt_tcpstore_uv)."""
+    names = []
+    for task in os.listdir("/proc/self/task"):
+        with contextlib.suppress(OSError), open(f"/proc/self/task/{task}/comm") as f:
+            names.append(f.read().strip())
+    return sum(name.startswith("pt_tcpstore") for name in names)
+
+
+def test_root_infos_of_one_process_share_one_store_server(hccl):
+    """Every HcclGetRootInfo of a process names the same port with a token of its own: one TCPStore server serves
+    them all (a server per root info left a thread and a port behind for each, and each joiner's new connection cost
+    that server a reverse name lookup), and communicators made from them work."""
+    threads_before = _store_server_threads()
+    infos = []
+    for _ in range(6):
+        root_info = ctypes.create_string_buffer(4108)
+        assert hccl.HcclGetRootInfo(root_info) == 0, hccl.atbOpsHcclCpuLastError()
+        infos.append(root_info)
+    fields = [info.value.decode().split("|") for info in infos]
+    assert len({f[1] for f in fields}) == 6, fields  # a token each
+    assert len({(f[2], f[3]) for f in fields}) == 1, fields  # one address and port
+    assert _store_server_threads() - threads_before <= 1
+    for info in infos[:2]:
+        comm = ctypes.c_void_p()
+        rc = hccl.HcclCommInitRootInfo(ctypes.c_uint32(1), info, ctypes.c_uint32(0), ctypes.byref(comm))
+        assert rc == 0, hccl.atbOpsHcclCpuLastError()
+        assert hccl.HcclCommDestroy(comm) == 0
 
 
 def test_hccl_double_destroy_and_use_after_destroy_return_para(hccl):

@@ -22,16 +22,50 @@
 namespace atb_ops::hccl_cpu {
 namespace {
 
-// The stores this process serves for the root infos it made, by token: alive until the process ends, since any
-// rank may create (and re-create) the communicator later.
+// The root infos this process made, by token, and the one store it serves them all from (their keys live under
+// their tokens), alive until the process ends, since any rank may create (and re-create) the communicator later.
+// One server, not one per root info: each would leave a thread and a port behind, and torch's server looks up the
+// name of every client that connects (a reverse DNS query, on the thread that serves every client), so where DNS is
+// slow each new connection stalled every creation on that server (5 s every ~14 creations on the dev VM).
+struct Served {
+  std::map<std::string, c10::intrusive_ptr<c10d::Store>> byToken;
+  c10::intrusive_ptr<c10d::Store> server;
+  uint16_t port = 0;
+  // The stores of other processes' root infos this one has joined, by "address:port": one connection each.
+  std::map<std::string, c10::intrusive_ptr<c10d::Store>> joined;
+};
+
 std::mutex& servedMutex() {
   static std::mutex m;
   return m;
 }
 
-std::map<std::string, c10::intrusive_ptr<c10d::Store>>& served() {
-  static auto* s = new std::map<std::string, c10::intrusive_ptr<c10d::Store>>();
+Served& served() {
+  static auto* s = new Served();
   return *s;
+}
+
+// The store of another process's root info: the connection this process already has to it, while it still
+// answers, else a new one.
+c10::intrusive_ptr<c10d::Store> joinedStore(const RootInfo& info, std::chrono::milliseconds timeout) {
+  const std::string where = info.address + ":" + std::to_string(info.port);
+  c10::intrusive_ptr<c10d::Store> store;
+  {
+    std::lock_guard<std::mutex> lock(servedMutex());
+    if (auto it = served().joined.find(where); it != served().joined.end()) store = it->second;
+  }
+  if (store) {
+    try {
+      store->check({"atb_ops/hccl/alive"});  // a server that went (and a new one on its port) fails this
+      return store;
+    } catch (const std::exception&) {
+      store.reset();
+    }
+  }
+  store = joinStore(info.address, info.port, timeout);
+  std::lock_guard<std::mutex> lock(servedMutex());
+  served().joined[where] = store;
+  return store;
 }
 
 CommConfig baseConfig(uint32_t rank, uint32_t size) {
@@ -64,11 +98,12 @@ std::string newRootToken() {
 std::string makeRootInfo(size_t capacity) {
   const std::string token = randomToken();
   uint16_t port = 0;
-  const auto timeout = readOptions().timeout;
-  c10::intrusive_ptr<c10d::Store> store = serveStore(0, timeout, &port);
   {
     std::lock_guard<std::mutex> lock(servedMutex());
-    served()[token] = store;
+    Served& s = served();
+    if (!s.server) s.server = serveStore(0, readOptions().timeout, &s.port);
+    s.byToken[token] = s.server;
+    port = s.port;
   }
   const std::string text =
       std::string(kRootInfoMagic) + "|" + token + "|" + reachableAddress() + "|" + std::to_string(port);
@@ -103,9 +138,9 @@ std::unique_ptr<CpuComm> joinRootInfo(const RootInfo& info, uint32_t rank, uint3
   c10::intrusive_ptr<c10d::Store> store;
   {
     std::lock_guard<std::mutex> lock(servedMutex());
-    if (auto it = served().find(info.token); it != served().end()) store = it->second;
+    if (auto it = served().byToken.find(info.token); it != served().byToken.end()) store = it->second;
   }
-  if (!store) store = joinStore(info.address, info.port, c.options.timeout);
+  if (!store) store = joinedStore(info, c.options.timeout);
   c.store =
       std::make_shared<GivenStore>(GivenStore{c10::make_intrusive<c10d::PrefixStore>("hccl/" + info.token, store)});
   return made(c, "atb_ops_hccl_cpu_" + info.token.substr(0, 16) + "_" + std::to_string(size));
