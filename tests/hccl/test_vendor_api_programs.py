@@ -135,6 +135,30 @@ def test_root_infos_of_one_process_share_one_store_server(hccl):
         assert hccl.HcclCommDestroy(comm) == 0
 
 
+def test_a_forked_child_serves_its_root_infos_itself(hccl):
+    """A child made by fork() after its parent made a root info serves its own from a server of its own (the
+    parent's server thread is not in it, and the parent's connections are not its to share)."""
+    parent_info = ctypes.create_string_buffer(4108)
+    assert hccl.HcclGetRootInfo(parent_info) == 0
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report its root info's port, then leave without running the parent's cleanups
+        code = 1
+        try:
+            child_info = ctypes.create_string_buffer(4108)
+            if hccl.HcclGetRootInfo(child_info) == 0:
+                os.write(write_end, child_info.value)
+                code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        child_text = pipe.read().decode()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, child_text
+    assert child_text.split("|")[3] != parent_info.value.decode().split("|")[3], (child_text, parent_info.value)
+
+
 def test_hccl_double_destroy_and_use_after_destroy_return_para(hccl):
     comm = _one_rank_comm(hccl)
     size = ctypes.c_uint32(0)

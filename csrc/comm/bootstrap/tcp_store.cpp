@@ -5,10 +5,13 @@
 #include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <unistd.h>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <sstream>
 #include <vector>
 
@@ -95,7 +98,10 @@ c10::intrusive_ptr<c10d::Store> serveStore(uint16_t port, std::chrono::milliseco
   }
 }
 
-c10::intrusive_ptr<c10d::Store> joinStore(const std::string& host, uint16_t port, std::chrono::milliseconds timeout) {
+namespace {
+
+c10::intrusive_ptr<c10d::Store> connectStore(const std::string& host, uint16_t port,
+                                             std::chrono::milliseconds timeout) {
   c10d::TCPStoreOptions opts;
   opts.port = port;
   opts.isServer = false;
@@ -106,6 +112,48 @@ c10::intrusive_ptr<c10d::Store> joinStore(const std::string& host, uint16_t port
     ATB_FAIL(ERROR_COMM_TIMEOUT, "cannot reach the TCPStore at ", host, ":", port,
              " within ATB_OPS_TIMEOUT=", std::chrono::duration<double>(timeout).count(), " s: ", e.what());
   }
+}
+
+// This process's connections, by "host:port"; a child made by fork() starts with none (it leaves its parent's alone:
+// two processes on one connection would mix their requests).
+struct Joined {
+  std::map<std::string, c10::intrusive_ptr<c10d::Store>> stores;
+  pid_t pid = ::getpid();
+};
+
+std::mutex& joinedMutex() {
+  static std::mutex m;
+  return m;
+}
+
+Joined& joined() {
+  static auto* j = new Joined();
+  if (j->pid != ::getpid()) j = new Joined();
+  return *j;
+}
+
+}  // namespace
+
+c10::intrusive_ptr<c10d::Store> joinStore(const std::string& host, uint16_t port, std::chrono::milliseconds timeout) {
+  const std::string where = host + ":" + std::to_string(port);
+  c10::intrusive_ptr<c10d::Store> store;
+  {
+    std::lock_guard<std::mutex> lock(joinedMutex());
+    if (auto it = joined().stores.find(where); it != joined().stores.end()) store = it->second;
+  }
+  if (store) {
+    try {
+      store->check({"atb_ops/alive"});  // a server that went (or a new one on its port) fails this
+      store->setTimeout(timeout);       // as a new connection would have it (gloo's rendezvous waits on it)
+      return store;
+    } catch (const std::exception&) {
+      store.reset();
+    }
+  }
+  store = connectStore(host, port, timeout);
+  std::lock_guard<std::mutex> lock(joinedMutex());
+  joined().stores[where] = store;
+  return store;
 }
 
 }  // namespace atb_ops

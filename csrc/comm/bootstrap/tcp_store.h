@@ -18,7 +18,9 @@ namespace atb_ops {
 // Serves a TCPStore on `port` of every interface of this host (0: the system picks one; the one it got is put
 // in `*chosen`). Raises ERROR_RT_FAIL naming the port when it cannot (in use, ...).
 c10::intrusive_ptr<c10d::Store> serveStore(uint16_t port, std::chrono::milliseconds timeout, uint16_t* chosen);
-// A client of the TCPStore at host:port, retrying until `timeout`; raises ERROR_COMM_TIMEOUT naming the address.
+// This process's connection to the TCPStore at host:port: made once (retrying until `timeout`; raises
+// ERROR_COMM_TIMEOUT naming the address) and reused while the store answers, since torch's server looks up the name
+// of every client that connects (reverse DNS, on the thread serving them all: where DNS is slow, a stall for all).
 c10::intrusive_ptr<c10d::Store> joinStore(const std::string& host, uint16_t port, std::chrono::milliseconds timeout);
 
 // The address ranks on other hosts reach this one at, as HCCL chooses it: HCCL_IF_IP; else the IPv4 address of

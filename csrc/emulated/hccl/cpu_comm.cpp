@@ -1,5 +1,6 @@
 #include "emulated/hccl/cpu_comm.h"
 
+#include <unistd.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
@@ -26,13 +27,13 @@ namespace {
 // their tokens), alive until the process ends, since any rank may create (and re-create) the communicator later.
 // One server, not one per root info: each would leave a thread and a port behind, and torch's server looks up the
 // name of every client that connects (a reverse DNS query, on the thread that serves every client), so where DNS is
-// slow each new connection stalled every creation on that server (5 s every ~14 creations on the dev VM).
+// slow each new connection stalled every creation on that server (5 s every ~14 creations on the dev VM); the
+// joiners keep one connection to it (joinStore).
 struct Served {
   std::map<std::string, c10::intrusive_ptr<c10d::Store>> byToken;
   c10::intrusive_ptr<c10d::Store> server;
   uint16_t port = 0;
-  // The stores of other processes' root infos this one has joined, by "address:port": one connection each.
-  std::map<std::string, c10::intrusive_ptr<c10d::Store>> joined;
+  pid_t pid = ::getpid();
 };
 
 std::mutex& servedMutex() {
@@ -40,32 +41,12 @@ std::mutex& servedMutex() {
   return m;
 }
 
+// This process's; a child made by fork() starts with none of its parent's (whose server thread it lacks), which it
+// leaves alone.
 Served& served() {
   static auto* s = new Served();
+  if (s->pid != ::getpid()) s = new Served();
   return *s;
-}
-
-// The store of another process's root info: the connection this process already has to it, while it still
-// answers, else a new one.
-c10::intrusive_ptr<c10d::Store> joinedStore(const RootInfo& info, std::chrono::milliseconds timeout) {
-  const std::string where = info.address + ":" + std::to_string(info.port);
-  c10::intrusive_ptr<c10d::Store> store;
-  {
-    std::lock_guard<std::mutex> lock(servedMutex());
-    if (auto it = served().joined.find(where); it != served().joined.end()) store = it->second;
-  }
-  if (store) {
-    try {
-      store->check({"atb_ops/hccl/alive"});  // a server that went (and a new one on its port) fails this
-      return store;
-    } catch (const std::exception&) {
-      store.reset();
-    }
-  }
-  store = joinStore(info.address, info.port, timeout);
-  std::lock_guard<std::mutex> lock(servedMutex());
-  served().joined[where] = store;
-  return store;
 }
 
 CommConfig baseConfig(uint32_t rank, uint32_t size) {
@@ -140,7 +121,7 @@ std::unique_ptr<CpuComm> joinRootInfo(const RootInfo& info, uint32_t rank, uint3
     std::lock_guard<std::mutex> lock(servedMutex());
     if (auto it = served().byToken.find(info.token); it != served().byToken.end()) store = it->second;
   }
-  if (!store) store = joinedStore(info, c.options.timeout);
+  if (!store) store = joinStore(info.address, info.port, c.options.timeout);
   c.store =
       std::make_shared<GivenStore>(GivenStore{c10::make_intrusive<c10d::PrefixStore>("hccl/" + info.token, store)});
   return made(c, "atb_ops_hccl_cpu_" + info.token.substr(0, 16) + "_" + std::to_string(size));
