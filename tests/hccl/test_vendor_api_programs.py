@@ -8,7 +8,9 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import select
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
@@ -152,6 +154,11 @@ def test_a_forked_child_serves_its_root_infos_itself(hccl):
         finally:
             os._exit(code)
     os.close(write_end)
+    # Bounded: a child of a process with threads could in principle block on a lock taken before the fork.
+    if not select.select([read_end], [], [], 60)[0]:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child made no root info within 60 s")
     with os.fdopen(read_end, "rb") as pipe:
         child_text = pipe.read().decode()
     _, status = os.waitpid(pid, 0)
