@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
-#include <mutex>
 #include <numeric>
 #include <sstream>
 
@@ -17,6 +16,7 @@
 #include "comm/bootstrap/tcp_store.h"
 #include "core/json_fields.h"
 #include "core/layout.h"
+#include "core/per_process.h"
 #include "core/status.h"
 
 namespace atb_ops {
@@ -108,20 +108,16 @@ c10::intrusive_ptr<c10d::Store> rankTableStore(const RankTable& t, uint32_t rank
   ATB_CHECK(!first.address.empty(), ERROR_INVALID_PARAM, "rank table '", t.path,
             "' lists several servers, but its first names no host_ip or server_id to meet at");
   const uint32_t host = *std::min_element(first.ranks.begin(), first.ranks.end());
-  // One server per table and process: a second communicator of the same table shares it.
-  static std::mutex m;
-  static auto* served = new std::map<std::string, c10::intrusive_ptr<c10d::Store>>();
-  c10::intrusive_ptr<c10d::Store> base;
-  {
-    std::lock_guard<std::mutex> lock(m);
-    auto it = served->find(t.hash);
-    if (it != served->end()) {
-      base = it->second;
-    } else if (rank == host) {
-      base = serveStore(static_cast<uint16_t>(options.rankTablePort), options.timeout, nullptr);
-      (*served)[t.hash] = base;
-    }
-  }
+  // One server per table and process: a second communicator of the same table shares it. A child made by fork()
+  // serves its own (or, while its parent holds the port, is told the port is in use), never through its parent's.
+  using Served = std::map<std::string, c10::intrusive_ptr<c10d::Store>>;  // by table hash
+  static auto* served = new PerProcess<Served>();
+  c10::intrusive_ptr<c10d::Store> base = served->with([&](Served& byHash) {
+    auto it = byHash.find(t.hash);
+    if (it != byHash.end()) return it->second;
+    if (rank != host) return c10::intrusive_ptr<c10d::Store>();
+    return byHash[t.hash] = serveStore(static_cast<uint16_t>(options.rankTablePort), options.timeout, nullptr);
+  });
   if (!base) base = joinStore(first.address, static_cast<uint16_t>(options.rankTablePort), options.timeout);
   return c10::make_intrusive<c10d::PrefixStore>("atb_ops/table/" + t.hash, base);
 }

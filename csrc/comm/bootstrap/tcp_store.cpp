@@ -5,17 +5,16 @@
 #include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <unistd.h>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <mutex>
 #include <sstream>
 #include <vector>
 
 #include "core/host.h"
+#include "core/per_process.h"
 #include "core/status.h"
 
 namespace atb_ops {
@@ -114,21 +113,11 @@ c10::intrusive_ptr<c10d::Store> connectStore(const std::string& host, uint16_t p
   }
 }
 
-// This process's connections, by "host:port"; a child made by fork() starts with none (it leaves its parent's alone:
-// two processes on one connection would mix their requests).
-struct Joined {
-  std::map<std::string, c10::intrusive_ptr<c10d::Store>> stores;
-  pid_t pid = ::getpid();
-};
+// This process's connections, by "host:port" (a child made by fork() starts with none).
+using Joined = std::map<std::string, c10::intrusive_ptr<c10d::Store>>;
 
-std::mutex& joinedMutex() {
-  static std::mutex m;
-  return m;
-}
-
-Joined& joined() {
-  static auto* j = new Joined();
-  if (j->pid != ::getpid()) j = new Joined();
+PerProcess<Joined>& joined() {
+  static auto* j = new PerProcess<Joined>();
   return *j;
 }
 
@@ -136,11 +125,10 @@ Joined& joined() {
 
 c10::intrusive_ptr<c10d::Store> joinStore(const std::string& host, uint16_t port, std::chrono::milliseconds timeout) {
   const std::string where = host + ":" + std::to_string(port);
-  c10::intrusive_ptr<c10d::Store> store;
-  {
-    std::lock_guard<std::mutex> lock(joinedMutex());
-    if (auto it = joined().stores.find(where); it != joined().stores.end()) store = it->second;
-  }
+  c10::intrusive_ptr<c10d::Store> store = joined().with([&](Joined& stores) {
+    auto it = stores.find(where);
+    return it == stores.end() ? c10::intrusive_ptr<c10d::Store>() : it->second;
+  });
   if (store) {
     try {
       store->check({"atb_ops/alive"});  // a server that went (or a new one on its port) fails this
@@ -151,8 +139,7 @@ c10::intrusive_ptr<c10d::Store> joinStore(const std::string& host, uint16_t port
     }
   }
   store = connectStore(host, port, timeout);
-  std::lock_guard<std::mutex> lock(joinedMutex());
-  joined().stores[where] = store;
+  joined().with([&](Joined& stores) { stores[where] = store; });
   return store;
 }
 

@@ -1,6 +1,5 @@
 #include "emulated/hccl/cpu_comm.h"
 
-#include <unistd.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
@@ -8,7 +7,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <mutex>
 #include <sstream>
 #include <vector>
 
@@ -18,6 +16,7 @@
 #include "comm/bootstrap/rank_table.h"
 #include "comm/bootstrap/store_bootstrap.h"
 #include "comm/bootstrap/tcp_store.h"
+#include "core/per_process.h"
 #include "core/status.h"
 
 namespace atb_ops::hccl_cpu {
@@ -33,19 +32,11 @@ struct Served {
   std::map<std::string, c10::intrusive_ptr<c10d::Store>> byToken;
   c10::intrusive_ptr<c10d::Store> server;
   uint16_t port = 0;
-  pid_t pid = ::getpid();
 };
 
-std::mutex& servedMutex() {
-  static std::mutex m;
-  return m;
-}
-
-// This process's; a child made by fork() starts with none of its parent's (whose server thread it lacks), which it
-// leaves alone.
-Served& served() {
-  static auto* s = new Served();
-  if (s->pid != ::getpid()) s = new Served();
+// This process's (a child made by fork() starts with none of its parent's).
+PerProcess<Served>& served() {
+  static auto* s = new PerProcess<Served>();
   return *s;
 }
 
@@ -78,14 +69,11 @@ std::string newRootToken() {
 
 std::string makeRootInfo(size_t capacity) {
   const std::string token = randomToken();
-  uint16_t port = 0;
-  {
-    std::lock_guard<std::mutex> lock(servedMutex());
-    Served& s = served();
+  const uint16_t port = served().with([&](Served& s) {
     if (!s.server) s.server = serveStore(0, readOptions().timeout, &s.port);
     s.byToken[token] = s.server;
-    port = s.port;
-  }
+    return s.port;
+  });
   const std::string text =
       std::string(kRootInfoMagic) + "|" + token + "|" + reachableAddress() + "|" + std::to_string(port);
   ATB_CHECK(text.size() < capacity, ERROR_INTERNAL_ERROR, "HcclGetRootInfo: ", text.size(),
@@ -116,11 +104,10 @@ std::unique_ptr<CpuComm> joinRootInfo(const RootInfo& info, uint32_t rank, uint3
   CommConfig c = baseConfig(rank, size);
   c.commDomain = "root:" + info.token;
   c.jobKey = "hccl-cpu";  // the token proves who belongs
-  c10::intrusive_ptr<c10d::Store> store;
-  {
-    std::lock_guard<std::mutex> lock(servedMutex());
-    if (auto it = served().byToken.find(info.token); it != served().byToken.end()) store = it->second;
-  }
+  c10::intrusive_ptr<c10d::Store> store = served().with([&](Served& s) {
+    auto it = s.byToken.find(info.token);
+    return it == s.byToken.end() ? c10::intrusive_ptr<c10d::Store>() : it->second;
+  });
   if (!store) store = joinStore(info.address, info.port, c.options.timeout);
   c.store =
       std::make_shared<GivenStore>(GivenStore{c10::make_intrusive<c10d::PrefixStore>("hccl/" + info.token, store)});
