@@ -92,6 +92,8 @@ CommConfig configFromParam(const CommParam& p, const c10::Device& device) {
     const RankTable table = readRankTable(p.rankTableFile);
     ATB_CHECK(static_cast<int64_t>(table.size) == p.rankSize, ERROR_INVALID_PARAM, "rankTableFile '", p.rankTableFile,
               "' lists ", table.size, " ranks but rankSize is ", p.rankSize);
+    ATB_CHECK(p.rank >= 0 && p.rank < p.rankSize, ERROR_INVALID_PARAM, "rankTableFile '", p.rankTableFile, "' lists ",
+              table.size, " ranks (rank_id 0-", table.size - 1, "); rank ", p.rank, " is not one of them");
     if (auto store = rankTableStore(table, static_cast<uint32_t>(p.rank), c.options)) {
       c.store = std::make_shared<GivenStore>(GivenStore{std::move(store)});
     } else {

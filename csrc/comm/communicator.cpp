@@ -139,21 +139,32 @@ void Communicator::reduceScatterV(const at::Tensor& send, const VLayout& sendLay
 }
 
 void Communicator::broadcast(at::Tensor& tensor, int32_t root) {
+  // Rank-local, before the call is numbered (an adopted hcclComm or a rank table let set_param pass any rankRoot).
+  ATB_CHECK(root >= 0 && root < size(), ERROR_INVALID_PARAM, backend_, " broadcast: root ", root,
+            " is not a rank of this communicator of ", size(), " ranks");
   CallSignature sig = makeSignature(Collective::kBroadcast, 0, tensor.scalar_type(), tensor.nbytes());
   sig.root = root;
   EagerCall eager{Collective::kBroadcast, &tensor, &tensor, nullptr, ReduceOp::kSum, root};
   call("broadcast", &sig, nullptr, [&] { doBroadcast(tensor, root); }, &eager);
 }
 
+void Communicator::checkPeer(const char* what, int32_t peer) const {
+  ATB_CHECK(peer >= 0 && peer < size(), ERROR_INVALID_PARAM, backend_, " ", what, ": peer ", peer,
+            " is not a rank of this communicator of ", size(), " ranks");
+}
+
 void Communicator::send(const at::Tensor& tensor, int32_t peer) {
+  checkPeer("send", peer);
   call("send", nullptr, nullptr, [&] { doSend(tensor, peer); });
 }
 
 void Communicator::recv(at::Tensor& tensor, int32_t peer) {
+  checkPeer("recv", peer);
   call("recv", nullptr, nullptr, [&] { doRecv(tensor, peer); });
 }
 
 void Communicator::sendRecv(std::vector<P2pOp>& ops) {
+  for (const P2pOp& op : ops) checkPeer("send/recv", op.peer);
   call("send/recv", nullptr, nullptr, [&] { doSendRecv(ops); });
 }
 

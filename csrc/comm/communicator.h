@@ -172,6 +172,8 @@ class Communicator {
   template <typename F>
   void call(const char* what, const CallSignature* sig, const AllToAllVLayout* counts, F&& body,
             const EagerCall* eager = nullptr);
+  // Raises ERROR_INVALID_PARAM unless `peer` is a rank of this communicator (rank-local, before any data moves).
+  void checkPeer(const char* what, int32_t peer) const;
 
   const std::string backend_;
   const int32_t rank_;

@@ -46,7 +46,7 @@ class AllGatherVOperation final : public CommOperation {
     ATB_CHECK(sendCount >= 0 && sendCount <= x.numel(), ERROR_INVALID_TENSOR_DIM, name(), " sendCount ", sendCount,
               " must be in [0, x.numel()=", x.numel(), "]");
     validateVLayout(layout, n, outNumel, /*disjoint=*/true, "recvCounts", "rdispls");
-    const int64_t rank = param().rank;
+    const int64_t rank = rankIndex();
     ATB_CHECK(layout.counts[rank] == sendCount, ERROR_INVALID_PARAM, name(), " recvCounts[", rank,
               "]=", layout.counts[rank], " must equal this rank's sendCount ", sendCount);
     ATB_CHECK(layout.total() > 0, ERROR_INVALID_PARAM, name(), " sum(recvCounts) must be > 0 (ATB), got ",

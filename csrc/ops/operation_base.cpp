@@ -140,6 +140,14 @@ const CommParam& CommOperation::param() const {
   return param_;
 }
 
+int64_t CommOperation::rankIndex() const {
+  const CommParam& p = param();
+  ATB_CHECK(p.rank >= 0 && p.rank < p.rankSize, ERROR_INVALID_PARAM, name_, " param 'rank' is ", p.rank,
+            "; must be in [0, rankSize=", p.rankSize, ")",
+            p.hcclComm != 0 ? " (hcclComm's rank)" : (!p.rankTableFile.empty() ? " (a rank of rankTableFile)" : ""));
+  return p.rank;
+}
+
 std::shared_ptr<Communicator> CommOperation::communicatorFor(const at::Tensor& x) {
   const CommParam& p = param();
   std::lock_guard<std::mutex> lock(commMutex_);

@@ -97,6 +97,10 @@ class CommOperation : public Operation {
   virtual CommParam defaults() const;
 
   const CommParam& param() const;
+  // param 'rank' as an index into per-rank arrays of rankSize entries. set_param lets any rank through with an
+  // hcclComm or a rankTableFile (as ATB does: the communicator decides), but no communicator has a rank outside
+  // [0, rankSize): raises ERROR_INVALID_PARAM naming both, before any communication.
+  int64_t rankIndex() const;
   std::shared_ptr<Communicator> communicatorFor(const at::Tensor& x);
   at::Tensor allocate(const TensorDesc& desc, const at::Tensor& firstInput) override;
   // A call finds, before any data moved, that a peer released the communicator (its last operation went: it was

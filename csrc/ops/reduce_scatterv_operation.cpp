@@ -42,7 +42,7 @@ class ReduceScatterVOperation final : public CommOperation {
     layout.displs = countInput(inputs[2], "sdispls", n, pack ? pack->find("sdispls") : nullptr);
     const int64_t recvCount = countInput(inputs[3], "recvCount", 1, pack ? pack->find("recvCount") : nullptr)[0];
     validateVLayout(layout, n, x.numel(), /*disjoint=*/false, "sendCounts", "sdispls");
-    const int64_t rank = param().rank;
+    const int64_t rank = rankIndex();
     ATB_CHECK(recvCount == layout.counts[rank], ERROR_INVALID_PARAM, name(), " recvCount is ", recvCount,
               " but sendCounts[", rank, "] is ", layout.counts[rank], "; rank ", rank, " receives its own region");
     const Shape shape{y.size(0), x.size(1)};

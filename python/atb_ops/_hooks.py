@@ -44,10 +44,19 @@ def job_store(required: bool = False, rank: int = -1, size: int = 0, timeout_s: 
             "or set MASTER_ADDR and MASTER_PORT"
         )
     env_rank, env_size = os.environ.get("RANK"), os.environ.get("WORLD_SIZE")
-    if env_rank is not None and env_size is not None:
-        rank, size = int(env_rank), int(env_size)
-    dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=size,
-                            timeout=timedelta(seconds=timeout_s))
+    timeout = timedelta(seconds=timeout_s)
+    if env_rank is not None and env_size is not None:  # the launcher's world: one size on every rank
+        dist.init_process_group("gloo", init_method="env://", rank=int(env_rank), world_size=int(env_size),
+                                timeout=timeout)
+    else:
+        # Each rank's own rankSize: compared on the store first, since torch's rendezvous would wait (past
+        # ATB_OPS_TIMEOUT, naming nobody) for a world size that ranks which disagree never make up.
+        store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=rank == 0,
+                              wait_for_workers=False, timeout=timeout)
+        where = f"{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}"
+        _meet(dist.PrefixStore("atb_ops/default_group", store), f"torch.distributed's default group at {where}",
+              rank, size, timeout_s)
+        dist.init_process_group("gloo", store=store, rank=rank, world_size=size, timeout=timeout)
     global _own_default_group
     _own_default_group = True
     return dist.distributed_c10d._get_default_store()
@@ -72,16 +81,27 @@ def make_gloo(prefix: str, rank: int, size: int, timeout_s: float,
     """
     base = store if store is not None else job_store(True, rank, size, timeout_s)
     scoped = dist.PrefixStore(prefix, base)
-    _meet(scoped, prefix, rank, size, timeout_s)
+    _meet(scoped, f"the gloo group '{prefix}'", rank, size, timeout_s)
     return dist.ProcessGroupGloo(scoped, rank, size, timedelta(seconds=timeout_s))
 
 
-def _meet(store: dist.Store, prefix: str, rank: int, size: int, timeout_s: float) -> None:
-    """Waits until every rank of the new group arrived under the prefix, bounded by ATB_OPS_TIMEOUT.
+def _meet(store: dist.Store, name: str, rank: int, size: int, timeout_s: float) -> None:
+    """Waits until every rank of the new group arrived on `store`, bounded by ATB_OPS_TIMEOUT.
 
     gloo's own connection waits on the store with the store's timeout (often 30 minutes) and names nobody;
     this wait polls (so Ctrl-C interrupts it), names the ranks that never came, and compares every rank's
     rankSize, so ranks that disagree fail together here instead of hanging in gloo.
+
+    Args:
+        store: Where the ranks meet (scoped to this group).
+        name: The group, for messages ("the gloo group '...'").
+        rank: This rank.
+        size: This rank's rankSize.
+        timeout_s: ATB_OPS_TIMEOUT.
+
+    Raises:
+        RuntimeError: "ranks disagree on the rankSize ...", on every rank that met one that differs.
+        TimeoutError: naming the ranks that did not come within the timeout.
     """
     store.set(f"arrived/{rank}", str(size))
     deadline = time.monotonic() + timeout_s
@@ -93,9 +113,10 @@ def _meet(store: dist.Store, prefix: str, rank: int, size: int, timeout_s: float
                 seen[r] = int(store.get(f"arrived/{r}"))
         other = {r: s for r, s in seen.items() if s != size}
         if other:
+            _tell_and_wait(store, rank, seen, min(2.0, max(0.0, deadline - time.monotonic())))
             views = "; ".join(f"rank {r} has rankSize {s}" for r, s in sorted(other.items()))
             raise RuntimeError(
-                f"ERROR_INVALID_PARAM: ranks disagree on the rankSize of the gloo group '{prefix}': "
+                f"ERROR_INVALID_PARAM: ranks disagree on the rankSize of {name}: "
                 f"rank {rank} has rankSize {size}; {views}; every rank must pass the same rankSize"
             )
         if len(seen) == size:
@@ -108,6 +129,20 @@ def _meet(store: dist.Store, prefix: str, rank: int, size: int, timeout_s: float
             )
         time.sleep(delay)
         delay = min(delay * 2, 0.02)
+
+
+def _tell_and_wait(store: dist.Store, rank: int, seen: dict[int, int], wait_s: float) -> None:
+    """Before a rank that found a disagreement raises: says it saw it, and waits (at most `wait_s`) until the ranks
+    it met said so too, so that a rank serving the store does not take it away before they read what it wrote."""
+    deadline = time.monotonic() + wait_s
+    try:
+        store.set(f"told/{rank}", "1")
+        waiting = [f"told/{r}" for r in seen if r != rank]
+        while waiting and time.monotonic() < deadline:
+            waiting = [key for key in waiting if not store.check([key])]
+            time.sleep(0.005)
+    except (RuntimeError, OSError):
+        pass  # the store went with a rank that already raised: nothing left to wait for
 
 
 _own_default_group = False  # atb_ops made the default process group (make_gloo), so it also ends it

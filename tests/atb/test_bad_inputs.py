@@ -272,11 +272,37 @@ def test_shm_rejects_vendor_handle():
         op(hcclComm=1234).execute([X, *OK_COUNTS, torch.zeros(8)])
 
 
-def test_gloo_without_process_group(monkeypatch):
-    monkeypatch.delenv("MASTER_ADDR", raising=False)
-    monkeypatch.delenv("MASTER_PORT", raising=False)
-    with expect("ERROR_COMM_EMPTY", "backend 'gloo' needs torch.distributed"):
-        op(backend="gloo").execute([X, *OK_COUNTS, torch.zeros(8)])
+def _one_server_table(tmp_path, ranks: int) -> str:
+    table = tmp_path / "rank_table.json"
+    table.write_text(json.dumps({
+        "version": "1.0", "server_count": "1", "status": "completed",
+        "server_list": [{"server_id": "127.0.0.1", "device": [
+            {"device_id": str(r), "device_ip": f"192.0.2.{r + 1}", "rank_id": str(r)} for r in range(ranks)]}],
+    }))
+    return str(table)
+
+
+@pytest.mark.parametrize("given", ["hcclComm", "rankTableFile"])
+@pytest.mark.parametrize("name,inputs", [
+    ("AllGatherVOperation", lambda: [torch.ones(4), i64([2]), i64([2, 2]), i64([0, 2]), torch.empty(4)]),
+    ("ReduceScatterVOperation", lambda: [torch.ones(4, 1), i64([2, 2]), i64([0, 2]), i64([2]), torch.empty(2)]),
+])
+def test_v_operators_refuse_a_rank_outside_rank_size(tmp_path, given, name, inputs):
+    """With an hcclComm or a rankTableFile, set_param lets any rank through (as ATB does: the communicator says
+    which it is), but the V operators index their counts by it: a rank outside [0, rankSize) is named before any
+    communication (it read past the counts' end: garbage in the message, or a crash)."""
+    where = {"hcclComm": 12345, "rankTableFile": _one_server_table(tmp_path, 2)}[given]
+    o = op(name, rank=100_000_000, **{given: where})
+    with expect("ERROR_INVALID_PARAM", "param 'rank' is 100000000", "[0, rankSize=2)"):
+        o.execute(inputs())
+
+
+def test_rank_outside_the_rank_table_is_named(tmp_path):
+    """A rank the table does not list fails at creation, at once, naming the table and the rank (before, it met the
+    table's ranks and timed out, or wrote past the end of the segment's rank slots)."""
+    table = _one_server_table(tmp_path, 2)
+    with expect("ERROR_INVALID_PARAM", "lists 2 ranks", "rank 7 is not one of them"):
+        op("AllGatherOperation", rank=7, rankTableFile=table).execute([torch.zeros(3)])
 
 
 def test_strict_backend_refuses_hccl_fallback(monkeypatch):

@@ -105,12 +105,13 @@ for word, rank, p in procs:
 print(json.dumps(result))
 """
 
-# argv: rank, commDomain, size. An AllGather in its own commDomain; prints {"wrong"} or {"error"}.
+# argv: rank, commDomain, size[, backend (shm)]. An AllGather in its own commDomain; prints {"wrong"} or {"error"}.
 ALLGATHER_IN_DOMAIN = """
     import json, sys, torch, atb_ops
     rank, domain, size = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+    backend = sys.argv[4] if len(sys.argv) > 4 else "shm"
     op = torch.classes.OperationTorch.OperationTorch("AllGatherOperation")
-    op.set_param(json.dumps({"rank": rank, "rankSize": size, "backend": "shm", "commDomain": domain}))
+    op.set_param(json.dumps({"rank": rank, "rankSize": size, "backend": backend, "commDomain": domain}))
     salt = sum(map(ord, domain))
     try:
         out = op.execute([torch.full((3,), float(salt * 10 + rank))])[0]
@@ -338,7 +339,7 @@ REMADE_GROUP = """
     print(json.dumps(results))
 """
 
-# argv: rank, setting value, variable. Both ranks make one group collective (CPU) or ATB operation (HCCL) with
+# argv: rank, setting value, variable. Both ranks make one group collective (CPU) or ATB operation (HCCL, shm) with
 # the variable set to their own value; prints {"error", "seconds"} or {"ok"}.
 SETTING_DIFFERS = """
     import json, os, sys, time, torch
@@ -358,10 +359,13 @@ SETTING_DIFFERS = """
                 op.set_param(json.dumps({"rank": rank, "rankSize": 2, "backend": "gloo", "commDomain": "setting"}))
                 op.execute([torch.ones(2)])
         else:
-            import torch_npu  # noqa: F401  the emulation's: backend "hccl" is HCCL's C API on CPU ranks
-            assert "hccl (cpu)" in atb_ops.backends(), atb_ops.backends()
+            backend = "shm"
+            if variable == "ATB_OPS_HCCL_ALLTOALLV":
+                import torch_npu  # noqa: F401  the emulation's: backend "hccl" is HCCL's C API on CPU ranks
+                assert "hccl (cpu)" in atb_ops.backends(), atb_ops.backends()
+                backend = "hccl"
             op = torch.classes.OperationTorch.OperationTorch("AllToAllVV2Operation")
-            op.set_param(json.dumps({"rank": rank, "rankSize": 2, "backend": "hccl", "commDomain": "setting"}))
+            op.set_param(json.dumps({"rank": rank, "rankSize": 2, "backend": backend, "commDomain": "setting"}))
             c = torch.tensor([1, 1])
             d = torch.tensor([0, 1])
             op.execute([torch.zeros(2), c, d, c, d, torch.empty(2)])

@@ -8,8 +8,6 @@ import os
 
 import torch
 
-from tests.support.environment import environment
-
 # argv: rank, field ("rankSize" or "rankRoot"), bootstrap ("node-local" or "store"). Rank 1 disagrees with
 # rank 0 on `field`; prints {"error", "seconds"}.
 CREATION_DISAGREEMENT = """
@@ -130,35 +128,6 @@ SHORT_GLOO_JOB = """
     assert torch.equal(out, torch.full((16,), 3.0)), out
     print("ok")
 """
-
-
-def split_setting_differs(rank: int, world_size: int, domain: str) -> int:
-    """Rank 0 (the root, and the busy receiver) has ATB_OPS_SHM_SPLIT=1, rank 1 (its sender) 0. Rank 1 sends
-    4 Mi float32 to rank 0, rank 0 sends 1 Ki to rank 1; execute_out into sentinel-filled outputs. Returns the
-    number of output elements that are not what was sent."""
-    with environment({"ATB_OPS_SHM_SPLIT": "1" if rank == 0 else "0"}):
-        op = torch.classes.OperationTorch.OperationTorch("AllToAllVV2Operation")
-        op.set_param(json.dumps({"rank": rank, "rankSize": 2, "backend": "shm", "commDomain": domain}))
-    big, small, self_n = 4 << 20, 1024, 16
-    send = [self_n, small] if rank == 0 else [big, self_n]
-    recv = [self_n, big] if rank == 0 else [small, self_n]
-    x = torch.arange(sum(send), dtype=torch.float32) + (1 << 23) * rank
-    sd = [0, send[0]]
-    rd = [0, recv[0]]
-    t = [torch.tensor(v, dtype=torch.int64) for v in (send, sd, recv, rd)]
-    out = torch.full((1, sum(recv)), float("nan"))
-    wrong = 0
-    for _ in range(3):
-        out.fill_(float("nan"))
-        op.execute_out([x, *t, torch.empty(sum(recv))], [out])
-        peer = 1 - rank
-        peer_send = [self_n, small] if peer == 0 else [big, self_n]
-        peer_x = torch.arange(sum(peer_send), dtype=torch.float32) + (1 << 23) * peer
-        mine = x[sd[rank] : sd[rank] + send[rank]]
-        theirs = peer_x[(0 if rank == 0 else peer_send[0]) :][: recv[peer]]
-        want = torch.cat([mine, theirs] if rank == 0 else [theirs, mine])
-        wrong += int((out.reshape(-1) != want).sum())
-    return wrong
 
 
 def _fds() -> int:

@@ -83,13 +83,6 @@ def test_creation_retried_after_a_timeout_meets_the_late_peer():
         assert report["attempts"] <= 4, report
 
 
-def test_protocol_settings_of_the_root_win(rank_pools):
-    """Case 2: ATB_OPS_SHM_SPLIT=1 on the busy receiver and 0 on its sender: the communicator runs with the
-    root's setting on both, and a skewed 16 MiB AllToAllVV2 through execute_out writes every element."""
-    wrong = rank_pools(2).run(resource_tasks.split_setting_differs, "split-" + uuid.uuid4().hex[:8])
-    assert wrong == [0, 0]
-
-
 def _tiny_tmpfs_runner() -> list[str] | None:
     """A command prefix that runs its argument in a mount namespace of its own (so a tmpfs mounted there goes
     with it), or None when this machine allows none."""

@@ -83,6 +83,19 @@ def test_two_jobs_that_create_long_after_their_start_never_pair(tmp_path, import
         assert "ATB_OPS_JOB_ID" in error and "cannot tell which processes" in error, children
 
 
+def test_two_processes_claiming_the_root_rank_both_fail_at_once():
+    """Two processes of one parent (no job id) both create rank 0, the root, of one 2-rank communicator: both fail at
+    once naming ATB_OPS_JOB_ID. Before, the first to see the second claim failed, and the other, already waiting for
+    its readers as root, waited out ATB_OPS_TIMEOUT and named only the missing rank 1."""
+    began = time.monotonic()
+    children = _parent(tasks.TWO_JOBS_PARENT, ["at-once", textwrap.dedent(tasks.ALLTOALL_BY_WORD), "-", "alpha:0",
+                                               "beta:0"], clean_env(ATB_OPS_TIMEOUT="40"))
+    for child in children:
+        error = child["report"].get("error", "")
+        assert "ATB_OPS_JOB_ID" in error and "claim rank 0" in error, children
+    assert time.monotonic() - began < 30, children  # not ATB_OPS_TIMEOUT's 40 s
+
+
 def test_one_job_that_swaps_its_ranks_is_not_refused():
     """Under the parent guess a claim stays live only while its communicator does: one job (no job id) that drops
     its operation and makes one with the ranks swapped meets again, right values (a rank that claims first waits
@@ -345,7 +358,9 @@ def test_killed_creation_leaves_the_folder_clean(tmp_path):
 
 @pytest.mark.parametrize("variable,values", [("ATB_OPS_CPU_PATH", ("shm", "group")),
                                              ("ATB_OPS_HCCL_ALLTOALLV", ("alltoallv", "p2p")),
-                                             ("ATB_OPS_GLOO_STREAMS", ("1", "2"))])
+                                             ("ATB_OPS_GLOO_STREAMS", ("1", "2")),
+                                             ("ATB_OPS_SHM_EAGER", ("0", "65536")),
+                                             ("ATB_OPS_SHM_SPLIT", ("0", "1"))])
 def test_protocol_settings_that_differ_are_named_at_creation(tmp_path, variable, values):
     """Case 9: a setting that decides what goes on the wire differs between the ranks: every rank fails at once
     (not after ATB_OPS_TIMEOUT) naming the variable and both values."""
@@ -360,6 +375,33 @@ def test_protocol_settings_that_differ_are_named_at_creation(tmp_path, variable,
         assert variable in report["error"] and all(repr(v) in report["error"] or f"'{v}'" in report["error"]
                                                     for v in values), report
         assert report["seconds"] < 20, report
+
+
+# ------------------------------------------------------------------------------- gloo's ways to meet
+
+
+def test_gloo_without_a_store_meets_node_locally():
+    """SPEC's bootstrap for backend "gloo" with no torch.distributed and no MASTER_ADDR/MASTER_PORT: the node-local
+    rendezvous of the job and commDomain, as shm's (its root serves the group's store on this host)."""
+    env = clean_env(ATB_OPS_TIMEOUT="60", ATB_OPS_JOB_ID=uuid.uuid4().hex)
+    assert not {"MASTER_ADDR", "MASTER_PORT"} & set(env)
+    exits = [start(tasks.ALLGATHER_IN_DOMAIN, [str(r), "local-gloo", "2", "gloo"], env) for r in range(2)]
+    assert _reports(finish(exits, 120)) == [{"wrong": 0}] * 2
+
+
+def test_gloo_default_group_ranks_that_disagree_on_rank_size_are_told():
+    """MASTER_ADDR/MASTER_PORT without RANK/WORLD_SIZE: atb_ops makes the default group from each rank's own
+    rankSize. Ranks that disagree (2 against 3) both fail at once naming both sizes; before, torch's rendezvous
+    waited for a world size the ranks never made up (sometimes past ATB_OPS_TIMEOUT)."""
+    env = clean_env(ATB_OPS_TIMEOUT="30", ATB_OPS_JOB_ID=uuid.uuid4().hex, MASTER_ADDR="127.0.0.1",
+                    MASTER_PORT=str(free_port()))
+    began = time.monotonic()
+    exits = [start(tasks.ALLGATHER_IN_DOMAIN, [str(r), "sizes", str(size), "gloo"], env)
+             for r, size in enumerate((2, 3))]
+    for report in _reports(finish(exits, 120)):
+        error = report.get("error", "")
+        assert "ranks disagree on the rankSize" in error and "rankSize 2" in error and "rankSize 3" in error, report
+    assert time.monotonic() - began < 25, "not within ATB_OPS_TIMEOUT"
 
 
 # ------------------------------------------------------------------------------------------- read items

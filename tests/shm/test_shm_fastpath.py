@@ -44,18 +44,6 @@ def test_switches(rank_pools, world_size, env):
     assert wrong == [[0] * len(matrices)] * world_size
 
 
-def test_ranks_with_different_eager_limits(rank_pools):
-    """Eager buffers are sized by the root; a rank with a larger limit falls back to direct copies."""
-    n = 3
-    es = itemsize("int32")
-    per_rank = [({"ATB_OPS_SHM_EAGER": str(v)},) for v in (256, 65536, 16384)]
-    matrices = [make(n, es) for make in ALL]
-    wrong = rank_pools(n).run(
-        fastpath_tasks.run_matrices, "int32", matrices, "fastpath_mixed_limits", 2, 3, per_rank=per_rank
-    )
-    assert wrong == [[0] * len(matrices)] * n
-
-
 @pytest.mark.parametrize("world_size", [1, 2, 3, 4])
 def test_pack_loop_reuses_buffers(rank_pools, world_size):
     """The benchmark's call: variant pack once, execute_out([x, infer], [out]) 40 times, new data each call."""

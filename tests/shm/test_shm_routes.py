@@ -187,16 +187,6 @@ def test_allgather_into_16_mib_writes_around_the_caches(rank_pools):
         assert s["nontemporal_bytes"] == 2 * n * 4 and s["vm_bytes"] == 2 * n * 4, s
 
 
-def test_allgather_eager_limit_is_the_roots(rank_pools):
-    """Ranks started with different ATB_OPS_SHM_EAGER: rank 0's (in the segment it creates) holds for all, so
-    with rank 0's 0 nobody copies into the eager buffers and every input is read where it is."""
-    counts = [100, 1000, 5000, (EAGER // 4) + 1]
-    limits = [{"ATB_OPS_SHM_EAGER": str(v)} for v in (0, 65536, 4096)]
-    stats = _allgather(rank_pools(3), counts, per_rank=[("", lim) for lim in limits], repeats=2)
-    for s in stats:
-        assert s["eager_bytes"] == 0 and s["vm_bytes"] == 2 * 2 * sum(counts) * 4, s
-
-
 # --- reused buffers onto huge pages (csrc/core/memory.h ReusedBufferPages) ------------------------------------
 
 REUSED_NUMEL = 2 << 20  # 8 MiB of float32 per buffer: over the 4 MiB threshold, several whole 2 MiB pages

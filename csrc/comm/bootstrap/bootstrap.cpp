@@ -60,6 +60,12 @@ std::string protocolSettings(const CommConfig& c, const std::string& purpose) {
   if (purpose == "hosts") return std::string("ATB_OPS_TWO_LEVEL=") + (c.options.twoLevel ? "1" : "0");
   // One rank splitting a large message over two connections and its peer expecting it on one never match.
   if (purpose == "gloo") return "ATB_OPS_GLOO_STREAMS=" + std::to_string(c.options.glooStreams);
+  // Which messages travel through the segment and who moves a large one's parts: the root's header could carry
+  // them to every rank, but a rank whose own setting silently loses is as much a surprise as a wrong result.
+  if (purpose == "shm") {
+    return "ATB_OPS_SHM_EAGER=" + std::to_string(c.options.shmEager) +
+           ";ATB_OPS_SHM_SPLIT=" + (c.options.shmSplit ? "1" : "0");
+  }
   return "";
 }
 

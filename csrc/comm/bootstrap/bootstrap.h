@@ -47,9 +47,9 @@ class Bootstrap {
 std::string creationMismatch(const std::string& commDomain, int32_t rootRank, int64_t rootPid, int32_t rootSize,
                              int32_t rank, int64_t pid, int32_t size, int32_t root);
 
-// The settings of this process that change what a `purpose` communicator puts on the wire and that the ranks
-// cannot agree on by taking the root's: "NAME=value;NAME=value" (e.g. ATB_OPS_HCCL_ALLTOALLV for "hccl"), empty
-// when there are none. The bootstrap compares them: a rank that differs fails, and makes the root fail, naming
+// The settings of this process that change what a `purpose` communicator puts on the wire:
+// "NAME=value;NAME=value" (e.g. ATB_OPS_HCCL_ALLTOALLV for "hccl", ATB_OPS_SHM_EAGER and ATB_OPS_SHM_SPLIT for "shm"),
+// empty when there are none. The bootstrap compares them: a rank that differs fails, and makes the root fail, naming
 // the variable and both values.
 std::string protocolSettings(const CommConfig& config, const std::string& purpose);
 // The message for ranks whose protocolSettings differ, or "" when they agree.

@@ -320,16 +320,20 @@ class NodeLocalBootstrap final : public Bootstrap {
   // The others learn at once why this rank will not pair: a root leaves a failure record, any other rank tells
   // a root already waiting (the first reason stays).
   void tellPeers(const std::string& why) {
-    if (rank_ == root_) {
-      fail(why);
-      return;
-    }
     MappedFile live;
     try {
-      if (inspect(path_, keyHash_, &live) == Found::kLive) reportConflict(live, why);
+      const bool found = inspect(path_, keyHash_, &live) == Found::kLive;
+      // A root's own record is replaced by its failure below. Another root's is that of a second process claiming
+      // the root's rank (two jobs): it may already be waiting for its readers, and must fail at once too.
+      if (found && (rank_ != root_ || headerOf(live).rootPid != ::getpid())) {
+        reportConflict(live, why);
+        return;
+      }
     } catch (const c10::Error&) {
       // Whatever sits at the name, this rank's own error says what matters.
+      if (rank_ != root_) return;
     }
+    if (rank_ == root_) fail(why);
   }
 
   // Tells the root (and any later rank) why this rendezvous cannot succeed; the first reason stays.

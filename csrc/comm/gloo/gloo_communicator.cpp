@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <mutex>
@@ -17,6 +18,7 @@
 #include "comm/bootstrap/job_scope.h"
 #include "comm/bootstrap/private_dir.h"
 #include "comm/bootstrap/store_bootstrap.h"
+#include "comm/bootstrap/tcp_store.h"
 #include "comm/eager_completion.h"
 #include "comm/gloo/existing_group.h"
 #include "core/host.h"
@@ -145,6 +147,40 @@ int32_t extraStreamsFor(const CommConfig& c) {
   return hosts.size() == c.rankHosts.size() ? static_cast<int32_t>(c.options.glooStreams) - 1 : 0;
 }
 
+bool launcherAddressGiven() {
+  const char* addr = std::getenv("MASTER_ADDR");
+  const char* port = std::getenv("MASTER_PORT");
+  return addr != nullptr && *addr != '\0' && port != nullptr && *port != '\0';
+}
+
+// Where nothing names a store (no torch.distributed, no MASTER_ADDR/MASTER_PORT, no root info or rank table), the
+// ranks meet as shm's do, through the node-local rendezvous of their job and commDomain: rankRoot serves a TCPStore
+// on this host for the group and hands its port and the group's token to the others. The group keeps the store
+// (and so the root's server) alive while it lives.
+c10::intrusive_ptr<c10d::Store> nodeLocalStore(const CommConfig& c, std::string& token) {
+  const std::unique_ptr<Bootstrap> bootstrap = makeBootstrap(c, "gloo");
+  c10::intrusive_ptr<c10d::Store> served;
+  std::string mine;
+  if (c.rank == c.rankRoot) {
+    uint16_t port = 0;
+    try {
+      served = serveStore(0, c.options.timeout, &port);
+    } catch (const c10::Error& e) {
+      bootstrap->fail(e.what_without_backtrace());
+      throw;
+    }
+    mine = std::to_string(port) + "|" + randomToken();
+  }
+  const std::string got = bootstrap->broadcast(mine);
+  const size_t bar = got.find('|');
+  char* end = nullptr;
+  const long port = bar == std::string::npos ? 0 : std::strtol(got.c_str(), &end, 10);
+  ATB_CHECK(port > 0 && port <= 65535 && end == got.c_str() + bar, ERROR_RT_FAIL, "backend 'gloo': the node-local ",
+            "rendezvous of commDomain '", c.commDomain, "' delivered '", got.substr(0, 64), "', not a port and token");
+  token = got.substr(bar + 1);
+  return served ? served : joinStore("127.0.0.1", static_cast<uint16_t>(port), c.options.timeout);
+}
+
 c10::intrusive_ptr<c10d::Backend> ownGlooGroup(const CommConfig& c, std::string& name,
                                                std::vector<c10::intrusive_ptr<c10d::Backend>>& extraStreams) {
   GlooFactory make;
@@ -161,9 +197,14 @@ c10::intrusive_ptr<c10d::Backend> ownGlooGroup(const CommConfig& c, std::string&
   // re-creation never meets an earlier one's keys, whenever each rank's earlier communicator went. The store is
   // the one this communicator was given (HCCL root info, a rank table), else the job's.
   c10::intrusive_ptr<c10d::Store> store = c.store ? c.store->store : c10::intrusive_ptr<c10d::Store>();
-  if (!store) jobStore(StoreRequest{true, c.rank, c.rankSize, c.options.timeout});
-  const std::unique_ptr<Bootstrap> bootstrap = makeBootstrap(c, "gloo");
-  const std::string token = bootstrap->broadcast(c.rank == c.rankRoot ? randomToken() : "");
+  std::string token;
+  if (!store && !jobStore() && !launcherAddressGiven()) {
+    store = nodeLocalStore(c, token);
+  } else {
+    if (!store) jobStore(StoreRequest{true, c.rank, c.rankSize, c.options.timeout});
+    const std::unique_ptr<Bootstrap> bootstrap = makeBootstrap(c, "gloo");
+    token = bootstrap->broadcast(c.rank == c.rankRoot ? randomToken() : "");
+  }
   const std::string prefix = "atb_ops/gloo/" + c.commDomain + "/" + token;
   c10::intrusive_ptr<c10d::Backend> first = make(prefix, c.rank, c.rankSize, c.options.timeout, store);
   const int32_t extra = extraStreamsFor(c);
