@@ -79,8 +79,12 @@ std::shared_ptr<Communicator> acquireCommunicator(const CommConfig& config) {
     if (it != c.entries.end() && it->second.pending.valid()) {
       pending = it->second.pending;  // another thread is creating it: wait below and share it
     } else if (it != c.entries.end()) {
-      // A live, healthy one is shared; a failed one (or one whose last user went) makes way for a fresh one.
-      if (std::shared_ptr<Communicator> live = it->second.comm.lock(); live && !live->failed()) return live;
+      // A live, healthy one is shared; a failed one (here, or given up by a peer), or one whose last user went, makes
+      // way for a fresh one.
+      if (std::shared_ptr<Communicator> live = it->second.comm.lock();
+          live && !live->failed() && !live->abandonedByPeer()) {
+        return live;
+      }
       c.entries.erase(it);
     }
     if (!pending.valid()) c.entries[key].pending = promise.get_future().share();

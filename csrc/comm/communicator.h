@@ -134,6 +134,11 @@ class Communicator {
   // Empty while usable; else the fault that made it unusable (every later call repeats it).
   std::string failure() const;
   bool failed() const { return !failure().empty(); }
+  // A peer gave up on it (timed out, or found a death) and said so where this rank can read it without a call
+  // (abortPeers). Such a communicator is never handed to a new operation: its next call here would fail, while the
+  // peer's next operation makes a fresh one, and the two ranks' calls would pair one apart. False where the backend
+  // has no such note (default).
+  virtual bool abandonedByPeer() const { return false; }
 
  protected:
   // The collective in progress (valid inside the do*() hooks of a collective).

@@ -190,6 +190,10 @@ class TwoLevelCommunicator final : public Communicator {
     for (const std::shared_ptr<Communicator>& part : {inHost_, acrossHosts_, everyone_}) part->shutdown();
   }
 
+  bool abandonedByPeer() const override {
+    return inHost_->abandonedByPeer() || acrossHosts_->abandonedByPeer() || everyone_->abandonedByPeer();
+  }
+
  private:
   // A part's error, with its rank numbers told in this communicator's.
   template <typename F>

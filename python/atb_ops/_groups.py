@@ -46,6 +46,11 @@ def resolve_group(group: dist.ProcessGroup | None) -> dist.ProcessGroup:
     """The group itself, or the default group; raises when torch.distributed is not set up."""
     if not dist.is_available() or not dist.is_initialized():
         raise AtbError("torch.distributed is not initialised: call torch.distributed.init_process_group() first")
+    if group is not None and not isinstance(group, dist.ProcessGroup):
+        if group is dist.GroupMember.NON_GROUP_MEMBER:  # what new_group() gives the ranks it leaves out
+            raise AtbError(f"group: rank {dist.get_rank()} is not a member of this group (torch.distributed.new_group "
+                           "returned GroupMember.NON_GROUP_MEMBER here); call its collectives only on its ranks")
+        raise AtbError(f"group must be a torch.distributed.ProcessGroup or None, got {type(group).__name__}")
     return group if group is not None else dist.group.WORLD
 
 

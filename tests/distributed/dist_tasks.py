@@ -247,10 +247,15 @@ def bad_calls(rank: int, world_size: int):
 
 
 def group_subset(rank: int, world_size: int):
-    """A new_group of ranks {0, 2} of 3: collectives on it leave rank 1 alone."""
+    """A new_group of ranks {0, 2} of 3: collectives on it leave rank 1 alone; rank 1 calling one anyway gets an
+    error naming the group argument (returned as its text), before anything communicates."""
     sub = dist.new_group([0, 2])
     if rank == 1:
-        return None
+        try:
+            ad.all_gather(torch.ones(2), group=sub)
+        except ValueError as e:
+            return str(e)
+        return "no error"
     x = torch.tensor([float(rank)] * 4)
     with cpu_path("shm"):
         a = ad.all_to_all(x, group=sub)

@@ -339,6 +339,37 @@ REMADE_GROUP = """
     print(json.dumps(results))
 """
 
+# argv: rank. Env: BACKEND. Both ranks make an AllGather (commDomain "gave-up") and call it once; rank 1 then calls
+# it alone and times out (ATB_OPS_TIMEOUT) while rank 0 sleeps past that; then each makes a new operation with the
+# same param three times and gathers 100 * i + rank. Prints {"alone": error or None, "got": [[...], ...]}.
+GAVE_UP_THEN_NEW_OPERATIONS = """
+    import json, os, sys, time, torch, atb_ops
+    rank = int(sys.argv[1])
+    param = json.dumps({"rank": rank, "rankSize": 2, "backend": os.environ["BACKEND"], "commDomain": "gave-up"})
+    def make():
+        op = torch.classes.OperationTorch.OperationTorch("AllGatherOperation")
+        op.set_param(param)
+        return op
+    first = make()
+    first.execute([torch.ones(1)])
+    alone = None
+    if rank == 1:
+        try:
+            first.execute([torch.ones(1)])
+        except RuntimeError as e:
+            alone = str(e).splitlines()[0]
+    else:
+        # Past rank 1's giving up, well before its first new operation's creation would time out.
+        time.sleep(float(os.environ["ATB_OPS_TIMEOUT"]) + 1.5)
+    got = []
+    for i in range(3):
+        try:
+            got.append(make().execute([torch.tensor([100.0 * i + rank])])[0].reshape(-1).tolist())
+        except RuntimeError as e:
+            got.append(str(e).splitlines()[0])
+    print(json.dumps({"alone": alone, "got": got}))
+"""
+
 # argv: rank, setting value, variable. Both ranks make one group collective (CPU) or ATB operation (HCCL, shm) with
 # the variable set to their own value; prints {"error", "seconds"} or {"ok"}.
 SETTING_DIFFERS = """

@@ -255,6 +255,22 @@ def test_operation_remade_after_uneven_garbage_collection_meets(backend):
         assert report["seconds"] < 30, report  # never the 60 s timeout
 
 
+@pytest.mark.parametrize("backend", ["shm", "gloo"])
+def test_new_operations_after_a_peer_gave_up_pair_call_for_call(backend):
+    """Rank 1 times out on a call rank 0 never makes (rank 0 sleeps past ATB_OPS_TIMEOUT), then both make a new
+    operation with the same param for each of three calls. Rank 0's cached communicator is one its peer gave up on:
+    it is never handed to a new operation (shm: the segment says so; gloo: a note under the group's keys in its
+    store), so the ranks meet in a fresh one and call i pairs with call i. Before, rank 0's first new operation got
+    the old one and every later call of one rank paired with the other's next ([100, 1], [200, 101] on shm, [0, 101],
+    [100, 201] on gloo), then a timeout."""
+    store = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())} if backend == "gloo" else {}
+    env = clean_env(ATB_OPS_TIMEOUT="4", ATB_OPS_JOB_ID=uuid.uuid4().hex, BACKEND=backend, **store)
+    reports = _reports(run_ranks(tasks.GAVE_UP_THEN_NEW_OPERATIONS, 2, env, timeout_s=120))
+    assert reports[0]["alone"] is None and "ERROR_COMM_TIMEOUT" in reports[1]["alone"], reports
+    for report in reports:
+        assert report["got"] == [[100.0 * i, 100.0 * i + 1] for i in range(3)], reports
+
+
 def _replaced_rank(program: str, extra: list[str], env: dict[str, str]) -> tuple[dict, dict]:
     survivor = start(program, ["0", "survivor", *extra], env)
     victim = start(program, ["1", "victim", *extra], env)

@@ -1,6 +1,7 @@
 #include "comm/gloo/gloo_communicator.h"
 
 #include <ATen/ops/empty.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
 #include <unistd.h>
 
@@ -182,7 +183,8 @@ c10::intrusive_ptr<c10d::Store> nodeLocalStore(const CommConfig& c, std::string&
 }
 
 c10::intrusive_ptr<c10d::Backend> ownGlooGroup(const CommConfig& c, std::string& name,
-                                               std::vector<c10::intrusive_ptr<c10d::Backend>>& extraStreams) {
+                                               std::vector<c10::intrusive_ptr<c10d::Backend>>& extraStreams,
+                                               c10::intrusive_ptr<c10d::Store>& notes) {
   GlooFactory make;
   {
     std::lock_guard<std::mutex> lock(factoryMutex());
@@ -207,6 +209,9 @@ c10::intrusive_ptr<c10d::Backend> ownGlooGroup(const CommConfig& c, std::string&
   }
   const std::string prefix = "atb_ops/gloo/" + c.commDomain + "/" + token;
   c10::intrusive_ptr<c10d::Backend> first = make(prefix, c.rank, c.rankSize, c.options.timeout, store);
+  if (c10::intrusive_ptr<c10d::Store> base = store ? store : jobStore()) {
+    notes = c10::make_intrusive<c10d::PrefixStore>(prefix + "/notes", std::move(base));
+  }
   const int32_t extra = extraStreamsFor(c);
   for (int32_t s = 1; s <= extra; ++s) {
     extraStreams.push_back(make(prefix + "/stream" + std::to_string(s), c.rank, c.rankSize, c.options.timeout, store));
@@ -226,7 +231,7 @@ GlooCommunicator::GlooCommunicator(const CommConfig& c) : Communicator("gloo", c
               c.rank, " of rankSize ", c.rankSize, " was asked for");
     backend_ = group_->getBackend(c10::DeviceType::CPU);
   } else {
-    backend_ = ownGlooGroup(c, name_, extraStreams_);
+    backend_ = ownGlooGroup(c, name_, extraStreams_, notes_);
   }
   // Who is who: lets a failed wait name the peer that died, or the host it lost (gloo reports only addresses).
   constexpr int64_t kNameWords = 8;  // 64 bytes of the host's name
@@ -287,6 +292,31 @@ std::string GlooCommunicator::remotePeers() const {
   return formatRanksByLabel(remote);
 }
 
+void GlooCommunicator::abortPeers(const std::string& reason) {
+  leaveNote(reason);
+}
+
+void GlooCommunicator::leaveNote(const std::string& reason) const {
+  if (!notes_) return;
+  const std::string note = std::to_string(rank()) + "|" + reason;
+  try {
+    notes_->compareSet("abandoned", {}, std::vector<uint8_t>(note.begin(), note.end()));  // the first reason stays
+  } catch (const std::exception&) {
+    // The store went too: the peers' next call finds the fault itself.
+  }
+}
+
+bool GlooCommunicator::abandonedByPeer() const {
+  if (!notes_) return false;
+  try {
+    if (!notes_->check({"abandoned"})) return false;
+    const std::vector<uint8_t> note = notes_->get("abandoned");
+    return std::string(note.begin(), note.end()).rfind(std::to_string(rank()) + "|", 0) != 0;
+  } catch (const std::exception&) {
+    return true;  // the store the group met on is gone: so is at least one of its ranks
+  }
+}
+
 void GlooCommunicator::waitFor(const c10::intrusive_ptr<c10d::Work>& work, const char* what) const {
   const auto timeout = options().timeout;
   std::string error;
@@ -315,10 +345,12 @@ void GlooCommunicator::waitFor(const c10::intrusive_ptr<c10d::Work>& work, const
             "): peer ", dead, " exited: ", error);
   ATB_CHECK(!closedByPeer, ERROR_COMM_PEER_LEFT, "gloo ", what, " on ", name_, " (rank ", rank(), " of ", size(),
             "): a peer released this communicator (its operation went) while this rank still held it: ", error);
-  ATB_FAIL(ERROR_COMM_TIMEOUT, "gloo ", what, " on ", name_, " (rank ", rank(), " of ", size(),
-           ") failed or timed out (ATB_OPS_TIMEOUT=", std::chrono::duration<double>(timeout).count(), " s)",
-           remote.empty() ? "" : "; a peer on another host was lost (" + remote + " of this communicator)", ": ",
-           error);
+  const std::string why = c10::str(
+      "gloo ", what, " on ", name_, " (rank ", rank(), " of ", size(),
+      ") failed or timed out (ATB_OPS_TIMEOUT=", std::chrono::duration<double>(timeout).count(), " s)",
+      remote.empty() ? "" : "; a peer on another host was lost (" + remote + " of this communicator)", ": ", error);
+  leaveNote(why);  // a peer that did not take part yet must not hand this group to its next operation
+  ATB_FAIL(ERROR_COMM_TIMEOUT, why);
 }
 
 void GlooCommunicator::crossCheck(const CallSignature& sig, const AllToAllVLayout* counts) {

@@ -53,9 +53,14 @@ class GlooCommunicator final : public Communicator {
   void doRecv(at::Tensor& tensor, int32_t peer) override;
   void doBarrier() override;
   void doShutdown() override;
+  // A group atb_ops made: a note under its keys in the store it met on, read when the cache would hand it out.
+  void abortPeers(const std::string& reason) override;
+  bool abandonedByPeer() const override;
 
  private:
   void waitFor(const c10::intrusive_ptr<c10d::Work>& work, const char* what) const;
+  // Writes this rank's reason for giving up into notes_ (the first one stays); never raises.
+  void leaveNote(const std::string& reason) const;
   // Per peer, the room the compared call `sig` would have needed to ride in its comparison (0: it cannot);
   // `largestChunk`: an alltoallv's largest chunk in its compared counts, in bytes.
   int64_t roomNeeded(const CallSignature& sig, int64_t largestChunk) const;
@@ -95,6 +100,9 @@ class GlooCommunicator final : public Communicator {
   c10::intrusive_ptr<c10d::Backend> backend_;
   // More connections between the same ranks (ATB_OPS_GLOO_STREAMS - 1 groups, or none: extraStreamsFor).
   std::vector<c10::intrusive_ptr<c10d::Backend>> extraStreams_;
+  // Where a rank that gave up on this group (timed out) says so (abortPeers): the group's own keys in the store its
+  // ranks met on; null for a caller's group.
+  c10::intrusive_ptr<c10d::Store> notes_;
   int64_t exchangeAllreduceBytes_ = 0;  // doAllreduce: up to this many bytes to the peers, one exchange
   bool acrossHosts_ = false;            // the ranks span several hosts (the same on every rank)
   int64_t largestMessage_ = 0;          // the compared alltoallv's largest message between two ranks, in bytes

@@ -209,6 +209,11 @@ void ShmCommunicator::abortPeers(const std::string& reason) {
   h.abortedBy.store(rank() + 1, std::memory_order_release);
 }
 
+bool ShmCommunicator::abandonedByPeer() const {
+  const int32_t by = att_.view.header().abortedBy.load(std::memory_order_acquire);
+  return by != 0 && by != rank() + 1;
+}
+
 void ShmCommunicator::failCall(const Call& c, const std::string& error) {
   // A copy from a peer that is exiting fails (ESRCH) a moment before the peer shows as gone: its death (or a
   // peer's giving up) is reported by the same check every wait runs, naming it.

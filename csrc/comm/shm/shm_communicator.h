@@ -42,6 +42,7 @@ class ShmCommunicator final : public Communicator {
   // The reason lands in the segment's header; every waiting peer raises with it at its next health check. The
   // first rank to give up is the one every peer names.
   void abortPeers(const std::string& reason) override;
+  bool abandonedByPeer() const override;
 
  protected:
   void doAlltoallv(const at::Tensor& send, const AllToAllVLayout& layout, at::Tensor& recv) override;
