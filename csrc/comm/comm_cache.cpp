@@ -72,22 +72,29 @@ std::shared_ptr<Communicator> acquireCommunicator(const CommConfig& config) {
   Cache& c = cache();
   std::promise<std::shared_ptr<Communicator>> promise;
   Pending pending;
-  {
-    std::lock_guard<std::mutex> lock(c.mutex);
-    forgetInheritedCommunicators();
-    auto it = c.entries.find(key);
-    if (it != c.entries.end() && it->second.pending.valid()) {
-      pending = it->second.pending;  // another thread is creating it: wait below and share it
-    } else if (it != c.entries.end()) {
-      // A live, healthy one is shared; a failed one (here, or given up by a peer), or one whose last user went, makes
-      // way for a fresh one.
-      if (std::shared_ptr<Communicator> live = it->second.comm.lock();
-          live && !live->failed() && !live->abandonedByPeer()) {
-        return live;
+  std::shared_ptr<Communicator> givenUp;  // a cached one found abandoned by a peer: it makes way for a fresh one
+  while (true) {
+    std::shared_ptr<Communicator> live;
+    {
+      std::lock_guard<std::mutex> lock(c.mutex);
+      forgetInheritedCommunicators();
+      auto it = c.entries.find(key);
+      if (it != c.entries.end() && it->second.pending.valid()) {
+        pending = it->second.pending;  // another thread is creating it: wait below and share it
+      } else if (it != c.entries.end()) {
+        // A live, healthy one is shared; a failed one, or one whose last user went, makes way for a fresh one.
+        live = it->second.comm.lock();
+        if (!live || live->failed() || live == givenUp) {
+          c.entries.erase(it);
+          live.reset();
+        }
       }
-      c.entries.erase(it);
+      if (!live && !pending.valid()) c.entries[key].pending = promise.get_future().share();
     }
-    if (!pending.valid()) c.entries[key].pending = promise.get_future().share();
+    if (!live) break;
+    // Asked outside the lock: for a gloo group it is a store round trip, which other creations must not wait on.
+    if (!live->abandonedByPeer()) return live;
+    givenUp = std::move(live);
   }
   if (pending.valid()) return pending.get();
 
