@@ -297,7 +297,9 @@ void GlooCommunicator::abortPeers(const std::string& reason) {
 }
 
 void GlooCommunicator::leaveNote(const std::string& reason) const {
-  if (!notes_) return;
+  // Only where every peer is on this host: across hosts the store may live on the host that was lost, where a
+  // request waits out the store's timeout (30 minutes for torch's default group), and this rank's error must not.
+  if (!notes_ || !remotePeers().empty()) return;
   const std::string note = std::to_string(rank()) + "|" + reason;
   try {
     notes_->compareSet("abandoned", {}, std::vector<uint8_t>(note.begin(), note.end()));  // the first reason stays

@@ -59,7 +59,8 @@ class GlooCommunicator final : public Communicator {
 
  private:
   void waitFor(const c10::intrusive_ptr<c10d::Work>& work, const char* what) const;
-  // Writes this rank's reason for giving up into notes_ (the first one stays); never raises.
+  // Writes this rank's reason for giving up into notes_ (the first one stays) where every peer is on this host;
+  // never raises.
   void leaveNote(const std::string& reason) const;
   // Per peer, the room the compared call `sig` would have needed to ride in its comparison (0: it cannot);
   // `largestChunk`: an alltoallv's largest chunk in its compared counts, in bytes.
