@@ -139,32 +139,30 @@ void Communicator::reduceScatterV(const at::Tensor& send, const VLayout& sendLay
 }
 
 void Communicator::broadcast(at::Tensor& tensor, int32_t root) {
-  // Rank-local, before the call is numbered (an adopted hcclComm or a rank table let set_param pass any rankRoot).
-  ATB_CHECK(root >= 0 && root < size(), ERROR_INVALID_PARAM, backend_, " broadcast: root ", root,
-            " is not a rank of this communicator of ", size(), " ranks");
+  checkRank("broadcast", "root", root);  // an adopted hcclComm or a rank table let set_param pass any rankRoot
   CallSignature sig = makeSignature(Collective::kBroadcast, 0, tensor.scalar_type(), tensor.nbytes());
   sig.root = root;
   EagerCall eager{Collective::kBroadcast, &tensor, &tensor, nullptr, ReduceOp::kSum, root};
   call("broadcast", &sig, nullptr, [&] { doBroadcast(tensor, root); }, &eager);
 }
 
-void Communicator::checkPeer(const char* what, int32_t peer) const {
-  ATB_CHECK(peer >= 0 && peer < size(), ERROR_INVALID_PARAM, backend_, " ", what, ": peer ", peer,
+void Communicator::checkRank(const char* what, const char* role, int32_t r) const {
+  ATB_CHECK(r >= 0 && r < size(), ERROR_INVALID_PARAM, backend_, " ", what, ": ", role, " ", r,
             " is not a rank of this communicator of ", size(), " ranks");
 }
 
 void Communicator::send(const at::Tensor& tensor, int32_t peer) {
-  checkPeer("send", peer);
+  checkRank("send", "peer", peer);
   call("send", nullptr, nullptr, [&] { doSend(tensor, peer); });
 }
 
 void Communicator::recv(at::Tensor& tensor, int32_t peer) {
-  checkPeer("recv", peer);
+  checkRank("recv", "peer", peer);
   call("recv", nullptr, nullptr, [&] { doRecv(tensor, peer); });
 }
 
 void Communicator::sendRecv(std::vector<P2pOp>& ops) {
-  for (const P2pOp& op : ops) checkPeer("send/recv", op.peer);
+  for (const P2pOp& op : ops) checkRank("send/recv", "peer", op.peer);
   call("send/recv", nullptr, nullptr, [&] { doSendRecv(ops); });
 }
 

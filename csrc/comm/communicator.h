@@ -177,8 +177,9 @@ class Communicator {
   template <typename F>
   void call(const char* what, const CallSignature* sig, const AllToAllVLayout* counts, F&& body,
             const EagerCall* eager = nullptr);
-  // Raises ERROR_INVALID_PARAM unless `peer` is a rank of this communicator (rank-local, before any data moves).
-  void checkPeer(const char* what, int32_t peer) const;
+  // Raises ERROR_INVALID_PARAM unless rank `r` (a call's `role`: root, peer) is one of this communicator's; rank-local,
+  // before the call is numbered and any data moves.
+  void checkRank(const char* what, const char* role, int32_t r) const;
 
   const std::string backend_;
   const int32_t rank_;

@@ -113,6 +113,16 @@ c10::intrusive_ptr<c10d::Store> connectStore(const std::string& host, uint16_t p
   }
 }
 
+struct Served {
+  c10::intrusive_ptr<c10d::Store> store;
+  uint16_t port = 0;
+};
+
+PerProcess<Served>& served() {
+  static auto* s = new PerProcess<Served>();
+  return *s;
+}
+
 // This process's connections, by "host:port" (a child made by fork() starts with none).
 using Joined = std::map<std::string, c10::intrusive_ptr<c10d::Store>>;
 
@@ -122,6 +132,16 @@ PerProcess<Joined>& joined() {
 }
 
 }  // namespace
+
+c10::intrusive_ptr<c10d::Store> processStore(std::chrono::milliseconds timeout, uint16_t* port) {
+  c10::intrusive_ptr<c10d::Store> store = served().with([&](Served& s) {
+    if (!s.store) s.store = serveStore(0, timeout, &s.port);
+    *port = s.port;
+    return s.store;
+  });
+  store->setTimeout(timeout);
+  return store;
+}
 
 c10::intrusive_ptr<c10d::Store> joinStore(const std::string& host, uint16_t port, std::chrono::milliseconds timeout) {
   const std::string where = host + ":" + std::to_string(port);

@@ -155,9 +155,8 @@ bool launcherAddressGiven() {
 }
 
 // Where nothing names a store (no torch.distributed, no MASTER_ADDR/MASTER_PORT, no root info or rank table), the
-// ranks meet as shm's do, through the node-local rendezvous of their job and commDomain: rankRoot serves a TCPStore
-// on this host for the group and hands its port and the group's token to the others. The group keeps the store
-// (and so the root's server) alive while it lives.
+// ranks meet as shm's do, through the node-local rendezvous of their job and commDomain: rankRoot hands the port of
+// the store its process serves (processStore) and the group's token to the others.
 c10::intrusive_ptr<c10d::Store> nodeLocalStore(const CommConfig& c, std::string& token) {
   const std::unique_ptr<Bootstrap> bootstrap = makeBootstrap(c, "gloo");
   c10::intrusive_ptr<c10d::Store> served;
@@ -165,7 +164,7 @@ c10::intrusive_ptr<c10d::Store> nodeLocalStore(const CommConfig& c, std::string&
   if (c.rank == c.rankRoot) {
     uint16_t port = 0;
     try {
-      served = serveStore(0, c.options.timeout, &port);
+      served = processStore(c.options.timeout, &port);
     } catch (const c10::Error& e) {
       bootstrap->fail(e.what_without_backtrace());
       throw;

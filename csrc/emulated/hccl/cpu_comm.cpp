@@ -6,7 +6,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
-#include <map>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -22,22 +22,15 @@
 namespace atb_ops::hccl_cpu {
 namespace {
 
-// The root infos this process made, by token, and the one store it serves them all from (their keys live under
-// their tokens), alive until the process ends, since any rank may create (and re-create) the communicator later.
-// One server, not one per root info: each would leave a thread and a port behind, and torch's server looks up the
-// name of every client that connects (a reverse DNS query, on the thread that serves every client), so where DNS is
-// slow each new connection stalled every creation on that server (5 s every ~14 creations on the dev VM); the
-// joiners keep one connection to it (joinStore).
-struct Served {
-  std::map<std::string, c10::intrusive_ptr<c10d::Store>> byToken;
-  c10::intrusive_ptr<c10d::Store> server;
-  uint16_t port = 0;
-};
-
-// This process's (a child made by fork() starts with none of its parent's).
-PerProcess<Served>& served() {
-  static auto* s = new PerProcess<Served>();
-  return *s;
+// The tokens of the root infos this process made: their keys live under them in the store this process serves
+// (processStore), alive until the process ends, since any rank may create (and re-create) the communicator later.
+// One server for them all, not one per root info: each would leave a thread and a port behind, and torch's server
+// looks up the name of every client that connects (a reverse DNS query, on the thread that serves every client), so
+// where DNS is slow each new connection stalled every creation on that server (5 s every ~14 creations on the dev
+// VM); the joiners keep one connection to it (joinStore). A child made by fork() starts with none of its parent's.
+PerProcess<std::set<std::string>>& madeTokens() {
+  static auto* t = new PerProcess<std::set<std::string>>();
+  return *t;
 }
 
 CommConfig baseConfig(uint32_t rank, uint32_t size) {
@@ -69,11 +62,9 @@ std::string newRootToken() {
 
 std::string makeRootInfo(size_t capacity) {
   const std::string token = randomToken();
-  const uint16_t port = served().with([&](Served& s) {
-    if (!s.server) s.server = serveStore(0, readOptions().timeout, &s.port);
-    s.byToken[token] = s.server;
-    return s.port;
-  });
+  uint16_t port = 0;
+  processStore(readOptions().timeout, &port);
+  madeTokens().with([&](std::set<std::string>& tokens) { tokens.insert(token); });
   const std::string text =
       std::string(kRootInfoMagic) + "|" + token + "|" + reachableAddress() + "|" + std::to_string(port);
   ATB_CHECK(text.size() < capacity, ERROR_INTERNAL_ERROR, "HcclGetRootInfo: ", text.size(),
@@ -104,11 +95,10 @@ std::unique_ptr<CpuComm> joinRootInfo(const RootInfo& info, uint32_t rank, uint3
   CommConfig c = baseConfig(rank, size);
   c.commDomain = "root:" + info.token;
   c.jobKey = "hccl-cpu";  // the token proves who belongs
-  c10::intrusive_ptr<c10d::Store> store = served().with([&](Served& s) {
-    auto it = s.byToken.find(info.token);
-    return it == s.byToken.end() ? c10::intrusive_ptr<c10d::Store>() : it->second;
-  });
-  if (!store) store = joinStore(info.address, info.port, c.options.timeout);
+  const bool ours = madeTokens().with([&](std::set<std::string>& tokens) { return tokens.count(info.token) > 0; });
+  uint16_t port = 0;
+  c10::intrusive_ptr<c10d::Store> store =
+      ours ? processStore(c.options.timeout, &port) : joinStore(info.address, info.port, c.options.timeout);
   c.store =
       std::make_shared<GivenStore>(GivenStore{c10::make_intrusive<c10d::PrefixStore>("hccl/" + info.token, store)});
   return made(c, "atb_ops_hccl_cpu_" + info.token.substr(0, 16) + "_" + std::to_string(size));
