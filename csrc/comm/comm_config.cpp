@@ -84,6 +84,16 @@ CommConfig configFromParam(const CommParam& p, const c10::Device& device) {
   c.rankSize = p.rankSize;
   c.rankRoot = p.rankRoot;
   c.handle = p.hcclComm;
+  if (c.handle != 0 && c.backend != "hccl" && c.backend != "nccl") {
+    // Named here, where the backend that runs is known (shm and gloo would refuse it in their own words).
+    ATB_CHECK(p.backend != "hccl" && p.backend != "lccl", ERROR_INVALID_PARAM, "param 'hcclComm' is ", c.handle,
+              " with backend '", p.backend, "' on ", deviceName(c.deviceType), " tensors, which run on '", c.backend,
+              "' here (no HCCL backend in this process), and it takes no handle. A handle from HCCL's C API on CPU "
+              "(libhccl.so) is used under `python -m atb_ops run` or after `eval \"$(python -m atb_ops env)\"`; "
+              "else leave hcclComm 0 and the operation makes its communicator");
+    ATB_FAIL(ERROR_INVALID_PARAM, "param 'hcclComm' is ", c.handle, ": backend '", c.backend,
+             "' takes no handle (hccl, lccl and nccl do); leave hcclComm 0 and the operation makes its communicator");
+  }
   c.commMode = p.commMode;
   c.rankTableFile = p.rankTableFile;
   c.commDomain = p.commDomain;

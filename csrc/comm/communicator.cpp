@@ -151,14 +151,14 @@ void Communicator::checkRank(const char* what, const char* role, int32_t r) cons
             " is not a rank of this communicator of ", size(), " ranks");
 }
 
-void Communicator::send(const at::Tensor& tensor, int32_t peer) {
+void Communicator::send(const at::Tensor& tensor, int32_t peer, int32_t tag) {
   checkRank("send", "peer", peer);
-  call("send", nullptr, nullptr, [&] { doSend(tensor, peer); });
+  call("send", nullptr, nullptr, [&] { doSend(tensor, peer, tag); });
 }
 
-void Communicator::recv(at::Tensor& tensor, int32_t peer) {
+void Communicator::recv(at::Tensor& tensor, int32_t peer, int32_t tag) {
   checkRank("recv", "peer", peer);
-  call("recv", nullptr, nullptr, [&] { doRecv(tensor, peer); });
+  call("recv", nullptr, nullptr, [&] { doRecv(tensor, peer, tag); });
 }
 
 void Communicator::sendRecv(std::vector<P2pOp>& ops) {
@@ -237,20 +237,20 @@ void Communicator::doBroadcast(at::Tensor& tensor, int32_t root) {
   }
 }
 
-void Communicator::doSend(const at::Tensor&, int32_t peer) {
+void Communicator::doSend(const at::Tensor&, int32_t peer, int32_t /*tag*/) {
   ATB_FAIL(ERROR_INVALID_PARAM, "backend '", backend(), "' has no point-to-point send (to rank ", peer, ")");
 }
 
-void Communicator::doRecv(at::Tensor&, int32_t peer) {
+void Communicator::doRecv(at::Tensor&, int32_t peer, int32_t /*tag*/) {
   ATB_FAIL(ERROR_INVALID_PARAM, "backend '", backend(), "' has no point-to-point recv (from rank ", peer, ")");
 }
 
 void Communicator::doSendRecv(std::vector<P2pOp>& ops) {
   for (P2pOp& op : ops) {
     if (op.isSend) {
-      doSend(op.tensor, op.peer);
+      doSend(op.tensor, op.peer, op.tag);
     } else {
-      doRecv(op.tensor, op.peer);
+      doRecv(op.tensor, op.peer, op.tag);
     }
   }
 }

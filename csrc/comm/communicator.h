@@ -22,11 +22,19 @@
 
 namespace atb_ops {
 
+// The end of a message naming two ranks' tags that differ (the backends that carry tags check them).
+inline constexpr const char* kTagsInOrder =
+    "; sends and receives between two ranks meet in call order, so their tags must come in the same order on both "
+    "(a receive does not pick a later send by its tag)";
+
 // One point-to-point transfer of a batch (HCCL's HcclSendRecvItem, NCCL's grouped ncclSend/ncclRecv).
 struct P2pOp {
   bool isSend = true;
   at::Tensor tensor;  // contiguous; a receive writes it
   int32_t peer = 0;
+  // torch.distributed's tag. Sends and receives meet in call order; the backends that carry a tag (shm, gloo)
+  // refuse a pair whose tags differ (HCCL and NCCL have none, and ignore it, as torch's NCCL backend does).
+  int32_t tag = 0;
 };
 
 // What a communicator moved, and by which route, since it was made: tests assert that a path really ran
@@ -95,9 +103,10 @@ class Communicator {
   void reduceScatterV(const at::Tensor& send, const VLayout& sendLayout, at::Tensor& recv, ReduceOp op);
   // tensor of `root` is copied into everyone's tensor (same numel on every rank).
   void broadcast(at::Tensor& tensor, int32_t root);
-  // Point to point: blocks until `peer` took the data (recv: until it arrived). Sizes and dtypes must match.
-  void send(const at::Tensor& tensor, int32_t peer);
-  void recv(at::Tensor& tensor, int32_t peer);
+  // Point to point: blocks until `peer` took the data (recv: until it arrived). Sizes and dtypes must match, and
+  // tags where the backend carries them (see P2pOp::tag).
+  void send(const at::Tensor& tensor, int32_t peer, int32_t tag = 0);
+  void recv(at::Tensor& tensor, int32_t peer, int32_t tag = 0);
   // Several transfers at once, as one group: every send is posted before any receive waits, so two ranks may
   // each send to the other first. The k-th send from a to b meets b's k-th receive from a.
   void sendRecv(std::vector<P2pOp>& ops);
@@ -157,8 +166,8 @@ class Communicator {
   virtual void doAllreduce(const at::Tensor& send, at::Tensor& recv, ReduceOp op);
   virtual void doReduceScatterV(const at::Tensor& send, const VLayout& sendLayout, at::Tensor& recv, ReduceOp op);
   virtual void doBroadcast(at::Tensor& tensor, int32_t root);
-  virtual void doSend(const at::Tensor& tensor, int32_t peer);
-  virtual void doRecv(at::Tensor& tensor, int32_t peer);
+  virtual void doSend(const at::Tensor& tensor, int32_t peer, int32_t tag);
+  virtual void doRecv(at::Tensor& tensor, int32_t peer, int32_t tag);
   // Default: the transfers one by one, in order (backends with a real group override it).
   virtual void doSendRecv(std::vector<P2pOp>& ops);
   virtual void doBarrier();

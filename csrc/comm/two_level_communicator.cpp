@@ -121,8 +121,8 @@ class TwoLevelCommunicator final : public Communicator {
   }
 
   // Point to point checks each message itself (sizes first), so it needs no comparison of the whole call.
-  void doSend(const at::Tensor& tensor, int32_t peer) override { everyone_->send(tensor, peer); }
-  void doRecv(at::Tensor& tensor, int32_t peer) override { everyone_->recv(tensor, peer); }
+  void doSend(const at::Tensor& tensor, int32_t peer, int32_t tag) override { everyone_->send(tensor, peer, tag); }
+  void doRecv(at::Tensor& tensor, int32_t peer, int32_t tag) override { everyone_->recv(tensor, peer, tag); }
   void doSendRecv(std::vector<P2pOp>& ops) override { everyone_->sendRecv(ops); }
   // Reached only by a call that skipped the comparison (which, done, waited for every rank and completed it).
   void doBarrier() override {

@@ -107,6 +107,7 @@ Options readOptions() {
     ATB_CHECK(v->front() == '/', ERROR_INVALID_PARAM, "ATB_OPS_SHM_DIR must be an absolute path, got '", *v, "'");
     o.shmDir = *v;
   }
+  o.npuName = getEnv("ATB_OPS_NPU_NAME").value_or("");
   o.jobId = getEnv("ATB_OPS_JOB_ID").value_or("");
   o.masterAddr = getEnv("MASTER_ADDR").value_or("");
   o.masterPort = getEnv("MASTER_PORT").value_or("");

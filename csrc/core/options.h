@@ -44,6 +44,9 @@ struct Options {
   int64_t glooStreams = 2;
   // ATB_OPS_CPU_PATH: auto, shm or group (atb_ops.distributed on CPU tensors).
   std::string cpuPath = "auto";
+  // ATB_OPS_NPU_NAME: the emulated NPU's name, which ATB's SoC-specific checks read (empty: unset, an Atlas A2,
+  // "Ascend910B"; the emulation's torch_npu and aclrtGetSocName report the same).
+  std::string npuName;
   // ATB_OPS_SHM_DIR (default /dev/shm): where the per-user folder of segments and rendezvous files lives.
   std::string shmDir = "/dev/shm";
   // The job scope of node-local rendezvous: ATB_OPS_JOB_ID, else MASTER_ADDR:MASTER_PORT(+TORCHELASTIC_RUN_ID),

@@ -147,14 +147,14 @@ void checkPeer(int32_t n, int32_t self, const at::Tensor& x, int64_t peer, const
   ATB_CHECK(peer != self, ERROR_INVALID_PARAM, name, " is this rank (", self, "): a rank cannot send to itself");
 }
 
-void send(Communicator& comm, const at::Tensor& x, int64_t dst) {
+void send(Communicator& comm, const at::Tensor& x, int64_t dst, int32_t tag) {
   checkPeer(comm.size(), comm.rank(), x, dst, "dst");
-  comm.send(x, static_cast<int32_t>(dst));
+  comm.send(x, static_cast<int32_t>(dst), tag);
 }
 
-void recv(Communicator& comm, at::Tensor& x, int64_t src) {
+void recv(Communicator& comm, at::Tensor& x, int64_t src, int32_t tag) {
   checkPeer(comm.size(), comm.rank(), x, src, "src");
-  comm.recv(x, static_cast<int32_t>(src));
+  comm.recv(x, static_cast<int32_t>(src), tag);
 }
 
 }  // namespace atb_ops::framework

@@ -33,7 +33,7 @@ AllToAllVLayout checkAllToAllLists(int32_t n, const std::vector<at::Tensor>& out
 void allToAllLists(Communicator& comm, std::vector<at::Tensor>& outs, const std::vector<at::Tensor>& ins);
 // send / recv: x to rank dst, or from rank src into x; every rank's sizes and dtypes must match its peer's.
 void checkPeer(int32_t n, int32_t self, const at::Tensor& x, int64_t peer, const char* name);
-void send(Communicator& comm, const at::Tensor& x, int64_t dst);
-void recv(Communicator& comm, at::Tensor& x, int64_t src);
+void send(Communicator& comm, const at::Tensor& x, int64_t dst, int32_t tag = 0);
+void recv(Communicator& comm, at::Tensor& x, int64_t src, int32_t tag = 0);
 
 }  // namespace atb_ops::framework

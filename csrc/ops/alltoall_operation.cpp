@@ -7,6 +7,7 @@
 // hold rank j's block.
 
 #include "core/layout.h"
+#include "core/options.h"
 #include "core/status.h"
 #include "ops/operation_base.h"
 #include "ops/operation_registry.h"
@@ -53,6 +54,14 @@ class AllToAllOperation final : public CommOperation {
     transpose_ = fields.boolean("transpose", false);
     ATB_CHECK(!(common.backend == "hccl" && transpose_), ERROR_INVALID_PARAM, name(),
               " backend 'hccl' does not support transpose (ATB: only 'lccl' does)");
+    if (common.backend == "lccl" && !transpose_) {
+      const std::string npu = readOptions().npuName;
+      ATB_CHECK(npu.find("Ascend910_93") != std::string::npos, ERROR_INVALID_PARAM, name(),
+                " backend 'lccl' without transpose runs only on an Atlas A3 (ATB: a SoC named 'Ascend910_93...'); the "
+                "emulated NPU is ",
+                npu.empty() ? std::string("an Atlas A2 ('Ascend910B')") : "'" + npu + "'",
+                " (ATB_OPS_NPU_NAME names it); use backend 'hccl', or 'lccl' with transpose: true");
+    }
     ATB_CHECK(!(common.backend == "lccl" && common.rankSize % 2 != 0), ERROR_INVALID_PARAM, name(),
               " backend 'lccl' needs an even rankSize, got ", common.rankSize);
   }

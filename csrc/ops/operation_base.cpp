@@ -91,7 +91,13 @@ void Operation::setParam(const std::string& json) {
 void CommOperation::setParamObject(const nlohmann::json& param) {
   JsonFields fields(param, name_ + " param");
   CommParam p = readCommParam(fields, defaults());
-  paramSet_ = false;
+  // As ATB's set_param keeps the operation it had when a new param fails: readParam may have taken some of the
+  // refused param's fields, so the accepted param's are read again (they passed these very checks before).
+  const auto keepAccepted = [&] {
+    if (!paramSet_) return;
+    JsonFields again(accepted_, name_ + " param");
+    readParam(again, param_);
+  };
   try {
     if (!isKnownBackend(p.backend) || (p.backend == "lccl" && !acceptsLccl())) {
       std::vector<std::string> accepted;
@@ -109,15 +115,22 @@ void CommOperation::setParamObject(const nlohmann::json& param) {
     if (p.backend == "lccl" && p.commMode == CommMode::MULTI_PROCESS) checkLcclCommDomain(p.commDomain);
     readParam(fields, p);
   } catch (const StatusError& e) {
+    keepAccepted();
     // {"rnak": 0}: "'rank' is -1" alone would hide the cause.
     const std::string typos = fields.likelyTypos();
     if (typos.empty()) throw;
     throw StatusError(e.status(), __func__, __FILE__, static_cast<uint32_t>(__LINE__),
                       e.msg() + "; the param has unknown key(s) " + typos);
   }
-  fields.checkUnknownKeys();
-  checkBackendAvailable(p.backend, readOptions(), name_);
+  try {
+    fields.checkUnknownKeys();
+    checkBackendAvailable(p.backend, readOptions(), name_);
+  } catch (const StatusError&) {
+    keepAccepted();
+    throw;
+  }
   param_ = p;
+  accepted_ = param;
   {
     std::lock_guard<std::mutex> lock(commMutex_);
     comm_.reset();  // a new param may name another communicator

@@ -124,6 +124,7 @@ class CommOperation : public Operation {
  private:
   std::string name_;
   CommParam param_;
+  nlohmann::json accepted_;  // the param that set param_, read again where a later one is refused
   bool paramSet_ = false;
   std::mutex commMutex_;                // threads sharing this operation ask for its communicator at once
   std::shared_ptr<Communicator> comm_;  // for commDevice_

@@ -268,21 +268,21 @@ c10::intrusive_ptr<c10d::Work> C10dBackend::alltoall(std::vector<at::Tensor>& ou
   });
 }
 
-c10::intrusive_ptr<c10d::Work> C10dBackend::send(std::vector<at::Tensor>& tensors, int dstRank, int) {
+c10::intrusive_ptr<c10d::Work> C10dBackend::send(std::vector<at::Tensor>& tensors, int dstRank, int tag) {
   at::Tensor& t = single(tensors, "send");
   {
     std::lock_guard<std::mutex> lock(pendingMutex_);
     if (coalescing_) {
       framework::checkPeer(getSize(), getRank(), t, dstRank, "dst");
-      pending_.push_back(P2pOp{true, t.contiguous(), dstRank});
+      pending_.push_back(P2pOp{true, t.contiguous(), dstRank, tag});
       return doneWork({t});  // batch_isend_irecv waits on endCoalescing's Work
     }
   }
   return run("torch.distributed.send", tensors,
-             [&](Communicator& comm) { framework::send(comm, t.contiguous(), dstRank); });
+             [&](Communicator& comm) { framework::send(comm, t.contiguous(), dstRank, tag); });
 }
 
-c10::intrusive_ptr<c10d::Work> C10dBackend::recv(std::vector<at::Tensor>& tensors, int srcRank, int) {
+c10::intrusive_ptr<c10d::Work> C10dBackend::recv(std::vector<at::Tensor>& tensors, int srcRank, int tag) {
   at::Tensor& t = single(tensors, "recv");
   ATB_CHECK(t.is_contiguous(), ERROR_INVALID_PARAM, "backend 'atb_ops' recv needs a contiguous tensor, got strides ",
             t.strides());
@@ -290,11 +290,11 @@ c10::intrusive_ptr<c10d::Work> C10dBackend::recv(std::vector<at::Tensor>& tensor
     std::lock_guard<std::mutex> lock(pendingMutex_);
     if (coalescing_) {
       framework::checkPeer(getSize(), getRank(), t, srcRank, "src");
-      pending_.push_back(P2pOp{false, t, srcRank});
+      pending_.push_back(P2pOp{false, t, srcRank, tag});
       return doneWork({t});
     }
   }
-  return run("torch.distributed.recv", tensors, [&](Communicator& comm) { framework::recv(comm, t, srcRank); });
+  return run("torch.distributed.recv", tensors, [&](Communicator& comm) { framework::recv(comm, t, srcRank, tag); });
 }
 
 c10::intrusive_ptr<c10d::Work> C10dBackend::barrier(const c10d::BarrierOptions&) {

@@ -11,8 +11,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double microseconds(Clock::duration d) {
-  return std::chrono::duration<double, std::micro>(d).count();
+// Whole microseconds, as ATB's timers report them (uint64).
+int64_t microseconds(Clock::duration d) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
 }
 
 }  // namespace

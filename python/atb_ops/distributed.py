@@ -71,9 +71,12 @@ def _native(fn, *args):
         raise
 
 
-def _comm(group: dist.ProcessGroup | None, x: torch.Tensor, check) -> int:
+def _comm(group: dist.ProcessGroup | None, x: torch.Tensor, check, *, settle: bool = True) -> int:
     """The group's communicator handle for tensors like x. Making the first one is itself a collective, so
-    `check(group size)` (the call's native checks) runs before it: bad arguments never communicate."""
+    `check(group size)` (the call's native checks) runs before it: bad arguments never communicate. With `settle`
+    (every synchronous call), the group's earlier asynchronous calls are finished first (see _settle)."""
+    if settle and _last:
+        _settle(group)
     comm = known_comm(group, x)
     if comm is None:
         _native(check, group_size(group))
@@ -168,27 +171,32 @@ class Task:
 
 _DONE = Task()  # what a synchronous call returns
 _executors: dict[str, ThreadPoolExecutor] = {}
-_last: dict[str, Future] = {}
+_last: dict[str, Future] = {}  # per group: its latest asynchronous call (they run in order on its worker)
 _order_lock = threading.Lock()
 
 
-def _ordered(group_name: str, fn, sync_op: bool) -> Task:
-    """Collectives on one group run in call order: async ones on the group's worker thread, a sync one
-    after every earlier async one has finished."""
+def _settle(group: dist.ProcessGroup | None) -> None:
+    """Waits until the group's asynchronous calls so far have run. Every rank must put its calls on a communicator in
+    one order: a synchronous call made while an earlier asynchronous one waits on the group's worker thread would
+    otherwise reach the communicator first on some ranks and second on others (a mismatch, or two calls of one kind
+    from different iterations paired)."""
     with _order_lock:
-        if not sync_op:
-            executor = _executors.get(group_name)
-            if executor is None:
-                executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"atb_ops-{group_name}")
-                _executors[group_name] = executor
-            future = executor.submit(fn)
-            _last[group_name] = future
-            return Task(future)
-        previous = _last.pop(group_name, None)
+        previous = _last.pop(resolve_group(group).group_name, None)
     if previous is not None:
         previous.exception()  # its error belongs to its own Task.wait()
-    fn()
-    return Task()
+
+
+def _asynchronous(group: dist.ProcessGroup | None, fn) -> Task:
+    """Runs fn on the group's worker thread, after the group's earlier asynchronous calls."""
+    name = resolve_group(group).group_name
+    with _order_lock:
+        executor = _executors.get(name)
+        if executor is None:
+            executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"atb_ops-{name}")
+            _executors[name] = executor
+        future = executor.submit(fn)
+        _last[name] = future
+    return Task(future)
 
 
 def alltoall_single(
@@ -219,16 +227,16 @@ def alltoall_single(
     _tensor("out_tensor", out_tensor)
     outs = None if out_split_sizes is None else _as_counts("out_split_sizes", out_split_sizes)
     ins = None if in_split_sizes is None else _as_counts("in_split_sizes", in_split_sizes)
-    comm = _comm(group, in_tensor, lambda n: _C.check_alltoall_single(n, out_tensor, in_tensor, outs, ins))
+    comm = _comm(group, in_tensor, lambda n: _C.check_alltoall_single(n, out_tensor, in_tensor, outs, ins),
+                 settle=sync_op)
     direct = _direct(in_tensor, out_tensor) and not out_tensor.requires_grad
     fn = _C.direct_alltoall_single if direct else torch.ops.atb_ops.alltoall_single
-    if sync_op and not _last:
+    if sync_op:
         _native(fn, out_tensor, in_tensor, outs, ins, comm)
         return _DONE
-    if not sync_op:  # checked now, in the caller: a bad call raises here, not from Task.wait()
-        _native(_C.check_alltoall_single, group_size(group), out_tensor, in_tensor, outs, ins)
-    return _ordered(resolve_group(group).group_name, lambda: _native(fn, out_tensor, in_tensor, outs, ins, comm),
-                    sync_op)
+    # Checked now, in the caller: a bad call raises here, not from Task.wait().
+    _native(_C.check_alltoall_single, group_size(group), out_tensor, in_tensor, outs, ins)
+    return _asynchronous(group, lambda: _native(fn, out_tensor, in_tensor, outs, ins, comm))
 
 
 def global_scatter(

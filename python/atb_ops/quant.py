@@ -362,6 +362,7 @@ def quantized_all_reduce(
     if x.numel() == 0:
         return torch.empty(x.shape, dtype=out_dtype, device=x.device)
     if x.dtype == torch.int8:
+        _distributed._settle(g)  # after the group's pending asynchronous calls, as every synchronous call
         # Seed 004's pipeline for int8 codes is AllReduceOperation's quantType path: one implementation
         # (csrc/quant/int8_all_reduce.cpp), here with no offset.
         return torch.ops.atb_ops.int8_all_reduce(

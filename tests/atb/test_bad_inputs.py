@@ -267,9 +267,47 @@ def test_allgather_input_count():
         op("AllGatherOperation").execute([torch.zeros(3), torch.zeros(3)])
 
 
-def test_shm_rejects_vendor_handle():
-    with expect("ERROR_INVALID_PARAM", "backend 'shm' takes no hcclComm handle, got 1234"):
-        op(hcclComm=1234).execute([X, *OK_COUNTS, torch.zeros(8)])
+@pytest.mark.parametrize(("backend", "fragments"), [
+    ("shm", ["param 'hcclComm' is 1234: backend 'shm' takes no handle"]),
+    # 'hccl' runs on shm without an HCCL backend in the process: the error names what was asked for and why.
+    ("hccl", ["param 'hcclComm' is 1234 with backend 'hccl' on cpu tensors, which run on 'shm' here",
+              "python -m atb_ops run"]),
+])
+def test_a_handle_no_backend_here_takes_is_named(backend, fragments):
+    with expect("ERROR_INVALID_PARAM", *fragments):
+        op(hcclComm=1234, backend=backend).execute([X, *OK_COUNTS, torch.zeros(8)])
+
+
+@pytest.mark.parametrize("method", ["set_param", "update_param"])
+def test_a_refused_param_keeps_the_operation_as_it_was(method):
+    """ATB's set_param keeps its operation when a new param fails. Here too, even where the refused param's own
+    fields were read before the failing check: transpose false (read first) is refused for lccl on an Atlas A2,
+    and the operation still splits by columns; a refused rankSize leaves rankSize 2."""
+    o = op("AllToAllOperation", backend="lccl", transpose=True)
+    x = torch.zeros(4, 6)
+    column_blocks = json.loads(o.infer_shape([x]))["shape"]
+    assert column_blocks == [[8, 3]]
+    with expect("ERROR_INVALID_PARAM", "'lccl' without transpose runs only on an Atlas A3"):
+        getattr(o, method)(json.dumps({**GOOD, "backend": "lccl", "transpose": False}))
+    with expect("ERROR_INVALID_PARAM", "'rank' is 5"):
+        getattr(o, method)(json.dumps({**GOOD, "backend": "lccl", "transpose": True, "rank": 5, "rankSize": 4}))
+    assert json.loads(o.infer_shape([x]))["shape"] == column_blocks
+
+
+@pytest.mark.parametrize("npu_name", [None, "Ascend910B3", "Ascend910_9391"])
+def test_lccl_alltoall_without_transpose_needs_an_atlas_a3(monkeypatch, npu_name):
+    """ATB refuses AllToAll on 'lccl' without transpose unless the SoC is an A3 ('Ascend910_93...'); the emulated
+    NPU is an Atlas A2 unless ATB_OPS_NPU_NAME says otherwise."""
+    if npu_name is not None:
+        monkeypatch.setenv("ATB_OPS_NPU_NAME", npu_name)
+    o = make("AllToAllOperation")
+    param = json.dumps({**GOOD, "backend": "lccl"})
+    if npu_name == "Ascend910_9391":
+        assert json.loads(o.set_param(param)) == {"result": 0}
+    else:
+        with expect("ERROR_INVALID_PARAM", "'lccl' without transpose runs only on an Atlas A3",
+                    f"'{npu_name}'" if npu_name else "an Atlas A2"):
+            o.set_param(param)
 
 
 def _one_server_table(tmp_path, ranks: int) -> str:

@@ -193,6 +193,37 @@ def point_to_point(rank: int, world_size: int) -> int:
     return 3
 
 
+def tagged_point_to_point(rank: int, world_size: int) -> list[str]:
+    """Tags in the same order on both ranks move the data; a receive that names the later send's tag first is refused
+    on both ranks (sends and receives meet in call order: silently delivering the first send there was wrong data),
+    and the group works afterwards."""
+    g = group(world_size)
+    if rank == 0:
+        for tag in (5, 7):
+            dist.send(data(0, (3,), torch.float32, salt=tag), dst=1, group=g, tag=tag)
+    elif rank == 1:
+        for tag in (5, 7):
+            got = torch.full((3,), SENTINEL, dtype=torch.float32)
+            dist.recv(got, src=0, group=g, tag=tag)
+            _check(got, data(0, (3,), torch.float32, salt=tag), f"recv tag {tag}")
+    errors = []
+    for sent, taken in ((1, 2), (2, 1)):  # rank 0 sends tag 1 then 2; rank 1 receives tag 2 first
+        buf = data(0, (3,), torch.float32, salt=sent) if rank == 0 else torch.full((3,), SENTINEL, dtype=torch.float32)
+        try:
+            if rank == 0:
+                dist.send(buf, dst=1, group=g, tag=sent)
+            elif rank == 1:
+                dist.recv(buf, src=0, group=g, tag=taken)
+        except RuntimeError as e:
+            errors.append(str(e).splitlines()[0])
+        if rank == 1:
+            _check(buf, torch.full((3,), SENTINEL, dtype=torch.float32), "a refused receive")
+    z = torch.ones(3)
+    dist.all_reduce(z, group=g)
+    _check(z, torch.full((3,), float(world_size)), "after the refused receives")
+    return errors
+
+
 def async_ops(rank: int, world_size: int) -> list[bool]:
     """async_op=True: a Work whose wait() returns True and whose future holds the result."""
     g = group(world_size)

@@ -38,6 +38,18 @@ def test_runs_on_atb_ops_shm(rank_pools, n):
         assert (got["type"], got["comm_backend"], got["counted"]) == ("C10dBackend", "shm", 1), got
 
 
+def test_send_recv_tags_must_come_in_the_same_order(rank_pools):
+    """torch.distributed's tags: in the same order on both ranks they move the data; out of order, both ranks raise
+    naming the two tags (this backend meets sends and receives in call order, as NCCL does; it handed the first send
+    to the receive of the second tag, no error)."""
+    sender, receiver = rank_pools(2).run(c10d_tasks.tagged_point_to_point)
+    assert len(sender) == len(receiver) == 2, (sender, receiver)
+    assert "rank 0 sent tag 1 to rank 1, whose receive takes tag 2" in sender[0], sender
+    assert "rank 1 takes tag 2 from rank 0, which sent tag 1" in receiver[0], receiver
+    assert "rank 1 takes tag 1 from rank 0, which sent tag 2" in receiver[1], receiver
+    assert all("meet in call order" in e for e in sender + receiver), (sender, receiver)
+
+
 def test_async_op_work_and_future(rank_pools):
     assert rank_pools(2).run(c10d_tasks.async_ops) == [[True, True, True]] * 2
 

@@ -100,6 +100,29 @@ def alltoall_single_uneven(
         return out
 
 
+def async_then_synchronous_calls(rank: int, world_size: int, iterations: int, path: str):
+    """Per iteration: an asynchronous alltoall_single, then all_gather, all_to_all, all_reduce and the int8
+    all-reduce on the same group before its wait(), some iterations never waiting at all. Returns what each call
+    gave."""
+    from atb_ops import quant
+
+    results = []
+    with cpu_path(path):
+        for it in range(iterations):
+            out = torch.full((4 * world_size,), -7.0)
+            task = ad.alltoall_single(out, torch.arange(4.0 * world_size) + 1000 * rank + it, sync_op=False)
+            gathered = ad.all_gather(torch.tensor([float(10 * rank + it)]))
+            exchanged = ad.all_to_all(torch.arange(2.0 * world_size) + 100 * rank + it)
+            summed = ad.all_reduce(torch.tensor([float(rank + it)]))
+            codes = quant.quantized_all_reduce(torch.full((16,), rank + 1, dtype=torch.int8),
+                                               scale=torch.tensor(0.5), out_dtype=torch.float32)
+            if it % 3 != 2:  # the others are left to the next synchronous call
+                task.wait()
+            results.append((out, gathered, exchanged, summed, codes))
+        ad.all_gather(torch.zeros(1))  # the last asynchronous call has run once this returns
+    return results
+
+
 def _flag(value: int | None, src: int) -> int:
     t = torch.tensor([0 if value is None else value], dtype=torch.int64)
     dist.broadcast(t, src)

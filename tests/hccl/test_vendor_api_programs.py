@@ -188,3 +188,39 @@ def test_hccl_made_up_and_null_handles(hccl):
     assert b"not a live communicator" in hccl.atbOpsHcclCpuLastError()
     assert hccl.HcclCommDestroy(ctypes.c_void_p(0x1234)) == HCCL_E_PARA
     assert hccl.HcclCommDestroy(None) == HCCL_E_PTR
+
+
+HCCL_FP32, HCCL_SUM = 4, 0  # HcclDataType / HcclReduceOp values of hccl_types.h
+
+
+def test_null_buffers_return_hccl_e_ptr_and_count_zero_succeeds(hccl):
+    """HCCL checks sendBuf / recvBuf for null (HCCL_E_PTR) after returning success for a count of 0: a null buffer
+    where data is due is refused by name, never dereferenced (it crashed the process with SIGSEGV)."""
+    comm = _one_rank_comm(hccl)
+    data = (ctypes.c_float * 4)(1, 2, 3, 4)
+    out = (ctypes.c_float * 4)()
+    counts = (ctypes.c_uint64 * 1)(4)
+    displs = (ctypes.c_uint64 * 1)(0)
+    calls = {
+        "HcclAllReduce sendBuf": lambda: hccl.HcclAllReduce(None, out, ctypes.c_uint64(4), HCCL_FP32, HCCL_SUM, comm,
+                                                            None),
+        "HcclAllReduce recvBuf": lambda: hccl.HcclAllReduce(data, None, ctypes.c_uint64(4), HCCL_FP32, HCCL_SUM, comm,
+                                                            None),
+        "HcclAllGather sendBuf": lambda: hccl.HcclAllGather(None, out, ctypes.c_uint64(4), HCCL_FP32, comm, None),
+        "HcclBroadcast buf": lambda: hccl.HcclBroadcast(None, ctypes.c_uint64(4), HCCL_FP32, 0, comm, None),
+        "HcclReduceScatter recvBuf": lambda: hccl.HcclReduceScatter(data, None, ctypes.c_uint64(4), HCCL_FP32,
+                                                                    HCCL_SUM, comm, None),
+        "HcclAlltoAllV recvBuf": lambda: hccl.HcclAlltoAllV(data, counts, displs, HCCL_FP32, None, counts, displs,
+                                                            HCCL_FP32, comm, None),
+        "HcclReduce sendBuf": lambda: hccl.HcclReduce(None, out, ctypes.c_uint64(4), HCCL_FP32, HCCL_SUM, 0, comm,
+                                                      None),
+    }
+    try:
+        for what, call in calls.items():
+            assert call() == HCCL_E_PTR, what
+            assert what.split()[1].encode() + b" is null" in hccl.atbOpsHcclCpuLastError(), what
+        assert hccl.HcclAllReduce(None, None, ctypes.c_uint64(0), HCCL_FP32, HCCL_SUM, comm, None) == 0
+        assert hccl.HcclAllReduce(data, out, ctypes.c_uint64(4), HCCL_FP32, HCCL_SUM, comm, None) == 0
+        assert list(out) == [1.0, 2.0, 3.0, 4.0]
+    finally:
+        assert hccl.HcclCommDestroy(comm) == 0

@@ -703,41 +703,49 @@ void GlooCommunicator::doBroadcast(at::Tensor& tensor, int32_t root) {
   waitFor(backend_->broadcast(tensors, opts), "broadcast");
 }
 
-void GlooCommunicator::doSend(const at::Tensor& tensor, int32_t peer) {
-  // gloo aborts the process when a message is longer than the receive buffer: agree on sizes first.
-  at::Tensor header = at::empty({2}, at::kLong);
+void GlooCommunicator::doSend(const at::Tensor& tensor, int32_t peer, int32_t tag) {
+  // gloo aborts the process when a message is longer than the receive buffer: agree on sizes (and tags) first.
+  at::Tensor header = at::empty({3}, at::kLong);
   header[0] = static_cast<int64_t>(tensor.nbytes());
   header[1] = static_cast<int64_t>(tensor.scalar_type());
+  header[2] = tag;
   std::vector<at::Tensor> h{header};
   waitFor(backend_->send(h, peer, 0), "send (size check)");
-  at::Tensor answer = at::empty({2}, at::kLong);
+  at::Tensor answer = at::empty({3}, at::kLong);
   std::vector<at::Tensor> a{answer};
   waitFor(backend_->recv(a, peer, 0), "send (size check)");
   const int64_t wantBytes = answer[0].item<int64_t>();
   const auto wantType = static_cast<c10::ScalarType>(answer[1].item<int64_t>());
+  const int64_t wantTag = answer[2].item<int64_t>();
   ATB_CHECK(wantBytes == static_cast<int64_t>(tensor.nbytes()) && wantType == tensor.scalar_type(), ERROR_INVALID_PARAM,
             "gloo send: rank ", rank(), " sent ", tensor.numel(), " elements of ", tensor.scalar_type(), " to rank ",
             peer, ", which expected ", wantBytes / static_cast<int64_t>(c10::elementSize(wantType)), " elements of ",
             wantType);
+  ATB_CHECK(wantTag == tag, ERROR_INVALID_PARAM, "gloo send: rank ", rank(), " sent tag ", tag, " to rank ", peer,
+            ", whose receive takes tag ", wantTag, kTagsInOrder);
   std::vector<at::Tensor> t{bytesOf(tensor)};
   if (t[0].numel() > 0) waitFor(backend_->send(t, peer, 0), "send");
 }
 
-void GlooCommunicator::doRecv(at::Tensor& tensor, int32_t peer) {
-  at::Tensor header = at::empty({2}, at::kLong);
+void GlooCommunicator::doRecv(at::Tensor& tensor, int32_t peer, int32_t tag) {
+  at::Tensor header = at::empty({3}, at::kLong);
   std::vector<at::Tensor> h{header};
   waitFor(backend_->recv(h, peer, 0), "recv (size check)");
-  at::Tensor mine = at::empty({2}, at::kLong);
+  at::Tensor mine = at::empty({3}, at::kLong);
   mine[0] = static_cast<int64_t>(tensor.nbytes());
   mine[1] = static_cast<int64_t>(tensor.scalar_type());
+  mine[2] = tag;
   std::vector<at::Tensor> m{mine};
   waitFor(backend_->send(m, peer, 0), "recv (size check)");
   const int64_t sentBytes = header[0].item<int64_t>();
   const auto sentType = static_cast<c10::ScalarType>(header[1].item<int64_t>());
+  const int64_t sentTag = header[2].item<int64_t>();
   ATB_CHECK(sentBytes == static_cast<int64_t>(tensor.nbytes()) && sentType == tensor.scalar_type(), ERROR_INVALID_PARAM,
             "gloo recv: rank ", rank(), " expected ", tensor.numel(), " elements of ", tensor.scalar_type(),
             " from rank ", peer, ", which sent ", sentBytes / static_cast<int64_t>(c10::elementSize(sentType)),
             " elements of ", sentType);
+  ATB_CHECK(sentTag == tag, ERROR_INVALID_PARAM, "gloo recv: rank ", rank(), " takes tag ", tag, " from rank ", peer,
+            ", which sent tag ", sentTag, kTagsInOrder);
   std::vector<at::Tensor> t{bytesOf(tensor)};
   if (t[0].numel() > 0) waitFor(backend_->recv(t, peer, 0), "recv");
 }

@@ -49,8 +49,8 @@ class GlooCommunicator final : public Communicator {
   void doAllgather(const at::Tensor& send, at::Tensor& recv) override;
   void doAllreduce(const at::Tensor& send, at::Tensor& recv, ReduceOp op) override;
   void doBroadcast(at::Tensor& tensor, int32_t root) override;
-  void doSend(const at::Tensor& tensor, int32_t peer) override;
-  void doRecv(at::Tensor& tensor, int32_t peer) override;
+  void doSend(const at::Tensor& tensor, int32_t peer, int32_t tag) override;
+  void doRecv(at::Tensor& tensor, int32_t peer, int32_t tag) override;
   void doBarrier() override;
   void doShutdown() override;
   // A group atb_ops made: a note under its keys in the store it met on, read when the cache would hand it out.

@@ -243,7 +243,7 @@ void HcclCommunicator::doBroadcast(at::Tensor& tensor, int32_t root) {
   finish(launch.stream, kWhat);
 }
 
-void HcclCommunicator::doSend(const at::Tensor& tensor, int32_t peer) {
+void HcclCommunicator::doSend(const at::Tensor& tensor, int32_t peer, int32_t /*tag*/) {
   static constexpr const char* kWhat = "send";
   const int32_t dataType = dataTypeFor(tensor.scalar_type(), "hccl send tensor");
   const Launch launch = launchFor(tensor, kWhat);
@@ -256,7 +256,7 @@ void HcclCommunicator::doSend(const at::Tensor& tensor, int32_t peer) {
   finish(launch.stream, kWhat);
 }
 
-void HcclCommunicator::doRecv(at::Tensor& tensor, int32_t peer) {
+void HcclCommunicator::doRecv(at::Tensor& tensor, int32_t peer, int32_t /*tag*/) {
   static constexpr const char* kWhat = "recv";
   const int32_t dataType = dataTypeFor(tensor.scalar_type(), "hccl recv tensor");
   const Launch launch = launchFor(tensor, kWhat);

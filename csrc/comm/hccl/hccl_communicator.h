@@ -45,8 +45,9 @@ class HcclCommunicator final : public Communicator {
   void doAllreduce(const at::Tensor& send, at::Tensor& recv, ReduceOp op) override;
   void doReduceScatterV(const at::Tensor& send, const VLayout& sendLayout, at::Tensor& recv, ReduceOp op) override;
   void doBroadcast(at::Tensor& tensor, int32_t root) override;
-  void doSend(const at::Tensor& tensor, int32_t peer) override;
-  void doRecv(at::Tensor& tensor, int32_t peer) override;
+  // HCCL has no tags: `tag` is ignored.
+  void doSend(const at::Tensor& tensor, int32_t peer, int32_t tag) override;
+  void doRecv(at::Tensor& tensor, int32_t peer, int32_t tag) override;
   void doSendRecv(std::vector<P2pOp>& ops) override;
   void doBarrier() override;
 

@@ -110,7 +110,7 @@ struct P2pSlot {
   int32_t status;  // P2pStatus
   uint64_t expectedBytes;
   int32_t expectedDtype;
-  int32_t reserved;
+  int32_t tag;  // the sender's (torch.distributed's tag); the receiver's must equal it
 };
 
 // Point to point, src -> dst: message #k lives in slot k % kP2pSlots. sendSeq (by src): messages posted;

@@ -591,7 +591,7 @@ void ShmCommunicator::waitWord(std::atomic<uint32_t>& word, std::atomic<uint32_t
   }
 }
 
-uint32_t ShmCommunicator::postSend(const at::Tensor& t, int32_t peer) {
+uint32_t ShmCommunicator::postSend(const at::Tensor& t, int32_t peer, int32_t tag) {
   noteReuse(t);
   P2pChannel& ch = att_.view.channel(rank(), peer);
   const uint32_t seq = ++sent_[peer];
@@ -602,12 +602,13 @@ uint32_t ShmCommunicator::postSend(const at::Tensor& t, int32_t peer) {
   slot.addr = reachable(t.data_ptr(), t.nbytes(), p2pStaged_[static_cast<size_t>(peer) * kP2pSlots + seq % kP2pSlots]);
   slot.bytes = t.nbytes();
   slot.dtype = static_cast<int32_t>(t.scalar_type());
+  slot.tag = tag;
   slot.status = static_cast<int32_t>(P2pStatus::kDelivered);
   publish(ch.sendSeq, ch.sendWaiters, seq);
   return seq;
 }
 
-void ShmCommunicator::takeMessage(at::Tensor& t, int32_t peer) {
+void ShmCommunicator::takeMessage(at::Tensor& t, int32_t peer, int32_t tag) {
   static constexpr const char* kWhat = "shm recv";
   noteReuse(t);
   P2pChannel& ch = att_.view.channel(peer, rank());
@@ -616,13 +617,17 @@ void ShmCommunicator::takeMessage(at::Tensor& t, int32_t peer) {
   P2pSlot& slot = ch.slots[seq % kP2pSlots];
   const uint64_t bytes = t.nbytes();
   const int32_t dtype = static_cast<int32_t>(t.scalar_type());
-  if (slot.bytes != bytes || slot.dtype != dtype) {
+  if (slot.bytes != bytes || slot.dtype != dtype || slot.tag != tag) {
     const uint64_t sentBytes = slot.bytes;
     const int32_t sentDtype = slot.dtype;
+    const int32_t sentTag = slot.tag;
     slot.expectedBytes = bytes;
     slot.expectedDtype = dtype;
+    slot.tag = tag;  // the sender reads the receiver's tag back from here
     slot.status = static_cast<int32_t>(P2pStatus::kMismatch);
     publish(ch.ackSeq, ch.ackWaiters, seq);
+    ATB_CHECK(sentBytes != bytes || sentDtype != dtype, ERROR_INVALID_PARAM, kWhat, ": rank ", rank(), " takes tag ",
+              tag, " from rank ", peer, ", which sent tag ", sentTag, kTagsInOrder);
     ATB_FAIL(ERROR_INVALID_PARAM, kWhat, ": rank ", rank(), " expected ", t.numel(), " elements of ", t.scalar_type(),
              " from rank ", peer, ", which sent ",
              sentBytes / std::max<int64_t>(1, c10::elementSize(static_cast<c10::ScalarType>(sentDtype))),
@@ -635,13 +640,16 @@ void ShmCommunicator::takeMessage(at::Tensor& t, int32_t peer) {
   ATB_CHECK(ok, ERROR_RT_FAIL, kWhat, ": ", error);
 }
 
-void ShmCommunicator::awaitAck(const at::Tensor& t, int32_t peer, uint32_t seq) {
+void ShmCommunicator::awaitAck(const at::Tensor& t, int32_t peer, uint32_t seq, int32_t tag) {
   static constexpr const char* kWhat = "shm send";
   P2pChannel& ch = att_.view.channel(rank(), peer);
   // Synchronous, like HCCL's and NCCL's send: the buffer is read in place, so wait for the receiver.
   waitWord(ch.ackSeq, ch.ackWaiters, seq, "shm send (waiting for the matching recv)", peer);
   const P2pSlot& slot = ch.slots[seq % kP2pSlots];
   const auto status = static_cast<P2pStatus>(slot.status);
+  const bool sameSize = slot.expectedBytes == t.nbytes() && slot.expectedDtype == static_cast<int32_t>(t.scalar_type());
+  ATB_CHECK(status != P2pStatus::kMismatch || !sameSize, ERROR_INVALID_PARAM, kWhat, ": rank ", rank(), " sent tag ",
+            tag, " to rank ", peer, ", whose receive takes tag ", slot.tag, kTagsInOrder);
   ATB_CHECK(
       status != P2pStatus::kMismatch, ERROR_INVALID_PARAM, kWhat, ": rank ", rank(), " sent ", t.numel(),
       " elements of ", t.scalar_type(), " to rank ", peer, ", which expected ",
@@ -650,25 +658,25 @@ void ShmCommunicator::awaitAck(const at::Tensor& t, int32_t peer, uint32_t seq) 
   ATB_CHECK(status == P2pStatus::kDelivered, ERROR_RT_FAIL, kWhat, ": rank ", peer, " could not read the message");
 }
 
-void ShmCommunicator::doSend(const at::Tensor& tensor, int32_t peer) {
-  awaitAck(tensor, peer, postSend(tensor, peer));
+void ShmCommunicator::doSend(const at::Tensor& tensor, int32_t peer, int32_t tag) {
+  awaitAck(tensor, peer, postSend(tensor, peer, tag), tag);
 }
 
-void ShmCommunicator::doRecv(at::Tensor& tensor, int32_t peer) {
-  takeMessage(tensor, peer);
+void ShmCommunicator::doRecv(at::Tensor& tensor, int32_t peer, int32_t tag) {
+  takeMessage(tensor, peer, tag);
 }
 
 void ShmCommunicator::doSendRecv(std::vector<P2pOp>& ops) {
   // Every send is posted first, so no rank waits on a receive its peer has not reached.
   std::vector<uint32_t> seqs(ops.size(), 0);
   for (size_t i = 0; i < ops.size(); ++i) {
-    if (ops[i].isSend) seqs[i] = postSend(ops[i].tensor, ops[i].peer);
+    if (ops[i].isSend) seqs[i] = postSend(ops[i].tensor, ops[i].peer, ops[i].tag);
   }
   std::exception_ptr first;
   for (P2pOp& op : ops) {
     if (op.isSend) continue;
     try {
-      takeMessage(op.tensor, op.peer);
+      takeMessage(op.tensor, op.peer, op.tag);
     } catch (const StatusError& e) {
       if (isCommunicatorFault(e.status())) throw;
       if (!first) first = std::current_exception();  // a mismatch: finish the batch, so peers stay in step
@@ -677,7 +685,7 @@ void ShmCommunicator::doSendRecv(std::vector<P2pOp>& ops) {
   for (size_t i = 0; i < ops.size(); ++i) {
     if (!ops[i].isSend) continue;
     try {
-      awaitAck(ops[i].tensor, ops[i].peer, seqs[i]);
+      awaitAck(ops[i].tensor, ops[i].peer, seqs[i], ops[i].tag);
     } catch (const StatusError& e) {
       if (isCommunicatorFault(e.status())) throw;
       if (!first) first = std::current_exception();

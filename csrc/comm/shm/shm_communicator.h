@@ -50,8 +50,8 @@ class ShmCommunicator final : public Communicator {
   void doAllreduce(const at::Tensor& send, at::Tensor& recv, ReduceOp op) override;
   void doReduceScatterV(const at::Tensor& send, const VLayout& sendLayout, at::Tensor& recv, ReduceOp op) override;
   void doBroadcast(at::Tensor& tensor, int32_t root) override;
-  void doSend(const at::Tensor& tensor, int32_t peer) override;
-  void doRecv(at::Tensor& tensor, int32_t peer) override;
+  void doSend(const at::Tensor& tensor, int32_t peer, int32_t tag) override;
+  void doRecv(at::Tensor& tensor, int32_t peer, int32_t tag) override;
   void doSendRecv(std::vector<P2pOp>& ops) override;
 
  private:
@@ -103,9 +103,9 @@ class ShmCommunicator final : public Communicator {
 
   // Point to point: post a message (waiting only when kP2pSlots are still unacknowledged), take one, wait
   // for an acknowledgement and raise what the receiver reported.
-  uint32_t postSend(const at::Tensor& t, int32_t peer);
-  void takeMessage(at::Tensor& t, int32_t peer);
-  void awaitAck(const at::Tensor& t, int32_t peer, uint32_t seq);
+  uint32_t postSend(const at::Tensor& t, int32_t peer, int32_t tag);
+  void takeMessage(at::Tensor& t, int32_t peer, int32_t tag);
+  void awaitAck(const at::Tensor& t, int32_t peer, uint32_t seq, int32_t tag);
   void waitWord(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, uint32_t target, const char* what,
                 int32_t peer);
 

@@ -86,17 +86,34 @@ int64_t sizeOf(HcclDataType type) {
   }
 }
 
+int64_t unitOf(HcclDataType type) {
+  c10::ScalarType t;
+  return scalarTypeOf(type, &t) ? 1 : sizeOf(type);
+}
+
 // `count` elements of `type` at `ptr` as a tensor (no copy): typed when the collective computes, as bytes
 // when it only moves data (every HCCL type then works).
-at::Tensor typed(const void* ptr, uint64_t count, HcclDataType type) {
+namespace {
+void checkNotNull(const void* ptr, uint64_t count, const char* what) {
+  if (ptr == nullptr && count > 0) {
+    throw NullBuffer(std::string(what) + " is null, with " + std::to_string(count) + " elements due there");
+  }
+}
+}  // namespace
+
+at::Tensor typed(const void* ptr, uint64_t count, HcclDataType type, const char* what) {
   c10::ScalarType t;
-  ATB_CHECK(scalarTypeOf(type, &t), ERROR_INVALID_TENSOR_DTYPE, "HCCL data type ", static_cast<int>(type),
-            " cannot be reduced on CPU");
+  if (!scalarTypeOf(type, &t)) {
+    throw NotSupported("HcclDataType " + std::to_string(static_cast<int>(type)) +
+                       " cannot be reduced here (unsigned 16/32/64-bit data only moves)");
+  }
+  checkNotNull(ptr, count, what);
   if (count == 0) return at::empty({0}, at::TensorOptions().dtype(t));
   return at::from_blob(const_cast<void*>(ptr), {static_cast<int64_t>(count)}, at::TensorOptions().dtype(t));
 }
 
-at::Tensor bytes(const void* ptr, uint64_t count, HcclDataType type) {
+at::Tensor bytes(const void* ptr, uint64_t count, HcclDataType type, const char* what) {
+  checkNotNull(ptr, count, what);
   const int64_t n = static_cast<int64_t>(count) * sizeOf(type);
   if (n == 0) return at::empty({0}, at::TensorOptions().dtype(at::kByte));
   return at::from_blob(const_cast<void*>(ptr), {n}, at::TensorOptions().dtype(at::kByte));
@@ -104,9 +121,9 @@ at::Tensor bytes(const void* ptr, uint64_t count, HcclDataType type) {
 
 // A point-to-point payload: typed where torch has the type, so a size mismatch is reported in the caller's
 // elements; as bytes otherwise.
-at::Tensor payload(const void* ptr, uint64_t count, HcclDataType type) {
+at::Tensor payload(const void* ptr, uint64_t count, HcclDataType type, const char* what) {
   c10::ScalarType t;
-  return scalarTypeOf(type, &t) ? typed(ptr, count, type) : bytes(ptr, count, type);
+  return scalarTypeOf(type, &t) ? typed(ptr, count, type, what) : bytes(ptr, count, type, what);
 }
 
 atb_ops::ReduceOp reduceOpOf(HcclReduceOp op) {

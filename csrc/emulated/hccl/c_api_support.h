@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,15 @@ const std::string& lastErrorText();
 int32_t lastStatusCode();  // an atb_ops::Status; 0 before any failure
 HcclResult toHcclResult(atb_ops::Status s);
 
+// A null buffer where data is due: HCCL's own checks of sendBuf / recvBuf answer HCCL_E_PTR.
+struct NullBuffer : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+// A data type or reduce op HCCL does not support for the call: HCCL's checks answer HCCL_E_NOT_SUPPORT.
+struct NotSupported : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
 // Runs `body` and turns what it throws into an HcclResult, keeping the message.
 template <typename F>
 HcclResult guarded(F&& body) {
@@ -35,6 +45,10 @@ HcclResult guarded(F&& body) {
     body();
     clearLastError();
     return HCCL_SUCCESS;
+  } catch (const NullBuffer& e) {
+    return fail(HCCL_E_PTR, e.what(), atb_ops::Status::ERROR_INVALID_PARAM);
+  } catch (const NotSupported& e) {
+    return fail(HCCL_E_NOT_SUPPORT, e.what(), atb_ops::Status::ERROR_INVALID_PARAM);
   } catch (const atb_ops::StatusError& e) {
     return fail(toHcclResult(e.status()), e.what_without_backtrace(), e.status());
   } catch (const c10::Error& e) {
@@ -48,11 +62,15 @@ std::string handleText(HcclComm comm);
 // The torch dtype data of `type` is stored as; false for types torch cannot reduce (unsigned 16/32/64-bit).
 bool scalarTypeOf(HcclDataType type, c10::ScalarType* out);
 int64_t sizeOf(HcclDataType type);  // bytes per element; 0 for an unknown type
+// The elements of payload()'s tensor per element of `type`: 1 where torch has the type, else its bytes (so counts
+// and displacements scale alike, and a size that differs across ranks is named in the caller's elements).
+int64_t unitOf(HcclDataType type);
 // `count` elements of `type` at `ptr` as a tensor (no copy): typed when the collective computes (raises for a
-// type torch cannot reduce), as bytes when it only moves data; payload: typed where torch has the type.
-at::Tensor typed(const void* ptr, uint64_t count, HcclDataType type);
-at::Tensor bytes(const void* ptr, uint64_t count, HcclDataType type);
-at::Tensor payload(const void* ptr, uint64_t count, HcclDataType type);
+// type torch cannot reduce), as bytes when it only moves data; payload: typed where torch has the type. A null
+// `ptr` with `count` > 0 throws NullBuffer naming `what` (the argument: "sendBuf", "recvBuf", ...).
+at::Tensor typed(const void* ptr, uint64_t count, HcclDataType type, const char* what);
+at::Tensor bytes(const void* ptr, uint64_t count, HcclDataType type, const char* what);
+at::Tensor payload(const void* ptr, uint64_t count, HcclDataType type, const char* what);
 atb_ops::ReduceOp reduceOpOf(HcclReduceOp op);
 // HCCL's uint64 counts or displacements as int64 (each checked).
 std::vector<int64_t> countsOf(const void* values, uint32_t n);
@@ -74,5 +92,17 @@ int64_t extent(const std::vector<int64_t>& counts, const std::vector<int64_t>& d
                                  " is not a live communicator (destroyed, or not made by HcclCommInit*)"); \
   }
 
-#define HCCL_CPU_CHECK_TYPE(type) \
-  if (sizeOf(type) == 0) return fail(HCCL_E_PARA, "unknown HcclDataType " + std::to_string(static_cast<int>(type)));
+// An unknown data type or reduce op: HCCL_E_NOT_SUPPORT, as HCCL's own HcomCheckDataType / HcomCheckReductionOp.
+#define HCCL_CPU_CHECK_TYPE(type)                                                                                 \
+  if (sizeOf(type) == 0)                                                                                          \
+    return fail(                                                                                                  \
+        HCCL_E_NOT_SUPPORT,                                                                                       \
+        std::string(__func__) + ": HcclDataType " + std::to_string(static_cast<int>(type)) + " is not supported", \
+        atb_ops::Status::ERROR_INVALID_PARAM);
+
+#define HCCL_CPU_CHECK_OP(op)                                                                                    \
+  if ((op) != HCCL_REDUCE_SUM && (op) != HCCL_REDUCE_PROD && (op) != HCCL_REDUCE_MAX && (op) != HCCL_REDUCE_MIN) \
+    return fail(HCCL_E_NOT_SUPPORT,                                                                              \
+                std::string(__func__) + ": HcclReduceOp " + std::to_string(static_cast<int>(op)) +               \
+                    " is not supported (sum, prod, max or min)",                                                 \
+                atb_ops::Status::ERROR_INVALID_PARAM);

@@ -18,9 +18,10 @@ HcclResult HcclAllReduce(void* sendBuf, void* recvBuf, uint64_t count, HcclDataT
                          HcclComm comm, aclrtStream /*stream*/) {
   HCCL_CPU_FIND_COMM(comm);
   HCCL_CPU_CHECK_TYPE(dataType);
+  HCCL_CPU_CHECK_OP(op);
   return guarded([&] {
-    at::Tensor out = typed(recvBuf, count, dataType);
-    live->comm->allreduce(typed(sendBuf, count, dataType), out, reduceOpOf(op));
+    at::Tensor out = typed(recvBuf, count, dataType, "recvBuf");
+    live->comm->allreduce(typed(sendBuf, count, dataType, "sendBuf"), out, reduceOpOf(op));
   });
 }
 
@@ -30,7 +31,7 @@ HcclResult HcclBroadcast(void* buf, uint64_t count, HcclDataType dataType, uint3
   HCCL_CPU_CHECK_TYPE(dataType);
   if (root >= live->size) return fail(HCCL_E_PARA, "HcclBroadcast: root " + std::to_string(root));
   return guarded([&] {
-    at::Tensor t = bytes(buf, count, dataType);
+    at::Tensor t = payload(buf, count, dataType, "buf");
     live->comm->broadcast(t, static_cast<int32_t>(root));
   });
 }
@@ -39,10 +40,11 @@ HcclResult HcclReduceScatter(void* sendBuf, void* recvBuf, uint64_t recvCount, H
                              HcclComm comm, aclrtStream /*stream*/) {
   HCCL_CPU_FIND_COMM(comm);
   HCCL_CPU_CHECK_TYPE(dataType);
+  HCCL_CPU_CHECK_OP(op);
   return guarded([&] {
     const uint64_t n = live->size;
-    at::Tensor out = typed(recvBuf, recvCount, dataType);
-    live->comm->reduceScatter(typed(sendBuf, recvCount * n, dataType), out, reduceOpOf(op));
+    at::Tensor out = typed(recvBuf, recvCount, dataType, "recvBuf");
+    live->comm->reduceScatter(typed(sendBuf, recvCount * n, dataType, "sendBuf"), out, reduceOpOf(op));
   });
 }
 
@@ -51,6 +53,7 @@ HcclResult HcclReduceScatterV(void* sendBuf, const void* sendCounts, const void*
                               aclrtStream /*stream*/) {
   HCCL_CPU_FIND_COMM(comm);
   HCCL_CPU_CHECK_TYPE(dataType);
+  HCCL_CPU_CHECK_OP(op);
   if (sendCounts == nullptr || sendDispls == nullptr) return fail(HCCL_E_PTR, "HcclReduceScatterV: null counts");
   return guarded([&] {
     const CpuComm& c = *live;
@@ -60,8 +63,9 @@ HcclResult HcclReduceScatterV(void* sendBuf, const void* sendCounts, const void*
     atb_ops::validateVLayout(layout, c.size, sendNumel, false, "sendCounts", "sendDispls");
     ATB_CHECK(layout.counts[c.rank] == static_cast<int64_t>(recvCount), ERROR_INVALID_PARAM, "recvCount ", recvCount,
               " differs from sendCounts[", c.rank, "]=", layout.counts[c.rank]);
-    at::Tensor out = typed(recvBuf, recvCount, dataType);
-    c.comm->reduceScatterV(typed(sendBuf, static_cast<uint64_t>(sendNumel), dataType), layout, out, reduceOpOf(op));
+    at::Tensor out = typed(recvBuf, recvCount, dataType, "recvBuf");
+    c.comm->reduceScatterV(typed(sendBuf, static_cast<uint64_t>(sendNumel), dataType, "sendBuf"), layout, out,
+                           reduceOpOf(op));
   });
 }
 
@@ -72,7 +76,7 @@ HcclResult HcclScatter(void* sendBuf, void* recvBuf, uint64_t recvCount, HcclDat
   if (root >= live->size) return fail(HCCL_E_PARA, "HcclScatter: root " + std::to_string(root));
   return guarded([&] {
     const CpuComm& c = *live;
-    const int64_t chunk = static_cast<int64_t>(recvCount) * sizeOf(dataType);
+    const int64_t chunk = static_cast<int64_t>(recvCount) * unitOf(dataType);
     const int32_t n = static_cast<int32_t>(c.size);
     atb_ops::AllToAllVLayout l{std::vector<int64_t>(n, 0), std::vector<int64_t>(n, 0), std::vector<int64_t>(n, 0),
                                std::vector<int64_t>(n, 0)};
@@ -83,8 +87,9 @@ HcclResult HcclScatter(void* sendBuf, void* recvBuf, uint64_t recvCount, HcclDat
         l.sdispls[j] = j * chunk;
       }
     }
-    at::Tensor send = c.rank == root ? bytes(sendBuf, recvCount * c.size, dataType) : bytes(nullptr, 0, dataType);
-    at::Tensor out = bytes(recvBuf, recvCount, dataType);
+    at::Tensor send = c.rank == root ? payload(sendBuf, recvCount * c.size, dataType, "sendBuf")
+                                     : payload(nullptr, 0, dataType, "sendBuf");
+    at::Tensor out = payload(recvBuf, recvCount, dataType, "recvBuf");
     c.comm->alltoallv(send, l, out);
   });
 }
@@ -94,8 +99,8 @@ HcclResult HcclAllGather(void* sendBuf, void* recvBuf, uint64_t sendCount, HcclD
   HCCL_CPU_FIND_COMM(comm);
   HCCL_CPU_CHECK_TYPE(dataType);
   return guarded([&] {
-    at::Tensor out = bytes(recvBuf, sendCount * live->size, dataType);
-    live->comm->allgather(bytes(sendBuf, sendCount, dataType), out);
+    at::Tensor out = payload(recvBuf, sendCount * live->size, dataType, "recvBuf");
+    live->comm->allgather(payload(sendBuf, sendCount, dataType, "sendBuf"), out);
   });
 }
 
@@ -106,7 +111,7 @@ HcclResult HcclAllGatherV(void* sendBuf, uint64_t sendCount, void* recvBuf, cons
   if (recvCounts == nullptr || recvDispls == nullptr) return fail(HCCL_E_PTR, "HcclAllGatherV: null counts");
   return guarded([&] {
     const CpuComm& c = *live;
-    const int64_t es = sizeOf(dataType);
+    const int64_t es = unitOf(dataType);
     atb_ops::VLayout layout{countsOf(recvCounts, c.size), countsOf(recvDispls, c.size)};
     clearEmptyDispls(layout.counts, layout.displs);
     const int64_t recvNumel = extent(layout.counts, layout.displs);
@@ -117,8 +122,8 @@ HcclResult HcclAllGatherV(void* sendBuf, uint64_t sendCount, void* recvBuf, cons
       layout.counts[i] *= es;
       layout.displs[i] *= es;
     }
-    at::Tensor out = bytes(recvBuf, static_cast<uint64_t>(recvNumel), dataType);
-    c.comm->allgatherv(bytes(sendBuf, sendCount, dataType), layout, out);
+    at::Tensor out = payload(recvBuf, static_cast<uint64_t>(recvNumel), dataType, "recvBuf");
+    c.comm->allgatherv(payload(sendBuf, sendCount, dataType, "sendBuf"), layout, out);
   });
 }
 
@@ -140,13 +145,12 @@ HcclResult HcclAlltoAllV(const void* sendBuf, const void* sendCounts, const void
     const int64_t sendNumel = extent(l.sendCounts, l.sdispls);
     const int64_t recvNumel = extent(l.recvCounts, l.rdispls);
     atb_ops::validateLayout(l, c.size, sendNumel, recvNumel);
-    // Moved as bytes, so every HCCL type travels.
-    const int64_t es = sizeOf(sendType);
+    const int64_t es = unitOf(sendType);
     for (auto* v : {&l.sendCounts, &l.sdispls, &l.recvCounts, &l.rdispls}) {
       for (auto& x : *v) x *= es;
     }
-    at::Tensor out = bytes(recvBuf, static_cast<uint64_t>(recvNumel), sendType);
-    c.comm->alltoallv(bytes(sendBuf, static_cast<uint64_t>(sendNumel), sendType), l, out);
+    at::Tensor out = payload(recvBuf, static_cast<uint64_t>(recvNumel), sendType, "recvBuf");
+    c.comm->alltoallv(payload(sendBuf, static_cast<uint64_t>(sendNumel), sendType, "sendBuf"), l, out);
   });
 }
 
@@ -174,12 +178,12 @@ HcclResult HcclAlltoAllVC(const void* sendBuf, const void* sendCountMatrix, Hccl
       received += l.recvCounts.back();
     }
     atb_ops::validateLayout(l, static_cast<int32_t>(n), sent, received);
-    const int64_t es = sizeOf(sendType);
+    const int64_t es = unitOf(sendType);
     for (auto* v : {&l.sendCounts, &l.sdispls, &l.recvCounts, &l.rdispls}) {
       for (auto& x : *v) x *= es;
     }
-    at::Tensor out = bytes(recvBuf, static_cast<uint64_t>(received), sendType);
-    c.comm->alltoallv(bytes(sendBuf, static_cast<uint64_t>(sent), sendType), l, out);
+    at::Tensor out = payload(recvBuf, static_cast<uint64_t>(received), sendType, "recvBuf");
+    c.comm->alltoallv(payload(sendBuf, static_cast<uint64_t>(sent), sendType, "sendBuf"), l, out);
   });
 }
 
@@ -192,9 +196,10 @@ HcclResult HcclAlltoAll(const void* sendBuf, uint64_t sendCount, HcclDataType se
   }
   return guarded([&] {
     const CpuComm& c = *live;
-    const int64_t chunk = static_cast<int64_t>(sendCount) * sizeOf(sendType);
-    at::Tensor out = bytes(recvBuf, recvCount * c.size, recvType);
-    c.comm->alltoallv(bytes(sendBuf, sendCount * c.size, sendType), atb_ops::equalSplitLayout(c.size, chunk), out);
+    const int64_t chunk = static_cast<int64_t>(sendCount) * unitOf(sendType);
+    at::Tensor out = payload(recvBuf, recvCount * c.size, recvType, "recvBuf");
+    c.comm->alltoallv(payload(sendBuf, sendCount * c.size, sendType, "sendBuf"),
+                      atb_ops::equalSplitLayout(c.size, chunk), out);
   });
 }
 
@@ -202,13 +207,14 @@ HcclResult HcclReduce(void* sendBuf, void* recvBuf, uint64_t count, HcclDataType
                       uint32_t root, HcclComm comm, aclrtStream /*stream*/) {
   HCCL_CPU_FIND_COMM(comm);
   HCCL_CPU_CHECK_TYPE(dataType);
+  HCCL_CPU_CHECK_OP(op);
   if (root >= live->size) return fail(HCCL_E_PARA, "HcclReduce: root " + std::to_string(root));
   return guarded([&] {
     const CpuComm& c = *live;
-    const at::Tensor send = typed(sendBuf, count, dataType);
+    const at::Tensor send = typed(sendBuf, count, dataType, "sendBuf");
     at::Tensor result = at::empty_like(send);
     c.comm->allreduce(send, result, reduceOpOf(op));
-    if (c.rank == root) typed(recvBuf, count, dataType).copy_(result);
+    if (c.rank == root) typed(recvBuf, count, dataType, "recvBuf").copy_(result);
   });
 }
 
@@ -217,7 +223,8 @@ HcclResult HcclSend(void* sendBuf, uint64_t count, HcclDataType dataType, uint32
   HCCL_CPU_FIND_COMM(comm);
   HCCL_CPU_CHECK_TYPE(dataType);
   if (destRank >= live->size) return fail(HCCL_E_PARA, "HcclSend: destRank " + std::to_string(destRank));
-  return guarded([&] { live->comm->send(payload(sendBuf, count, dataType), static_cast<int32_t>(destRank)); });
+  return guarded(
+      [&] { live->comm->send(payload(sendBuf, count, dataType, "sendBuf"), static_cast<int32_t>(destRank)); });
 }
 
 HcclResult HcclRecv(void* recvBuf, uint64_t count, HcclDataType dataType, uint32_t srcRank, HcclComm comm,
@@ -226,7 +233,7 @@ HcclResult HcclRecv(void* recvBuf, uint64_t count, HcclDataType dataType, uint32
   HCCL_CPU_CHECK_TYPE(dataType);
   if (srcRank >= live->size) return fail(HCCL_E_PARA, "HcclRecv: srcRank " + std::to_string(srcRank));
   return guarded([&] {
-    at::Tensor t = payload(recvBuf, count, dataType);
+    at::Tensor t = payload(recvBuf, count, dataType, "recvBuf");
     live->comm->recv(t, static_cast<int32_t>(srcRank));
   });
 }
@@ -242,7 +249,10 @@ HcclResult HcclBatchSendRecv(HcclSendRecvItem* sendRecvInfo, uint32_t itemNum, H
       return fail(HCCL_E_PARA,
                   "HcclBatchSendRecv: item " + std::to_string(i) + " names rank " + std::to_string(it.remoteRank));
     }
-    ops.push_back(atb_ops::P2pOp{it.sendRecvType == HCCL_SEND, payload(it.buf, it.count, it.dataType),
+    if (it.buf == nullptr && it.count > 0) {
+      return fail(HCCL_E_PTR, "HcclBatchSendRecv: item " + std::to_string(i) + "'s buf is null");
+    }
+    ops.push_back(atb_ops::P2pOp{it.sendRecvType == HCCL_SEND, payload(it.buf, it.count, it.dataType, "buf"),
                                  static_cast<int32_t>(it.remoteRank)});
   }
   return guarded([&] { live->comm->sendRecv(ops); });

@@ -66,6 +66,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import os
 import sys
 
 import torch
@@ -159,8 +160,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.size_list = workload.parse_sizes(args.sizes)
     except ValueError as e:
         p.error(str(e))
-    if args.iters < 0 or args.warmup < 0 or args.rounds < 1:
-        p.error("--iters and --warmup must be >= 0, --rounds >= 1")
+    check_repeats(p, args.iters, args.warmup, args.rounds)
+    check_output_files(p, json=args.json, plot=args.plot)
     if args.op in ops.COLLECTIVES and ops.COLLECTIVES[args.op].reduces and args.dtype not in collectives.REDUCIBLE:
         p.error(f"--op {args.op} needs a dtype with a sum, one of {', '.join(collectives.REDUCIBLE)}; got {args.dtype}")
     _check_hosts(p, args)
@@ -211,6 +212,39 @@ def check_hosts(p: argparse.ArgumentParser, hosts: int, world_size: int, link_ra
     if why is not None:
         p.error(f"--hosts needs emulated hosts, which this machine cannot make: {why}")
     return True
+
+
+def check_repeats(p: argparse.ArgumentParser, iters: int, warmup: int, rounds: int, *, least_iters: int = 0) -> None:
+    """The checks every bench makes of --iters, --warmup and --rounds (argparse's error on a bad one).
+
+    Args:
+        p: the bench's parser.
+        iters: --iters (0, where least_iters is 0: as many as fit the bench's budget).
+        warmup: --warmup.
+        rounds: --rounds.
+        least_iters: the smallest --iters this bench takes.
+    """
+    if iters < least_iters or warmup < 0 or rounds < 1:
+        p.error(f"--iters must be >= {least_iters}, --warmup >= 0 and --rounds >= 1; got --iters {iters}, "
+                f"--warmup {warmup}, --rounds {rounds}")
+
+
+def check_output_files(p: argparse.ArgumentParser, **files: str | None) -> None:
+    """Files a bench writes when it ends (--json, --plot): their folders must exist and be writable before anything
+    runs, not after a long run.
+
+    Args:
+        p: the bench's parser.
+        files: option name (without the dashes) -> the path given, or None.
+    """
+    for option, path in files.items():
+        if not path:
+            continue
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+            p.error(f"--{option} {path}: the folder {folder} does not exist or is not writable; nothing was run")
+        if os.path.isdir(path):
+            p.error(f"--{option} {path} is a folder; give a file name")
 
 
 def op_named(argv: list[str]) -> str | None:

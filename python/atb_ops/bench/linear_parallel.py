@@ -119,6 +119,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.world_size < 1 or args.k < 1 or args.n < 1:
         parser.error("--world-size, --k and --n must be >= 1")
+    from atb_ops.bench.cli import check_output_files, check_repeats
+
+    check_repeats(parser, args.iters, args.warmup, args.rounds)
+    check_output_files(parser, json=args.json)
+    if args.budget <= 0 or args.timeout <= 0:
+        parser.error("--budget and --timeout must be > 0")
     try:
         sizes = workload.parse_sizes(args.sizes)
     except ValueError as e:

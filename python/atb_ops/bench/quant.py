@@ -264,6 +264,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.world_size < 1:
         parser.error(f"--world-size must be >= 1, got {args.world_size}")
+    from atb_ops.bench.cli import check_output_files, check_repeats
+
+    check_repeats(parser, args.iters, args.warmup, args.rounds, least_iters=1)
+    check_output_files(parser, json=args.json, plot=args.plot)
     _check_hosts(parser, args)
     try:
         sizes = workload.parse_sizes(",".join(args.sizes))

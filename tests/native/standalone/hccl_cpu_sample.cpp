@@ -203,8 +203,12 @@ void pointToPoint(HcclComm comm, uint32_t rank, uint32_t n) {
 // HCCL's own codes for bad arguments, returned before anything is communicated.
 void badArguments(HcclComm comm, uint32_t n) {
   float x = 0;
-  expectCode(HcclAllReduce(&x, &x, 1, static_cast<HcclDataType>(255), HCCL_REDUCE_SUM, comm, nullptr), HCCL_E_PARA,
-             "HcclAllReduce with dataType 255");
+  expectCode(HcclAllReduce(&x, &x, 1, static_cast<HcclDataType>(255), HCCL_REDUCE_SUM, comm, nullptr),
+             HCCL_E_NOT_SUPPORT, "HcclAllReduce with dataType 255");
+  expectCode(HcclAllReduce(&x, &x, 1, HCCL_DATA_TYPE_FP32, static_cast<HcclReduceOp>(9), comm, nullptr),
+             HCCL_E_NOT_SUPPORT, "HcclAllReduce with op 9");
+  expectCode(HcclAllReduce(nullptr, &x, 1, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, comm, nullptr), HCCL_E_PTR,
+             "HcclAllReduce with a null sendBuf");
   expectCode(HcclSend(&x, 1, HCCL_DATA_TYPE_FP32, n, comm, nullptr), HCCL_E_PARA, "HcclSend to rank nRanks");
   expectCode(HcclAllReduce(&x, &x, 1, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, nullptr, nullptr), HCCL_E_PTR,
              "HcclAllReduce on a null comm");

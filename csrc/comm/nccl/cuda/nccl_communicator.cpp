@@ -79,12 +79,12 @@ class NcclCommunicator final : public Communicator {
     l.keep(tensor, tensor);
   }
 
-  void doSend(const at::Tensor& tensor, int32_t peer) override {
+  void doSend(const at::Tensor& tensor, int32_t peer, int32_t /*tag: NCCL has none*/) override {
     std::vector<P2pOp> ops{P2pOp{true, tensor, peer}};
     doSendRecv(ops);
   }
 
-  void doRecv(at::Tensor& tensor, int32_t peer) override {
+  void doRecv(at::Tensor& tensor, int32_t peer, int32_t /*tag: NCCL has none*/) override {
     std::vector<P2pOp> ops{P2pOp{false, tensor, peer}};
     doSendRecv(ops);
   }
