@@ -30,7 +30,8 @@ void checkOutput(const at::Tensor& out, const TensorDesc& want, const c10::Devic
                  size_t index) {
   const std::string which = index == 0 ? " output" : " output " + std::to_string(index);
   ATB_CHECK(out.defined(), ERROR_INVALID_PARAM, op, which, " is an undefined tensor");
-  ATB_CHECK(out.sizes() == c10::IntArrayRef(want.shape), ERROR_INVALID_TENSOR_SIZE, op, which, " has shape ",
+  // ATB's operators' SetupCheckImpl answer ERROR_INVALID_TENSOR_DIM for an output of another shape.
+  ATB_CHECK(out.sizes() == c10::IntArrayRef(want.shape), ERROR_INVALID_TENSOR_DIM, op, which, " has shape ",
             out.sizes(), "; expected ", c10::IntArrayRef(want.shape));
   ATB_CHECK(out.scalar_type() == want.dtype, ERROR_INVALID_TENSOR_DTYPE, op, which, " has dtype ", out.scalar_type(),
             "; expected ", want.dtype);

@@ -19,7 +19,7 @@ class AllGatherOperation final : public CommOperation {
 
   Plan plan(const std::vector<at::Tensor>& inputs) const override {
     checkInputs(inputs, 1);
-    ATB_CHECK(inputs[0].dim() <= 7, ERROR_INVALID_TENSOR_DIM_NUM, name(), " input x may have at most 7 dimensions ",
+    ATB_CHECK(inputs[0].dim() <= 7, ERROR_INVALID_TENSOR_DIM, name(), " input x may have at most 7 dimensions ",
               "(the output adds one; ATB allows 8), got shape ", inputs[0].sizes());
     Shape shape{param().rankSize};
     for (int64_t s : inputs[0].sizes()) shape.push_back(s);

@@ -242,7 +242,7 @@ def test_variant_pack_wrong_length_caught_at_execute():
 @pytest.mark.parametrize(
     "out,error,fragments",
     [
-        (torch.empty(1, 7), "ERROR_INVALID_TENSOR_SIZE", ["output has shape [1, 7]", "expected [1, 8]"]),
+        (torch.empty(1, 7), "ERROR_INVALID_TENSOR_DIM", ["output has shape [1, 7]", "expected [1, 8]"]),
         (
             torch.empty(1, 8, dtype=torch.float16),
             "ERROR_INVALID_TENSOR_DTYPE",

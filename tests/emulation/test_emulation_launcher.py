@@ -186,6 +186,20 @@ def test_env_accepts_its_own_ascend_home_and_finds_default_installs(tmp_path, mo
     assert launcher.find_real_ascend_toolkit({}) == str(install)
 
 
+def test_a_real_atb_home_and_a_users_own_install_are_found(tmp_path):
+    """ATB_HOME_PATH of a real ATB (its lib/libatb.so is not atb_ops') and a toolkit installed under the user's home
+    (CANN's default without root) count as real; atb_ops' own ATB_HOME_PATH, from an earlier `env`, does not."""
+    ours = launcher.emulation_env("cpu")
+    assert launcher.find_real_ascend_toolkit({"ATB_HOME_PATH": ours["ATB_HOME_PATH"], "HOME": str(tmp_path)}) is None
+    real_atb = tmp_path / "nnal" / "atb" / "latest" / "atb" / "cxx_abi_1"
+    (real_atb / "lib").mkdir(parents=True)
+    (real_atb / "lib" / "libatb.so").write_bytes(b"")
+    found = launcher.find_real_ascend_toolkit({"ATB_HOME_PATH": str(real_atb), "HOME": str(tmp_path)})
+    assert found == f"ATB_HOME_PATH={real_atb}"
+    (tmp_path / "Ascend" / "ascend-toolkit").mkdir(parents=True)
+    assert launcher.find_real_ascend_toolkit({"HOME": str(tmp_path)}) == str(tmp_path / "Ascend" / "ascend-toolkit")
+
+
 def test_force_emulation_overrides(tmp_path):
     env = _fake_real_torch_npu(tmp_path)
     code = "import os, torch_npu; print(torch_npu.__file__, os.environ['TORCH_DEVICE_BACKEND_AUTOLOAD'])"

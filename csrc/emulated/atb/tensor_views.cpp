@@ -51,17 +51,21 @@ at::Tensor wrap(void* data, const std::vector<int64_t>& shape, c10::ScalarType d
 
 std::vector<int64_t> checkedShape(const atb::TensorDesc& desc, const std::string& what) {
   const atb::Dims& s = desc.shape;
-  ATB_API_CHECK(s.dimNum >= 1 && s.dimNum <= atb::MAX_DIM, ERROR_INVALID_TENSOR_DIM_NUM, what, " has dimNum ", s.dimNum,
+  // ATB's TensorCheck::CheckTensorShape: a dimNum outside (0, MAX_DIM] is ERROR_INVALID_TENSOR_DIM, and a size
+  // Utils::GetTensorSize cannot give (a negative dimension, a dtype without a size) ERROR_INVALID_TENSOR_SIZE.
+  ATB_API_CHECK(s.dimNum >= 1 && s.dimNum <= atb::MAX_DIM, ERROR_INVALID_TENSOR_DIM, what, " has dimNum ", s.dimNum,
                 "; must be in [1, MAX_DIM=", atb::MAX_DIM, "]");
   std::vector<int64_t> shape(s.dims, s.dims + s.dimNum);
   for (size_t i = 0; i < shape.size(); ++i) {
-    ATB_API_CHECK(shape[i] >= 0, ERROR_INVALID_TENSOR_DIM, what, " dims[", i, "] is ", shape[i], " (shape ",
+    ATB_API_CHECK(shape[i] >= 0, ERROR_INVALID_TENSOR_SIZE, what, " dims[", i, "] is ", shape[i], " (shape ",
                   shapeText(shape), "); dimensions must be >= 0");
   }
   return shape;
 }
 
 c10::ScalarType checkedDtype(const atb::TensorDesc& desc, const std::string& what) {
+  ATB_API_CHECK(elementBytes(desc.dtype) != 0, ERROR_INVALID_TENSOR_SIZE, what, " has dtype ", dtypeName(desc.dtype),
+                ", which has no size (Utils::GetTensorSize is 0)");
   const std::optional<c10::ScalarType> dtype = scalarTypeOf(desc.dtype);
   ATB_API_CHECK(dtype.has_value(), ERROR_INVALID_TENSOR_DTYPE, what, " has dtype ", dtypeName(desc.dtype),
                 "; atb_ops moves ACL_FLOAT, ACL_FLOAT16, ACL_BF16, ACL_DOUBLE, ACL_INT8, ACL_INT16, ACL_INT32, "

@@ -18,8 +18,10 @@ TOOLKIT_ENV = "ASCEND_TOOLKIT_HOME"  # set by a real Ascend toolkit's set_env.sh
 LIBRARY_PATH_ENV = "LD_LIBRARY_PATH"
 # "1": torch.classes.OperationTorch.OperationTorch stays the TorchScript class (operation_class.py).
 TORCHSCRIPT_CLASS_ENV = "ATB_OPS_TORCHSCRIPT_CLASS"
-# Where Ascend toolkits install themselves by default; one of these present means a real toolkit is here.
-TOOLKIT_INSTALLS = ("/usr/local/Ascend/ascend-toolkit", "/usr/local/Ascend/cann")
+# Where Ascend toolkits (and ATB, in nnal) install themselves by default, as root and (under ~) as a user; one of
+# these present means a real toolkit is here.
+TOOLKIT_INSTALLS = ("/usr/local/Ascend/ascend-toolkit", "/usr/local/Ascend/cann", "/usr/local/Ascend/nnal",
+                    "~/Ascend/ascend-toolkit", "~/Ascend/cann", "~/Ascend/nnal")
 # The file that marks atb_ops' own ascend_home folder (so ASCEND_HOME_PATH pointing there is not a toolkit).
 EMULATION_MARKER = "ATB_OPS_EMULATION"
 DEVICES = ("cpu", "cuda")

@@ -186,8 +186,9 @@ def find_real_ascend_toolkit(base: Mapping[str, str] | None = None) -> str | Non
         base: The environment to look at (os.environ when None).
 
     Returns:
-        ASCEND_TOOLKIT_HOME when set; else ASCEND_HOME_PATH when it is set and is not atb_ops' own ascend_home;
-        else the first default install folder that exists; None when there is none.
+        ASCEND_TOOLKIT_HOME when set; else ASCEND_HOME_PATH when it is set and is not atb_ops' own ascend_home; else
+        ATB_HOME_PATH when its lib/libatb.so is not atb_ops' (a real ATB); else the first default install folder
+        (as root, or under the user's home) that exists; None when there is none.
     """
     base = os.environ if base is None else base
     if base.get(config.TOOLKIT_ENV):
@@ -195,7 +196,14 @@ def find_real_ascend_toolkit(base: Mapping[str, str] | None = None) -> str | Non
     ascend = base.get(config.ASCEND_ENV)
     if ascend and not os.path.isfile(os.path.join(ascend, config.EMULATION_MARKER)):
         return f"{config.ASCEND_ENV}={ascend}"
+    atb = base.get(config.HOME_ENV)
+    if atb and os.path.isfile(os.path.join(atb, "lib", "libatb.so")):
+        package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+        if os.path.commonpath([package, os.path.realpath(os.path.join(atb, "lib", "libatb.so"))]) != package:
+            return f"{config.HOME_ENV}={atb}"
+    home = base.get("HOME") or os.path.expanduser("~")
     for folder in config.TOOLKIT_INSTALLS:
+        folder = home + folder[1:] if folder.startswith("~/") else folder
         if os.path.isdir(folder):
             return folder
     return None

@@ -155,16 +155,20 @@ void tensorsAndSetup(atb::Context* context, aclrtStream stream) {
   bad.dataSize = 40;
   EXPECT_STATUS(op->Setup(pack({bad}, {out.tensor}), ws, context), atb::ERROR_INVALID_PARAM);
   bad = x.tensor;
-  bad.desc.shape.dimNum = 9;
-  EXPECT_STATUS(op->Setup(pack({bad}, {out.tensor}), ws, context), atb::ERROR_INVALID_TENSOR_DIM_NUM);
-  // Eight dims pass this layer (MAX_DIM) and AllGather's own check refuses them: its code reaches the caller by
-  // ATB's name (ATB numbers ERROR_INVALID_TENSOR_DIM_NUM 16).
-  DeviceTensor eightDims(ACL_FLOAT, {1, 1, 1, 1, 1, 1, 3, 4}, values);
-  EXPECT_STATUS(op->Setup(pack({eightDims.tensor}, {out.tensor}), ws, context), atb::ERROR_INVALID_TENSOR_DIM_NUM);
-  EXPECT_TRUE(atb::ERROR_INVALID_TENSOR_DIM_NUM == 16, "ATB's numbering");
-  bad = x.tensor;
-  bad.desc.shape.dims[0] = -3;
+  bad.desc.shape.dimNum = 9;  // ATB's TensorCheck::CheckTensorShape
   EXPECT_STATUS(op->Setup(pack({bad}, {out.tensor}), ws, context), atb::ERROR_INVALID_TENSOR_DIM);
+  bad.desc.shape.dimNum = 0;
+  EXPECT_STATUS(op->Setup(pack({bad}, {out.tensor}), ws, context), atb::ERROR_INVALID_TENSOR_DIM);
+  // Eight dims pass this layer (MAX_DIM) and AllGather's own check refuses them, with its code (ATB's numbers).
+  DeviceTensor eightDims(ACL_FLOAT, {1, 1, 1, 1, 1, 1, 3, 4}, values);
+  EXPECT_STATUS(op->Setup(pack({eightDims.tensor}, {out.tensor}), ws, context), atb::ERROR_INVALID_TENSOR_DIM);
+  EXPECT_TRUE(atb::ERROR_INVALID_TENSOR_DIM == 8 && atb::ERROR_INVALID_TENSOR_SIZE == 9, "ATB's numbering");
+  bad = x.tensor;
+  bad.desc.shape.dims[0] = -3;  // no size Utils::GetTensorSize can give
+  EXPECT_STATUS(op->Setup(pack({bad}, {out.tensor}), ws, context), atb::ERROR_INVALID_TENSOR_SIZE);
+  bad = x.tensor;
+  bad.desc.dtype = static_cast<aclDataType>(999);
+  EXPECT_STATUS(op->Setup(pack({bad}, {out.tensor}), ws, context), atb::ERROR_INVALID_TENSOR_SIZE);
   bad = x.tensor;
   bad.desc.dtype = ACL_UINT32;
   EXPECT_STATUS(op->Setup(pack({bad}, {out.tensor}), ws, context), atb::ERROR_INVALID_TENSOR_DTYPE);
@@ -173,8 +177,8 @@ void tensorsAndSetup(atb::Context* context, aclrtStream stream) {
   EXPECT_STATUS(op->Setup(pack({bad}, {out.tensor}), ws, context), atb::ERROR_INVALID_TENSOR_FORMAT);
   DeviceTensor wrongDtype(ACL_FLOAT16, {1, 3, 4});
   EXPECT_STATUS(op->Setup(pack({x.tensor}, {wrongDtype.tensor}), ws, context), atb::ERROR_INVALID_TENSOR_DTYPE);
-  DeviceTensor wrongShape(ACL_FLOAT, {1, 4, 3});
-  EXPECT_STATUS(op->Setup(pack({x.tensor}, {wrongShape.tensor}), ws, context), atb::ERROR_INVALID_TENSOR_SIZE);
+  DeviceTensor wrongShape(ACL_FLOAT, {1, 4, 3});  // ATB's SetupCheckImpl: ERROR_INVALID_TENSOR_DIM
+  EXPECT_STATUS(op->Setup(pack({x.tensor}, {wrongShape.tensor}), ws, context), atb::ERROR_INVALID_TENSOR_DIM);
 
   // Execute: before Setup, without a stream, on another context, with new tensors, on a destroyed stream.
   EXPECT_STATUS(op->Execute(pack({x.tensor}, {out.tensor}), nullptr, 0, context), atb::ERROR_INVALID_PARAM);
@@ -195,7 +199,7 @@ void tensorsAndSetup(atb::Context* context, aclrtStream stream) {
   EXPECT_STATUS(op->Execute(pack({x.tensor}, {out.tensor}), nullptr, 0, streamless), atb::ERROR_INVALID_STREAM);
   EXPECT_OK(atb::DestroyContext(streamless));
   // A failed Setup leaves nothing to execute.
-  EXPECT_STATUS(op->Setup(pack({x.tensor}, {wrongShape.tensor}), ws, context), atb::ERROR_INVALID_TENSOR_SIZE);
+  EXPECT_STATUS(op->Setup(pack({x.tensor}, {wrongShape.tensor}), ws, context), atb::ERROR_INVALID_TENSOR_DIM);
   EXPECT_STATUS(op->Execute(pack({x.tensor}, {out.tensor}), nullptr, 0, context), atb::ERROR_INVALID_PARAM);
 
   // And the good call still works after all of it, with the right values.
