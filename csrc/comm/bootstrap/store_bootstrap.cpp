@@ -99,6 +99,7 @@ class StoreBootstrap final : public Bootstrap {
       if (store_->check({conflict_})) {
         const std::vector<uint8_t> why = store_->get(conflict_);
         forget();
+        fail(std::string(why.begin(), why.end()));  // for the ranks that read the record before the conflict
         ATB_FAIL(ERROR_INVALID_PARAM, what_, ": ", std::string(why.begin(), why.end()));
       }
       if (Clock::now() >= deadline) {
@@ -170,6 +171,12 @@ class StoreBootstrap final : public Bootstrap {
       int attempt = 0;
       for (int32_t r = 0; r < size_; ++r) {
         while (!store_->check({prefix + std::to_string(r)})) {
+          if (rank_ != root_ && store_->check({failed_})) {
+            // A rank that read the record before another found the ranks disagree: the root says why.
+            const std::vector<uint8_t> why = store_->get(failed_);
+            ATB_FAIL(ERROR_INVALID_PARAM, what_, ": root rank ", root_,
+                     " could not create the communicator: ", std::string(why.begin(), why.end()));
+          }
           ATB_CHECK(Clock::now() < deadline, ERROR_COMM_TIMEOUT, what_, ": rank ", rank_, " waited ", seconds(),
                     " s (ATB_OPS_TIMEOUT) for rank ", r, " to say which host it is on");
           pause(attempt);
@@ -187,8 +194,13 @@ class StoreBootstrap final : public Bootstrap {
       }
       for (int32_t r = 0; r < size_; ++r) store_->deleteKey(prefix + std::to_string(r));
       store_->deleteKey(done);
-    } catch (const c10::Error&) {
+    } catch (const StatusError&) {
       throw;
+    } catch (const c10::DistNetworkError& e) {
+      // The store lives in a rank's process (HCCL's root info: the root's): it went away with that process.
+      ATB_FAIL(ERROR_COMM_PEER_DIED, what_, ": rank ", rank_,
+               " lost the store while the ranks exchanged their hosts (the process serving it, the root rank ", root_,
+               "'s where HCCL's root info made it, exited or failed its creation): ", e.what_without_backtrace());
     } catch (const std::exception& e) {
       ATB_FAIL(ERROR_COMM_EMPTY, what_, ": the store failed while the ranks exchanged their hosts: ", e.what());
     }
