@@ -24,6 +24,7 @@ from tests.support.paths import REPO_ROOT
 ASCEND_HOME = atb_home.packaged_ascend_home()
 HCCL_E_PARA = 1
 HCCL_E_PTR = 2
+HCCL_E_NOT_SUPPORT = 5
 
 
 def _compiler(name: str, default: str) -> str:
@@ -264,3 +265,26 @@ def test_ranks_that_disagree_at_init_fail_at_once_with_the_reason_on_every_rank(
         rc, seconds, why = e.last_line().split(" ", 2)
         assert rc == str(HCCL_E_PARA) and "ranks disagree on the rankSize" in why, (rank, e.stdout)
         assert float(seconds) < 10, (rank, e.stdout)  # not ATB_OPS_TIMEOUT's 20 s
+
+
+def test_hccl_codes_where_hccl_checks_its_arguments(hccl):
+    """HCCL's own codes: an in-place HcclAlltoAllV is HCCL_E_PARA (HcomCheckAlltoAllVExternalMem), an unknown data type
+    or reduce op HCCL_E_NOT_SUPPORT, HcclCommInitAll with null devices or comms HCCL_E_PTR and ndev 0 HCCL_E_PARA."""
+    comm = _one_rank_comm(hccl)
+    data = (ctypes.c_float * 4)(1, 2, 3, 4)
+    counts = (ctypes.c_uint64 * 1)(4)
+    displs = (ctypes.c_uint64 * 1)(0)
+    try:
+        assert hccl.HcclAlltoAllV(data, counts, displs, HCCL_FP32, data, counts, displs, HCCL_FP32, comm,
+                                  None) == HCCL_E_PARA
+        assert b"same buffer" in hccl.atbOpsHcclCpuLastError()
+        out = (ctypes.c_float * 4)()
+        assert hccl.HcclAllReduce(data, out, ctypes.c_uint64(4), 99, HCCL_SUM, comm, None) == HCCL_E_NOT_SUPPORT
+        assert hccl.HcclAllReduce(data, out, ctypes.c_uint64(4), HCCL_FP32, 9, comm, None) == HCCL_E_NOT_SUPPORT
+    finally:
+        assert hccl.HcclCommDestroy(comm) == 0
+    devices = (ctypes.c_int32 * 1)(0)
+    comms = (ctypes.c_void_p * 1)()
+    assert hccl.HcclCommInitAll(ctypes.c_uint32(1), None, comms) == HCCL_E_PTR
+    assert hccl.HcclCommInitAll(ctypes.c_uint32(1), devices, None) == HCCL_E_PTR
+    assert hccl.HcclCommInitAll(ctypes.c_uint32(0), devices, comms) == HCCL_E_PARA

@@ -136,6 +136,9 @@ HcclResult HcclAlltoAllV(const void* sendBuf, const void* sendCounts, const void
   if (sendCounts == nullptr || sdispls == nullptr || recvCounts == nullptr || rdispls == nullptr) {
     return fail(HCCL_E_PTR, "HcclAlltoAllV: null counts");
   }
+  if (sendBuf != nullptr && sendBuf == recvBuf) {  // HCCL's HcomCheckAlltoAllVExternalMem
+    return fail(HCCL_E_PARA, "HcclAlltoAllV: sendBuf and recvBuf are the same buffer; HCCL has no in-place all-to-all");
+  }
   return guarded([&] {
     const CpuComm& c = *live;
     atb_ops::AllToAllVLayout l{countsOf(sendCounts, c.size), countsOf(sdispls, c.size), countsOf(recvCounts, c.size),

@@ -79,7 +79,10 @@ HcclResult HcclCommInitClusterInfoConfig(const char* clusterInfo, uint32_t rank,
 }
 
 HcclResult HcclCommInitAll(uint32_t ndev, int32_t* devices, HcclComm* comms) {
-  if (devices == nullptr || comms == nullptr || ndev == 0) return fail(HCCL_E_PARA, "HcclCommInitAll: bad arguments");
+  // HCCL's order and codes: ndev first, then the two pointers.
+  if (ndev == 0) return fail(HCCL_E_PARA, "HcclCommInitAll: ndev is 0");
+  if (comms == nullptr) return fail(HCCL_E_PTR, "HcclCommInitAll: comms is null");
+  if (devices == nullptr) return fail(HCCL_E_PTR, "HcclCommInitAll: devices is null");
   // The ranks are threads of this process that meet while they are created, so they are made together.
   const std::string domain = "all:" + atb_ops::hccl_cpu::newRootToken();
   std::vector<std::unique_ptr<CpuComm>> made(ndev);
