@@ -11,6 +11,7 @@ the group's own backend (see atb_ops._groups, ATB_OPS_CPU_PATH).
 
 from __future__ import annotations
 
+import numbers
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -105,8 +106,10 @@ def _as_counts(name: str, value: Counts) -> list[int]:
             values = list(value)
         except TypeError:
             raise AtbError(f"{name} must be a list of ints or an int64 tensor, got {type(value).__name__}") from None
-        if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        # numbers.Integral takes numpy's integers (a count array from numpy), never a float or a bool.
+        if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in values):
             raise AtbError(f"{name} must hold ints only, got {values}")
+        values = [int(v) for v in values]
     if values and (max(values) > _INT64_MAX or min(values) < -_INT64_MAX - 1):
         i, v = next((i, v) for i, v in enumerate(values) if not -_INT64_MAX - 1 <= v <= _INT64_MAX)
         raise AtbError(f"{name}[{i}] = {v} does not fit int64 (max {_INT64_MAX})")

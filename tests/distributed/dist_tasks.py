@@ -11,12 +11,16 @@ from tests.support.paths import REPO_ROOT
 from tests.support.smaps import mappings_of
 
 
-def seed_000(rank: int, world_size: int, path: str):
-    """Paddle's global_scatter example, forward and backward (c = a * a; c.backward())."""
+def seed_000(rank: int, world_size: int, path: str, counts: str = "tensor"):
+    """Paddle's global_scatter example, forward and backward (c = a * a; c.backward()); the counts as int64
+    tensors, or as numpy arrays ("numpy")."""
+    import numpy as np
+
     with cpu_path(path):
         x = torch.tensor([[1, 2], [3, 4], [5, 6], [7, 8], [9, 10]], dtype=torch.float32, requires_grad=True)
-        local_count = torch.tensor([2, 1, 1, 1] if rank == 0 else [1, 1, 2, 1], dtype=torch.int64)
-        global_count = torch.tensor([2, 1, 1, 1] if rank == 0 else [1, 1, 2, 1], dtype=torch.int64)
+        make = (lambda v: np.array(v)) if counts == "numpy" else (lambda v: torch.tensor(v, dtype=torch.int64))
+        local_count = make([2, 1, 1, 1] if rank == 0 else [1, 1, 2, 1])
+        global_count = make([2, 1, 1, 1] if rank == 0 else [1, 1, 2, 1])
         a = ad.global_scatter(x, local_count, global_count)
         c = a * a
         c.backward(torch.ones_like(c))

@@ -14,9 +14,9 @@ from tests.distributed import dist_golden, dist_tasks
 PATHS = ["shm", "group"]
 
 
-@pytest.mark.parametrize("path", PATHS)
-def test_seed_000_global_scatter(rank_pools, path):
-    (a0, g0, b0), (a1, g1, b1) = rank_pools(2).run(dist_tasks.seed_000, path)
+@pytest.mark.parametrize(("path", "counts"), [("shm", "tensor"), ("group", "tensor"), ("shm", "numpy")])
+def test_seed_000_global_scatter(rank_pools, path, counts):
+    (a0, g0, b0), (a1, g1, b1) = rank_pools(2).run(dist_tasks.seed_000, path, counts)
     assert a0 == [[1, 2], [3, 4], [1, 2], [5, 6], [3, 4]]
     assert a1 == [[7, 8], [5, 6], [7, 8], [9, 10], [9, 10]]
     grad = [[2, 4], [6, 8], [10, 12], [14, 16], [18, 20]]
