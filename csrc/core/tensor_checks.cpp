@@ -33,8 +33,9 @@ void checkOutput(const at::Tensor& out, const TensorDesc& want, const c10::Devic
   // ATB's operators' SetupCheckImpl answer ERROR_INVALID_TENSOR_DIM for an output of another shape.
   ATB_CHECK(out.sizes() == c10::IntArrayRef(want.shape), ERROR_INVALID_TENSOR_DIM, op, which, " has shape ",
             out.sizes(), "; expected ", c10::IntArrayRef(want.shape));
-  ATB_CHECK(out.scalar_type() == want.dtype, ERROR_INVALID_TENSOR_DTYPE, op, which, " has dtype ", out.scalar_type(),
-            "; expected ", want.dtype);
+  // ATB's Setup checks every tensor's dtype against the operator's table (CheckIniMatch) before its own checks.
+  ATB_CHECK(out.scalar_type() == want.dtype, ERROR_INVALID_TENSOR_INI_MATCH, op, which, " has dtype ",
+            out.scalar_type(), "; expected ", want.dtype);
   ATB_CHECK(out.device() == device, ERROR_INVALID_PARAM, op, which, " is on ", out.device(), " but the input is on ",
             device);
   ATB_CHECK(out.is_contiguous(), ERROR_INVALID_PARAM, op, which, " must be contiguous (strides ", out.strides(), ")");

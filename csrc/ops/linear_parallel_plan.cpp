@@ -300,6 +300,15 @@ void planMoe(const P& p, const LinearParallelInputs& r, const std::vector<at::Te
             " asks for ", plan.outputRows, " output rows; at most ", kMaxMoeOutputRows);
   ATB_CHECK(plan.k <= kMaxMoeK, ERROR_INVALID_TENSOR_SIZE, kOp, " MoE types allow k up to ", kMaxMoeK,
             ", got k=", plan.k);
+  if (r.scale >= 0) {
+    const at::Tensor& s = in[r.scale];
+    ATB_CHECK(s.dim() <= 2 && s.numel() == int64_t{L} * plan.n, ERROR_INVALID_TENSOR_DIM, kOp, " ",
+              inputName(r, r.scale), " must hold localExpertNums * n = ", L, " * ", plan.n,
+              " per-channel scales (shape [", L * plan.n, "] or [", L, ", ", plan.n, "]), got ", s.sizes());
+  }
+  // Tensor descriptions alone (ATB's InferShape in C++): the output is [maxOutputSize's rows, n] whatever the counts
+  // are; the counts and the layout they make are checked by Setup and Execute, which have the values.
+  if (m.is_meta()) return;
   const at::Tensor host = m.to(at::kCPU, at::kLong).contiguous();
   const int64_t* v = host.data_ptr<int64_t>();
   std::vector<int64_t> counts(v, v + host.numel());
@@ -323,12 +332,6 @@ void planMoe(const P& p, const LinearParallelInputs& r, const std::vector<at::Te
               plan.moe.ownTokens, " tokens to this rank");
     validateLayout(scaleLayout(combineLayout(plan.moe, tp, plan.outputRows), plan.n), p.comm.rankSize,
                    plan.moe.keptRows * plan.n, tp * plan.outputRows * plan.n);
-  }
-  if (r.scale >= 0) {
-    const at::Tensor& s = in[r.scale];
-    ATB_CHECK(s.dim() <= 2 && s.numel() == int64_t{L} * plan.n, ERROR_INVALID_TENSOR_DIM, kOp, " ",
-              inputName(r, r.scale), " must hold localExpertNums * n = ", L, " * ", plan.n,
-              " per-channel scales (shape [", L * plan.n, "] or [", L, ", ", plan.n, "]), got ", s.sizes());
   }
 }
 

@@ -56,16 +56,21 @@ void Operation::runRetrying(const Plan& p, const std::vector<at::Tensor>& inputs
   }
 }
 
+void Operation::checkOutputs(const Plan& p, const std::vector<at::Tensor>& inputs,
+                             const std::vector<at::Tensor>& outputs) const {
+  ATB_CHECK(outputs.size() == p.outputs.size(), ERROR_INVALID_IN_TENSOR_NUM, name(), " takes ", p.outputs.size(),
+            " output tensor(s), got ", outputs.size());
+  const c10::Device device = inputs.at(0).device();
+  for (size_t i = 0; i < outputs.size(); ++i) checkOutput(outputs[i], p.outputs[i], device, name(), i);
+}
+
 void Operation::executeOut(const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs) {
   const CallLabel label(name());
   const Plan p = plan(inputs);
   const std::vector<TensorDesc>& descs = p.outputs;
-  ATB_CHECK(outputs.size() == descs.size(), ERROR_INVALID_PARAM, name(), " takes ", descs.size(),
-            " output tensor(s), got ", outputs.size());
-  const c10::Device device = inputs.at(0).device();
+  checkOutputs(p, inputs, outputs);
   bool aliased = false;
   for (size_t i = 0; i < outputs.size(); ++i) {
-    checkOutput(outputs[i], descs[i], device, name(), i);
     for (const at::Tensor& in : inputs) aliased = aliased || mayOverlap(outputs[i], in);
     for (size_t j = 0; j < i; ++j) {
       ATB_CHECK(!mayOverlap(outputs[i], outputs[j]), ERROR_INVALID_PARAM, name(), " outputs ", j, " and ", i,

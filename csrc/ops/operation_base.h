@@ -58,6 +58,10 @@ class Operation {
   // Validates inputs and the caller's outputs (shape, dtype, device, contiguity), then writes into them. An
   // output that shares bytes with an input is written through a temporary, so the result is never corrupt.
   void executeOut(const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs);
+  // The caller's outputs against the plan's (ATB's Setup: their count, ERROR_INVALID_IN_TENSOR_NUM as ATB numbers
+  // it; each one's shape, dtype, device and contiguity); no communication.
+  void checkOutputs(const Plan& plan, const std::vector<at::Tensor>& inputs,
+                    const std::vector<at::Tensor>& outputs) const;
 
  protected:
   // Runs `plan` (made from these very inputs) into outputs of its shapes.

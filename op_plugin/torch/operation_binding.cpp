@@ -52,9 +52,12 @@ std::string OperationBinding::inferShape(const std::vector<at::Tensor>& inputs) 
 }
 
 std::string OperationBinding::setup(const std::vector<at::Tensor>& inputs,
-                                    const std::vector<at::Tensor>& /*outputs*/) const {
+                                    const std::vector<at::Tensor>& outputs) const {
   const auto start = Clock::now();
-  (void)op_->inferShape(inputs);
+  const Plan plan = op_->plan(inputs);
+  // As ATB's Setup checks the variant pack's outputs; a script that gives none (it lets execute allocate them)
+  // is not refused for it.
+  if (!outputs.empty()) op_->checkOutputs(plan, inputs, outputs);
   std::ostringstream out;
   out << R"({"result": 0, "workspace_size": 0, "setup_time": )" << microseconds(Clock::now() - start) << "}";
   return out.str();

@@ -29,7 +29,7 @@ class OperationBinding {
   void setVariantPackParam(const std::string& json);
   // JSON: result, num, dtype (aclDataType numbers), format, shape.
   std::string inferShape(const std::vector<at::Tensor>& inputs) const;
-  // JSON: result, workspace_size, setup_time (us).
+  // JSON: result, workspace_size, setup_time (us). Checks the inputs, and the outputs where any are given.
   std::string setup(const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs) const;
   // The blocking calls release the GIL while they wait on peers.
   std::vector<at::Tensor> execute(const std::vector<at::Tensor>& inputs);

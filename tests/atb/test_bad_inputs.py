@@ -245,7 +245,7 @@ def test_variant_pack_wrong_length_caught_at_execute():
         (torch.empty(1, 7), "ERROR_INVALID_TENSOR_DIM", ["output has shape [1, 7]", "expected [1, 8]"]),
         (
             torch.empty(1, 8, dtype=torch.float16),
-            "ERROR_INVALID_TENSOR_DTYPE",
+            "ERROR_INVALID_TENSOR_INI_MATCH",
             ["output has dtype Half", "expected Float"],
         ),
         (torch.empty(1, 16)[:, ::2], "ERROR_INVALID_PARAM", ["output must be contiguous"]),
@@ -254,6 +254,22 @@ def test_variant_pack_wrong_length_caught_at_execute():
 def test_bad_execute_out(out, error, fragments):
     with expect(error, *fragments):
         op().execute_out([X, *OK_COUNTS, torch.zeros(8)], [out])
+
+
+def test_setup_checks_the_outputs_it_is_given():
+    """ATB's Setup checks the variant pack's outputs: another shape is ERROR_INVALID_TENSOR_DIM (the operators'
+    SetupCheckImpl), another dtype ERROR_INVALID_TENSOR_INI_MATCH (CheckIniMatch), another count
+    ERROR_INVALID_IN_TENSOR_NUM (ATB's code for both lists); no output list at all is let through."""
+    o = op()
+    inputs = [X, *OK_COUNTS, torch.zeros(8)]
+    assert json.loads(o.setup(inputs, [torch.empty(1, 8)]))["result"] == 0
+    assert json.loads(o.setup(inputs, []))["result"] == 0
+    with expect("ERROR_INVALID_TENSOR_DIM", "output has shape [1, 7]", "expected [1, 8]"):
+        o.setup(inputs, [torch.empty(1, 7)])
+    with expect("ERROR_INVALID_TENSOR_INI_MATCH", "output has dtype Half"):
+        o.setup(inputs, [torch.empty(1, 8, dtype=torch.float16)])
+    with expect("ERROR_INVALID_IN_TENSOR_NUM", "takes 1 output tensor(s), got 2"):
+        o.setup(inputs, [torch.empty(1, 8), torch.empty(1, 8)])
 
 
 def test_alltoall_indivisible_numel():

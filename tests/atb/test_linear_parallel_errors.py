@@ -206,10 +206,11 @@ def test_combine_output_rows():
 
 
 def test_execute_out_wrong_output():
+    """ATB's codes: an output of another shape ERROR_INVALID_TENSOR_DIM, another count ERROR_INVALID_IN_TENSOR_NUM."""
     op = make()
-    with expect("ERROR_INVALID_TENSOR_SIZE"):
+    with expect("ERROR_INVALID_TENSOR_DIM", "output has shape [4, 7]"):
         op.execute_out([f16(4, 8), f16(6, 8)], [f16(4, 7)])
-    with expect("ERROR_INVALID_PARAM", "takes 1 output"):
+    with expect("ERROR_INVALID_IN_TENSOR_NUM", "takes 1 output"):
         op.execute_out([f16(4, 8), f16(6, 8)], [f16(4, 6), f16(4, 6)])
 
 

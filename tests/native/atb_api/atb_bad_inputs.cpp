@@ -76,6 +76,24 @@ void creation() {
   linear.rankSize = 1;
   linear.type = static_cast<atb::infer::LinearParallelParam::ParallelType>(9);
   EXPECT_STATUS(atb::CreateOperation(linear, &op), atb::ERROR_INVALID_PARAM);
+  // The MoE types' InferShape needs the descriptions only (ATB's: [maxOutputSize's rows, n]); the token counts, which
+  // a description does not hold, are Setup's and Execute's to check.
+  linear.type = atb::infer::LinearParallelParam::ALLTOALLVC_ALL_GATHER_GMM;
+  linear.backend = "lcoc";
+  linear.rankSize = 2;
+  linear.transWeight = false;
+  linear.moeInfo.epSize = 2;
+  linear.moeInfo.localExpertNums = 2;
+  linear.moeInfo.tpSize = 1;
+  EXPECT_OK(atb::CreateOperation(linear, &op));
+  atb::SVector<atb::TensorDesc> outDescs;
+  EXPECT_OK(op->InferShape({atbtest::desc(ACL_FLOAT16, {9, 8}), atbtest::desc(ACL_FLOAT16, {2, 8, 4}),
+                            atbtest::desc(ACL_INT32, {2, 4}), atbtest::desc(ACL_INT32, {12})},
+                           outDescs));
+  EXPECT_TRUE(outDescs.size() == 1 && outDescs[0].shape.dimNum == 2 && outDescs[0].shape.dims[0] == 12 &&
+                  outDescs[0].shape.dims[1] == 4 && outDescs[0].dtype == ACL_FLOAT16,
+              "ALLTOALLVC_ALL_GATHER_GMM InferShape gives [12, 4] float16");
+  EXPECT_OK(atb::DestroyOperation(op));
   std::fprintf(stderr, "--- LinearParallelParam done\n");
 }
 
@@ -176,7 +194,8 @@ void tensorsAndSetup(atb::Context* context, aclrtStream stream) {
   bad.desc.format = ACL_FORMAT_FRACTAL_NZ;
   EXPECT_STATUS(op->Setup(pack({bad}, {out.tensor}), ws, context), atb::ERROR_INVALID_TENSOR_FORMAT);
   DeviceTensor wrongDtype(ACL_FLOAT16, {1, 3, 4});
-  EXPECT_STATUS(op->Setup(pack({x.tensor}, {wrongDtype.tensor}), ws, context), atb::ERROR_INVALID_TENSOR_DTYPE);
+  // ATB's CheckIniMatch: a dtype outside the operator's table.
+  EXPECT_STATUS(op->Setup(pack({x.tensor}, {wrongDtype.tensor}), ws, context), atb::ERROR_INVALID_TENSOR_INI_MATCH);
   DeviceTensor wrongShape(ACL_FLOAT, {1, 4, 3});  // ATB's SetupCheckImpl: ERROR_INVALID_TENSOR_DIM
   EXPECT_STATUS(op->Setup(pack({x.tensor}, {wrongShape.tensor}), ws, context), atb::ERROR_INVALID_TENSOR_DIM);
 
