@@ -91,8 +91,6 @@ int64_t unitOf(HcclDataType type) {
   return scalarTypeOf(type, &t) ? 1 : sizeOf(type);
 }
 
-// `count` elements of `type` at `ptr` as a tensor (no copy): typed when the collective computes, as bytes
-// when it only moves data (every HCCL type then works).
 namespace {
 void checkNotNull(const void* ptr, uint64_t count, const char* what) {
   if (ptr == nullptr && count > 0) {
@@ -101,6 +99,8 @@ void checkNotNull(const void* ptr, uint64_t count, const char* what) {
 }
 }  // namespace
 
+// `count` elements of `type` at `ptr` as a tensor (no copy): typed when the collective computes, as bytes
+// when it only moves data (every HCCL type then works).
 at::Tensor typed(const void* ptr, uint64_t count, HcclDataType type, const char* what) {
   c10::ScalarType t;
   if (!scalarTypeOf(type, &t)) {
@@ -119,7 +119,7 @@ at::Tensor bytes(const void* ptr, uint64_t count, HcclDataType type, const char*
   return at::from_blob(const_cast<void*>(ptr), {n}, at::TensorOptions().dtype(at::kByte));
 }
 
-// A point-to-point payload: typed where torch has the type, so a size mismatch is reported in the caller's
+// Data a call moves: typed where torch has the type, so a size that differs across ranks is named in the caller's
 // elements; as bytes otherwise.
 at::Tensor payload(const void* ptr, uint64_t count, HcclDataType type, const char* what) {
   c10::ScalarType t;
