@@ -100,8 +100,12 @@ void CommOperation::setParamObject(const nlohmann::json& param) {
   // refused param's fields, so the accepted param's are read again (they passed these very checks before).
   const auto keepAccepted = [&] {
     if (!paramSet_) return;
-    JsonFields again(accepted_, name_ + " param");
-    readParam(again, param_);
+    try {
+      JsonFields again(accepted_, name_ + " param");
+      readParam(again, param_);
+    } catch (const StatusError&) {
+      paramSet_ = false;  // the environment changed under it (ATB_OPS_NPU_NAME): no half-restored operation runs
+    }
   };
   try {
     if (!isKnownBackend(p.backend) || (p.backend == "lccl" && !acceptsLccl())) {

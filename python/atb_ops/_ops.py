@@ -10,7 +10,7 @@ import math
 
 import torch
 
-from atb_ops import _C
+from atb_ops import _C, _ordering
 
 
 def packed(counts: list[int]) -> list[int]:
@@ -68,6 +68,10 @@ def _int8_all_reduce_fake(x, scale, per_channel, offset, out_dtype, block_size, 
     return x.new_empty(x.shape, dtype=out_dtype)
 
 
+# Every backward below first waits for the asynchronous calls made before it (_ordering.settle(None)): it is a
+# synchronous call on its communicator, and ranks must put their calls on it in one order.
+
+
 def _all_to_all_v_setup(ctx, inputs, output):
     x, send_counts, sdispls, recv_counts, rdispls, comm = inputs
     ctx.layout = (list(send_counts), list(sdispls), list(recv_counts), list(rdispls))
@@ -78,6 +82,7 @@ def _all_to_all_v_setup(ctx, inputs, output):
 def _all_to_all_v_backward(ctx, grad):
     """The adjoint: gradients travel back along the transposed layout; overlapping or gapped send
     regions accumulate (a region sent twice gets both gradients)."""
+    _ordering.settle(None)
     send_counts, sdispls, recv_counts, rdispls = ctx.layout
     back = packed(send_counts)
     g = torch.ops.atb_ops.all_to_all_v(grad.contiguous(), recv_counts, rdispls, send_counts, back, ctx.comm)
@@ -102,11 +107,13 @@ def _comm_setup(ctx, inputs, output):
 
 def _all_gather_backward(ctx, grad):
     """Reduce-scatter (sum): rank j's slice of every rank's gradient goes to rank j."""
+    _ordering.settle(None)
     return torch.ops.atb_ops.reduce_scatter(grad.contiguous(), "sum", ctx.comm), None
 
 
 def _all_reduce_backward(ctx, grad):
     """The sum's gradient is the sum of the gradients (the same on every rank)."""
+    _ordering.settle(None)
     if ctx.op != "sum":
         raise RuntimeError(f"atb_ops all_reduce: no gradient for op '{ctx.op}' (only 'sum')")
     return torch.ops.atb_ops.all_reduce(grad.contiguous(), "sum", ctx.comm), None, None
@@ -114,6 +121,7 @@ def _all_reduce_backward(ctx, grad):
 
 def _reduce_scatter_backward(ctx, grad):
     """Each rank's input chunk j contributed once to rank j's output: all-gather the gradients."""
+    _ordering.settle(None)
     if ctx.op != "sum":
         raise RuntimeError(f"atb_ops reduce_scatter: no gradient for op '{ctx.op}' (only 'sum')")
     return torch.ops.atb_ops.all_gather(grad.contiguous(), ctx.comm), None, None
@@ -121,6 +129,7 @@ def _reduce_scatter_backward(ctx, grad):
 
 def _all_to_all_backward(ctx, grad):
     """Equal splits are their own adjoint: chunk j of the gradient goes back to rank j."""
+    _ordering.settle(None)
     return torch.ops.atb_ops.all_to_all(grad.contiguous(), ctx.comm), None
 
 
@@ -130,10 +139,12 @@ def _experts_setup(ctx, inputs, output):
 
 def _global_scatter_backward(ctx, grad):
     """The gradients of the scattered rows go back where the rows came from: global_gather."""
+    _ordering.settle(None)
     return torch.ops.atb_ops.global_gather(grad.contiguous(), ctx.local, ctx.global_, ctx.comm), None, None, None
 
 
 def _global_gather_backward(ctx, grad):
+    _ordering.settle(None)
     return torch.ops.atb_ops.global_scatter(grad.contiguous(), ctx.local, ctx.global_, ctx.comm), None, None, None
 
 

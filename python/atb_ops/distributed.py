@@ -12,14 +12,13 @@ the group's own backend (see atb_ops._groups, ATB_OPS_CPU_PATH).
 from __future__ import annotations
 
 import numbers
-import threading
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 
 import torch
 import torch.distributed as dist
 
-from atb_ops import _C, _ops  # noqa: F401  (_ops registers the ops' fake kernels and autograd)
+from atb_ops import _C, _ops, _ordering  # noqa: F401  (_ops registers the ops' fake kernels and autograd)
 from atb_ops._groups import comm_for, group_size, known_comm, resolve_group
 from atb_ops.errors import AtbError
 
@@ -76,7 +75,7 @@ def _comm(group: dist.ProcessGroup | None, x: torch.Tensor, check, *, settle: bo
     """The group's communicator handle for tensors like x. Making the first one is itself a collective, so
     `check(group size)` (the call's native checks) runs before it: bad arguments never communicate. With `settle`
     (every synchronous call), the group's earlier asynchronous calls are finished first (see _settle)."""
-    if settle and _last:
+    if settle and _ordering.pending():
         _settle(group)
     comm = known_comm(group, x)
     if comm is None:
@@ -173,33 +172,11 @@ class Task:
 
 
 _DONE = Task()  # what a synchronous call returns
-_executors: dict[str, ThreadPoolExecutor] = {}
-_last: dict[str, Future] = {}  # per group: its latest asynchronous call (they run in order on its worker)
-_order_lock = threading.Lock()
 
 
 def _settle(group: dist.ProcessGroup | None) -> None:
-    """Waits until the group's asynchronous calls so far have run. Every rank must put its calls on a communicator in
-    one order: a synchronous call made while an earlier asynchronous one waits on the group's worker thread would
-    otherwise reach the communicator first on some ranks and second on others (a mismatch, or two calls of one kind
-    from different iterations paired)."""
-    with _order_lock:
-        previous = _last.pop(resolve_group(group).group_name, None)
-    if previous is not None:
-        previous.exception()  # its error belongs to its own Task.wait()
-
-
-def _asynchronous(group: dist.ProcessGroup | None, fn) -> Task:
-    """Runs fn on the group's worker thread, after the group's earlier asynchronous calls."""
-    name = resolve_group(group).group_name
-    with _order_lock:
-        executor = _executors.get(name)
-        if executor is None:
-            executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"atb_ops-{name}")
-            _executors[name] = executor
-        future = executor.submit(fn)
-        _last[name] = future
-    return Task(future)
+    """Waits until the group's asynchronous calls so far have run (see atb_ops._ordering)."""
+    _ordering.settle(resolve_group(group).group_name)
 
 
 def alltoall_single(
@@ -239,7 +216,8 @@ def alltoall_single(
         return _DONE
     # Checked now, in the caller: a bad call raises here, not from Task.wait().
     _native(_C.check_alltoall_single, group_size(group), out_tensor, in_tensor, outs, ins)
-    return _asynchronous(group, lambda: _native(fn, out_tensor, in_tensor, outs, ins, comm))
+    return Task(_ordering.submit(resolve_group(group).group_name,
+                                 lambda: _native(fn, out_tensor, in_tensor, outs, ins, comm)))
 
 
 def global_scatter(

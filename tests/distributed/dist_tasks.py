@@ -122,7 +122,13 @@ def async_then_synchronous_calls(rank: int, world_size: int, iterations: int, pa
                                                scale=torch.tensor(0.5), out_dtype=torch.float32)
             if it % 3 != 2:  # the others are left to the next synchronous call
                 task.wait()
-            results.append((out, gathered, exchanged, summed, codes))
+            # A backward is a synchronous call too: its reduce-scatter runs after the asynchronous call before it.
+            leaf = torch.full((2,), float(rank + 1), requires_grad=True)
+            total = ad.all_gather(leaf).sum()
+            late = torch.full((4 * world_size,), -7.0)
+            ad.alltoall_single(late, torch.arange(4.0 * world_size) + 2000 * rank + it, sync_op=False)
+            total.backward()
+            results.append((out, gathered, exchanged, summed, codes, late, leaf.grad))
         ad.all_gather(torch.zeros(1))  # the last asynchronous call has run once this returns
     return results
 

@@ -114,13 +114,14 @@ def test_all_to_all_v_random(rank_pools, world_size, path):
 
 @pytest.mark.parametrize("path", PATHS)
 def test_synchronous_calls_wait_for_the_groups_asynchronous_ones(rank_pools, path):
-    """A synchronous call made while an asynchronous alltoall_single waits on the group's worker thread runs after
-    it on every rank: before, each rank's calls reached the communicator in its own order (a mismatch error on most
-    iterations, and, after one, calls of different iterations paired with wrong values and no error)."""
+    """A synchronous call made while an asynchronous alltoall_single waits on the group's worker thread (a backward's
+    collective included) runs after it on every rank: before, each rank's calls reached the communicator in its own
+    order (a mismatch error on most iterations, and, after one, calls of different iterations paired with wrong
+    values and no error)."""
     n, iterations = 2, 12
     results = rank_pools(n).run(dist_tasks.async_then_synchronous_calls, iterations, path)
     for rank, per_rank in enumerate(results):
-        for it, (out, gathered, exchanged, summed, codes) in enumerate(per_rank):
+        for it, (out, gathered, exchanged, summed, codes, late, grad) in enumerate(per_rank):
             want_out = torch.cat([torch.arange(4.0 * n)[4 * rank : 4 * rank + 4] + 1000 * s + it for s in range(n)])
             want_exchanged = torch.cat([torch.arange(2.0 * n)[2 * rank : 2 * rank + 2] + 100 * s + it
                                         for s in range(n)])
@@ -129,6 +130,9 @@ def test_synchronous_calls_wait_for_the_groups_asynchronous_ones(rank_pools, pat
             assert torch.equal(exchanged, want_exchanged), (rank, it, exchanged)
             assert torch.equal(summed, torch.tensor([float(sum(s + it for s in range(n)))])), (rank, it, summed)
             assert torch.equal(codes, torch.full((16,), 0.5 * sum(s + 1 for s in range(n)))), (rank, it, codes)
+            want_late = torch.cat([torch.arange(4.0 * n)[4 * rank : 4 * rank + 4] + 2000 * s + it for s in range(n)])
+            assert torch.equal(late, want_late), (rank, it, late)
+            assert torch.equal(grad, torch.full((2,), float(n))), (rank, it, grad)
 
 
 @pytest.mark.parametrize("sync_op", [True, False])

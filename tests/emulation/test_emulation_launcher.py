@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -179,11 +180,11 @@ def test_env_accepts_its_own_ascend_home_and_finds_default_installs(tmp_path, mo
     """ASCEND_HOME_PATH from an earlier `eval "$(python -m atb_ops env)"` is atb_ops' own folder, not a toolkit;
     a toolkit installed in a default place is found without any variable."""
     ours = launcher.emulation_env("cpu")["ASCEND_HOME_PATH"]
-    assert launcher.find_real_ascend_toolkit({"ASCEND_HOME_PATH": ours}) is None
+    assert launcher.find_real_ascend_toolkit({"ASCEND_HOME_PATH": ours, "HOME": str(tmp_path)}) is None
     install = tmp_path / "ascend-toolkit"
     install.mkdir()
     monkeypatch.setattr(launcher.config, "TOOLKIT_INSTALLS", ("/nonexistent/Ascend", str(install)))
-    assert launcher.find_real_ascend_toolkit({}) == str(install)
+    assert launcher.find_real_ascend_toolkit({"HOME": str(tmp_path)}) == str(install)
 
 
 def test_a_real_atb_home_and_a_users_own_install_are_found(tmp_path):
@@ -193,7 +194,12 @@ def test_a_real_atb_home_and_a_users_own_install_are_found(tmp_path):
     assert launcher.find_real_ascend_toolkit({"ATB_HOME_PATH": ours["ATB_HOME_PATH"], "HOME": str(tmp_path)}) is None
     real_atb = tmp_path / "nnal" / "atb" / "latest" / "atb" / "cxx_abi_1"
     (real_atb / "lib").mkdir(parents=True)
-    (real_atb / "lib" / "libatb.so").write_bytes(b"")
+    (real_atb / "lib" / "libatb.so").write_bytes(b"\x7fELF ATB's own library")
+    # atb_ops' libatb.so of another install (an ATB_HOME_PATH an earlier `env` left) is not a real ATB.
+    copied = tmp_path / "old_atb_ops_home"
+    (copied / "lib").mkdir(parents=True)
+    shutil.copyfile(os.path.join(ours["ATB_HOME_PATH"], "lib", "libatb.so"), copied / "lib" / "libatb.so")
+    assert launcher.find_real_ascend_toolkit({"ATB_HOME_PATH": str(copied), "HOME": str(tmp_path)}) is None
     found = launcher.find_real_ascend_toolkit({"ATB_HOME_PATH": str(real_atb), "HOME": str(tmp_path)})
     assert found == f"ATB_HOME_PATH={real_atb}"
     (tmp_path / "Ascend" / "ascend-toolkit").mkdir(parents=True)

@@ -99,7 +99,13 @@ class StoreBootstrap final : public Bootstrap {
       if (store_->check({conflict_})) {
         const std::vector<uint8_t> why = store_->get(conflict_);
         forget();
-        fail(std::string(why.begin(), why.end()));  // for the ranks that read the record before the conflict
+        // The ranks that read the record before the conflict wait for each other's hosts: tell them, under this
+        // record's nonce (a later creation has another, so the note is never taken for its failure).
+        try {
+          store_->set(failedKey(nonce_), why);
+        } catch (const std::exception&) {
+          // They then time out, or lose the store with this process.
+        }
         ATB_FAIL(ERROR_INVALID_PARAM, what_, ": ", std::string(why.begin(), why.end()));
       }
       if (Clock::now() >= deadline) {
@@ -119,6 +125,17 @@ class StoreBootstrap final : public Bootstrap {
   }
 
   std::string fetch() {
+    try {
+      return fetchRecord();
+    } catch (const c10::DistNetworkError& e) {
+      ATB_FAIL(ERROR_COMM_PEER_DIED, what_, ": rank ", rank_, " lost the store while it waited for root rank ", root_,
+               "'s record (the process serving the store, the root's where HCCL's root info made it, exited or "
+               "failed its creation): ",
+               e.what_without_backtrace());
+    }
+  }
+
+  std::string fetchRecord() {
     const auto deadline = Clock::now() + timeout_;
     int attempt = 0;
     // Polled rather than store->wait(): the wait stays interruptible (Ctrl-C) and bounded by ATB_OPS_TIMEOUT.
@@ -159,10 +176,9 @@ class StoreBootstrap final : public Bootstrap {
 
   std::vector<std::string> rankHosts() override {
     ATB_CHECK(nonce_ != 0, ERROR_INTERNAL_ERROR, what_, ": rankHosts before broadcast");
-    char hex[17];
-    std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(nonce_));
-    const std::string prefix = key_ + "/" + hex + "/host/";
-    const std::string done = key_ + "/" + hex + "/hosts-read";
+    const std::string prefix = recordKey(nonce_, "host/");
+    const std::string done = recordKey(nonce_, "hosts-read");
+    const std::string failed = failedKey(nonce_);
     const std::string mine = hostIdentity(options_);
     std::vector<std::string> hosts(static_cast<size_t>(size_));
     try {
@@ -171,9 +187,9 @@ class StoreBootstrap final : public Bootstrap {
       int attempt = 0;
       for (int32_t r = 0; r < size_; ++r) {
         while (!store_->check({prefix + std::to_string(r)})) {
-          if (rank_ != root_ && store_->check({failed_})) {
+          if (rank_ != root_ && store_->check({failed})) {
             // A rank that read the record before another found the ranks disagree: the root says why.
-            const std::vector<uint8_t> why = store_->get(failed_);
+            const std::vector<uint8_t> why = store_->get(failed);
             ATB_FAIL(ERROR_INVALID_PARAM, what_, ": root rank ", root_,
                      " could not create the communicator: ", std::string(why.begin(), why.end()));
           }
@@ -208,6 +224,14 @@ class StoreBootstrap final : public Bootstrap {
   }
 
   std::string readMark(int32_t rank) const { return key_ + "/read/" + std::to_string(rank); }
+
+  // A key of one record (one creation), named by its nonce.
+  std::string recordKey(uint64_t nonce, const std::string& name) const {
+    char hex[17];
+    std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(nonce));
+    return key_ + "/" + hex + "/" + name;
+  }
+  std::string failedKey(uint64_t nonce) const { return recordKey(nonce, "failed"); }
 
   static std::vector<uint8_t> nonceBytes(uint64_t nonce) {
     std::vector<uint8_t> b(sizeof(nonce));

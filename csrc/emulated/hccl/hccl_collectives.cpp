@@ -212,6 +212,9 @@ HcclResult HcclReduce(void* sendBuf, void* recvBuf, uint64_t count, HcclDataType
   HCCL_CPU_CHECK_TYPE(dataType);
   HCCL_CPU_CHECK_OP(op);
   if (root >= live->size) return fail(HCCL_E_PARA, "HcclReduce: root " + std::to_string(root));
+  if (live->rank == root && recvBuf == nullptr && count > 0) {  // checked before any rank moves data
+    return fail(HCCL_E_PTR, "HcclReduce: recvBuf is null on the root");
+  }
   return guarded([&] {
     const CpuComm& c = *live;
     const at::Tensor send = typed(sendBuf, count, dataType, "sendBuf");
@@ -244,7 +247,6 @@ HcclResult HcclRecv(void* recvBuf, uint64_t count, HcclDataType dataType, uint32
 HcclResult HcclBatchSendRecv(HcclSendRecvItem* sendRecvInfo, uint32_t itemNum, HcclComm comm, aclrtStream /*stream*/) {
   HCCL_CPU_FIND_COMM(comm);
   if (sendRecvInfo == nullptr && itemNum > 0) return fail(HCCL_E_PTR, "HcclBatchSendRecv: null item list");
-  std::vector<atb_ops::P2pOp> ops;
   for (uint32_t i = 0; i < itemNum; ++i) {
     const HcclSendRecvItem& it = sendRecvInfo[i];
     HCCL_CPU_CHECK_TYPE(it.dataType);
@@ -255,10 +257,17 @@ HcclResult HcclBatchSendRecv(HcclSendRecvItem* sendRecvInfo, uint32_t itemNum, H
     if (it.buf == nullptr && it.count > 0) {
       return fail(HCCL_E_PTR, "HcclBatchSendRecv: item " + std::to_string(i) + "'s buf is null");
     }
-    ops.push_back(atb_ops::P2pOp{it.sendRecvType == HCCL_SEND, payload(it.buf, it.count, it.dataType, "buf"),
-                                 static_cast<int32_t>(it.remoteRank)});
   }
-  return guarded([&] { live->comm->sendRecv(ops); });
+  return guarded([&] {
+    // Made in here: viewing a bad count throws, and no exception may leave HCCL's C API.
+    std::vector<atb_ops::P2pOp> ops;
+    for (uint32_t i = 0; i < itemNum; ++i) {
+      const HcclSendRecvItem& it = sendRecvInfo[i];
+      ops.push_back(atb_ops::P2pOp{it.sendRecvType == HCCL_SEND, payload(it.buf, it.count, it.dataType, "buf"),
+                                   static_cast<int32_t>(it.remoteRank)});
+    }
+    live->comm->sendRecv(ops);
+  });
 }
 
 HcclResult HcclBarrier(HcclComm comm, aclrtStream /*stream*/) {

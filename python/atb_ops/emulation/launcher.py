@@ -197,16 +197,28 @@ def find_real_ascend_toolkit(base: Mapping[str, str] | None = None) -> str | Non
     if ascend and not os.path.isfile(os.path.join(ascend, config.EMULATION_MARKER)):
         return f"{config.ASCEND_ENV}={ascend}"
     atb = base.get(config.HOME_ENV)
-    if atb and os.path.isfile(os.path.join(atb, "lib", "libatb.so")):
-        package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-        if os.path.commonpath([package, os.path.realpath(os.path.join(atb, "lib", "libatb.so"))]) != package:
-            return f"{config.HOME_ENV}={atb}"
+    if atb and os.path.isfile(os.path.join(atb, "lib", "libatb.so")) and not _is_atb_ops_library(
+            os.path.join(atb, "lib", "libatb.so")):
+        return f"{config.HOME_ENV}={atb}"
     home = base.get("HOME") or os.path.expanduser("~")
     for folder in config.TOOLKIT_INSTALLS:
         folder = home + folder[1:] if folder.startswith("~/") else folder
         if os.path.isdir(folder):
             return folder
     return None
+
+
+def _is_atb_ops_library(path: str) -> bool:
+    """Whether a libatb.so is atb_ops' (this install's, or another's left in ATB_HOME_PATH by an earlier `env`): its
+    bytes name atb_ops, which ATB's own never do."""
+    package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    if os.path.commonpath([package, os.path.realpath(path)]) == package:
+        return True
+    try:
+        with open(path, "rb") as f:
+            return b"atb_ops" in f.read()
+    except OSError:
+        return False
 
 
 def _check_no_real_toolkit(force: bool) -> None:
