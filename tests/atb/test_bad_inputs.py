@@ -289,6 +289,7 @@ def test_allgather_input_count():
     ("hccl", ["param 'hcclComm' is 1234 with backend 'hccl' on cpu tensors, which run on 'shm' here",
               "python -m atb_ops run"]),
 ])
+@pytest.mark.filterwarnings("ignore:atb_ops. backend 'hccl' on cpu tensors runs on the 'shm' backend")
 def test_a_handle_no_backend_here_takes_is_named(backend, fragments):
     with expect("ERROR_INVALID_PARAM", *fragments):
         op(hcclComm=1234, backend=backend).execute([X, *OK_COUNTS, torch.zeros(8)])
