@@ -174,6 +174,8 @@ def test_group_timeout_is_dist_backend_error():
     assert exits[0].returncode == 0, (exits[0].stdout, exits[0].stderr)
     line = exits[0].last_line()
     assert line.startswith("DistBackendError:") and "ERROR_COMM_TIMEOUT" in line and "rank 1" in line, line
+    # The message names the timeout that ran out: the group's, not ATB_OPS_TIMEOUT.
+    assert "the group's timeout of 2 s" in line and "ATB_OPS_TIMEOUT" not in line, line
     assert exits[0].seconds < 8, exits[0].seconds  # the group's 2 s, not ATB_OPS_TIMEOUT's 60
 
 
