@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <sstream>
 
 #include "core/status.h"
 
@@ -80,9 +81,15 @@ std::string choice(const std::string& name, const std::string& text, std::initia
 
 }  // namespace env_parse
 
+std::string Timeout::describe() const {
+  std::ostringstream out;
+  out << name() << (fromGroup ? " of " : "=") << seconds() << " s";
+  return out.str();
+}
+
 Options readOptions() {
   Options o;
-  if (auto v = getEnv("ATB_OPS_TIMEOUT")) o.timeout = env_parse::seconds("ATB_OPS_TIMEOUT", *v);
+  if (auto v = getEnv("ATB_OPS_TIMEOUT")) o.timeout.value = env_parse::seconds("ATB_OPS_TIMEOUT", *v);
   if (auto v = getEnv("ATB_OPS_STRICT_BACKEND")) o.strictBackend = env_parse::flag("ATB_OPS_STRICT_BACKEND", *v);
   if (auto v = getEnv("ATB_OPS_STRICT_PARAMS")) o.strictParams = env_parse::flag("ATB_OPS_STRICT_PARAMS", *v);
   if (auto v = getEnv("ATB_OPS_SHM_EAGER")) o.shmEager = env_parse::bytes("ATB_OPS_SHM_EAGER", *v, 0, int64_t{1} << 20);
@@ -130,7 +137,7 @@ Options readOptions() {
 std::map<std::string, std::string> describeOptions(const Options& o) {
   auto onOff = [](bool b) { return std::string(b ? "1" : "0"); };
   return {
-      {"ATB_OPS_TIMEOUT", std::to_string(std::chrono::duration<double>(o.timeout).count())},
+      {"ATB_OPS_TIMEOUT", std::to_string(o.timeout.seconds())},
       {"ATB_OPS_STRICT_BACKEND", onOff(o.strictBackend)},
       {"ATB_OPS_STRICT_PARAMS", onOff(o.strictParams)},
       {"ATB_OPS_SHM_EAGER", std::to_string(o.shmEager)},

@@ -10,10 +10,22 @@
 
 namespace atb_ops {
 
+// How long a rank waits for a peer, and the setting that decided it, which every timeout message names.
+struct Timeout {
+  std::chrono::milliseconds value{std::chrono::seconds(300)};
+  // The communicator of a torch.distributed "atb_ops" group waits as long as the group's timeout.
+  bool fromGroup = false;
+
+  const char* name() const { return fromGroup ? "the group's timeout" : "ATB_OPS_TIMEOUT"; }
+  double seconds() const { return std::chrono::duration<double>(value).count(); }
+  // "ATB_OPS_TIMEOUT=30 s" or "the group's timeout of 30 s".
+  std::string describe() const;
+};
+
 struct Options {
   // ATB_OPS_TIMEOUT (seconds, default 300): the longest any rank waits for a peer. Finite and > 0 after
   // conversion to milliseconds; values above 24 h are clamped to 24 h with a warning.
-  std::chrono::milliseconds timeout{std::chrono::seconds(300)};
+  Timeout timeout;
   // ATB_OPS_STRICT_BACKEND: asking for a backend this machine cannot run is an error, not a fallback.
   bool strictBackend = false;
   // ATB_OPS_STRICT_PARAMS: an unknown key in a param or variant pack is an error, not a warning (ATB ignores them).

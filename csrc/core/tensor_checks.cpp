@@ -43,11 +43,19 @@ void checkOutput(const at::Tensor& out, const TensorDesc& want, const c10::Devic
 
 bool mayOverlap(const at::Tensor& a, const at::Tensor& b) {
   if (!a.defined() || !b.defined() || a.numel() == 0 || b.numel() == 0) return false;
-  if (!a.has_storage() || !b.has_storage()) return false;
-  if (a.storage().data() != b.storage().data()) return false;
+  if (!a.has_storage() || !b.has_storage() || a.device() != b.device()) return false;
+  // By address, not by storage: two storages can hold the same memory (torch.from_numpy twice on one array,
+  // torch.frombuffer twice on one buffer, tensors over one shared-memory block).
+  const auto* aBase = static_cast<const char*>(a.storage().data());
+  const auto* bBase = static_cast<const char*>(b.storage().data());
+  if (aBase == nullptr || bBase == nullptr) return false;  // meta tensors hold no bytes
   const auto [a0, a1] = byteSpan(a);
   const auto [b0, b1] = byteSpan(b);
-  return a0 < b1 && b0 < a1;
+  return aBase + a0 < bBase + b1 && bBase + b0 < aBase + a1;
+}
+
+at::Tensor flatElements(const at::Tensor& contiguous) {
+  return contiguous.as_strided({contiguous.numel()}, {1});
 }
 
 std::vector<int64_t> hostInt64(const at::Tensor& t, const std::string& op, const char* input, int64_t length,

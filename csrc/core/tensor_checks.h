@@ -23,9 +23,13 @@ struct TensorDesc {
 void checkOutput(const at::Tensor& out, const TensorDesc& want, const c10::Device& device, const std::string& op,
                  size_t index);
 
-// Whether two tensors may share bytes: the same storage and intersecting byte ranges (strided tensors
-// count their whole span). Writing `a` while reading `b` would then corrupt one of them.
+// Whether two tensors may share bytes: on one device, intersecting address ranges, whatever storages hold them
+// (strided tensors count their whole span). Writing `a` while reading `b` would then corrupt one of them.
 bool mayOverlap(const at::Tensor& a, const at::Tensor& b);
+
+// A contiguous tensor's elements as a 1-D view of stride 1, which a view as another dtype needs: not reshape({-1}),
+// as torch calls a one-element tensor contiguous whatever its stride (the one element of x[::2]).
+at::Tensor flatElements(const at::Tensor& contiguous);
 
 // A host copy of a 1-D int64 tensor of `length` entries (ATB's count tensors: host tensors; device copies are
 // brought back). Raises ERROR_INVALID_TENSOR_DTYPE / _DIM naming operator `op`'s input `input`.

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "core/tensor_checks.h"
+
 namespace atb_ops {
 namespace {
 
@@ -53,7 +55,7 @@ at::Tensor scaleAsFloat(const at::Tensor& scale) {
   // Each int64 holds a float32's bits in its low 32 bits (ATB's deqScale); on a little-endian host that is the
   // first float32 of each 8-byte pair.
   static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "ATB's int64 deqScale layout assumes little endian");
-  const at::Tensor flat = scale.contiguous().reshape({-1});
+  const at::Tensor flat = flatElements(scale.contiguous());
   return flat.view(at::kFloat).reshape({-1, 2}).select(1, 0).reshape(scale.sizes());
 }
 

@@ -98,34 +98,21 @@ bool isPeerFault(Status s) {
          s == Status::ERROR_RT_FAIL;
 }
 
-// A group's communicator waits as long as the group's timeout, not ATB_OPS_TIMEOUT: its messages say so.
-std::string inGroupWords(const std::string& message) {
-  static const std::pair<std::string, std::string> kWords[] = {{"ATB_OPS_TIMEOUT=", "the group's timeout of "},
-                                                               {"(ATB_OPS_TIMEOUT)", "(the group's timeout)"},
-                                                               {"ATB_OPS_TIMEOUT", "the group's timeout"}};
-  std::string out = message;
-  for (const auto& [from, to] : kWords) {
-    for (size_t at = out.find(from); at != std::string::npos; at = out.find(from, at + to.size())) {
-      out.replace(at, from.size(), to);
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 C10dBackend::C10dBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                          std::chrono::milliseconds timeout, const std::string& groupName)
     : c10d::Backend(rank, size), domain_("c10d:" + groupName) {
   CommConfig config = configForGroup("shm", rank, size, domain_, "", c10::Device(c10::kCPU), nullptr);
-  config.options.timeout = std::min<std::chrono::milliseconds>(timeout, kMaxTimeout);
+  // The group's communicator waits as long as init_process_group(timeout=...) says, and its messages say so.
+  config.options.timeout = Timeout{std::min<std::chrono::milliseconds>(timeout, kMaxTimeout), /*fromGroup=*/true};
   config.store = std::make_shared<GivenStore>(GivenStore{store});
   // Its own communicator, never another live group's (group names are reused after destroy_process_group).
   config.groupId = this;
   try {
     comm_ = blockingCall([&] { return acquireCommunicator(config); });
   } catch (const StatusError& e) {
-    if (isPeerFault(e.status())) C10_THROW_ERROR(DistBackendError, inGroupWords(e.what_without_backtrace()));
+    if (isPeerFault(e.status())) C10_THROW_ERROR(DistBackendError, e.what_without_backtrace());
     throw;
   }
 }
@@ -138,7 +125,7 @@ c10::intrusive_ptr<c10d::Work> C10dBackend::run(const char* label, std::vector<a
   } catch (const StatusError& e) {
     // A peer that died or never came: torch users catch these as DistBackendError (the message names the peer).
     if (isPeerFault(e.status()) || comm_->failed()) {
-      C10_THROW_ERROR(DistBackendError, inGroupWords(e.what_without_backtrace()));
+      C10_THROW_ERROR(DistBackendError, e.what_without_backtrace());
     }
     throw;
   }

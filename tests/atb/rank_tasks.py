@@ -131,3 +131,22 @@ def run_seed_004(rank: int, world_size: int, backend: str, dtype_name: str) -> l
     infer = torch.full((sum(recvout[rank]),), 3, dtype=torch.int8)
     (out,) = op.execute([inputs[rank], *host, infer])
     return [str(out.dtype), list(out.shape), out.to(torch.float64).tolist()]
+
+
+def run_one_element_strided(rank: int, world_size: int, backend: str, big: int) -> list[float]:
+    """Rank 0 sends one element from a stride-2 view to rank 1, which receives it into a stride-2 one-element
+    output through execute_out; rank 1 sends `big` floats to rank 0. Returns what this rank received."""
+    use_backend(backend)
+    op = torch.classes.OperationTorch.OperationTorch("AllToAllVV2Operation")
+    op.set_param(json.dumps({"rank": rank, "rankSize": world_size, "backend": backend, "commDomain": "one-element"}))
+    if rank == 0:
+        x = torch.tensor([7.0, 99.0])[::2]
+        layout = [[0, 1], [0, 0], [0, big], [0, 0]]
+        out = torch.full((1, big), -1.0)
+    else:
+        x = torch.arange(big, dtype=torch.float32) + 0.5
+        layout = [[big, 0], [0, 0], [1, 0], [0, 0]]
+        out = torch.full((1, 2), -1.0)[:, ::2]
+    counts = [torch.tensor(v, dtype=torch.int64) for v in layout]
+    op.execute_out([x, *counts, torch.zeros(out.shape[1], dtype=torch.int8)], [out])
+    return out.reshape(-1).tolist()

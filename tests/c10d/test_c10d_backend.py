@@ -176,7 +176,7 @@ def test_group_timeout_is_dist_backend_error():
     assert line.startswith("DistBackendError:") and "ERROR_COMM_TIMEOUT" in line and "rank 1" in line, line
     # The message names the timeout that ran out: the group's, not ATB_OPS_TIMEOUT.
     assert "the group's timeout of 2 s" in line and "ATB_OPS_TIMEOUT" not in line, line
-    assert exits[0].seconds < 8, exits[0].seconds  # the group's 2 s, not ATB_OPS_TIMEOUT's 60
+    assert exits[0].seconds < 30, exits[0].seconds  # the group's 2 s (and start-up on a busy machine), not the 60 s
 
 
 def test_ranks_on_other_hosts_get_gloo(rank_pools):

@@ -76,7 +76,7 @@ class NcclMockSession {
     c.jobKey = jobKey;
     c.deviceType = c10::DeviceType::CUDA;
     c.options = readOptions();
-    c.options.timeout = millis(timeoutSeconds);
+    c.options.timeout.value = millis(timeoutSeconds);
     auto bootstrap = makeBootstrap(c, "nccl");
     comm_ = nccl::NcclComm::create(api_, rank, size, root, *bootstrap, millis(timeoutSeconds));
   }

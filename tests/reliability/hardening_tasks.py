@@ -6,6 +6,7 @@ import json
 import os
 import threading
 
+import numpy as np
 import torch
 
 from tests.support.environment import environment
@@ -140,16 +141,26 @@ def threads_share_one_operation(rank: int, world_size: int, rounds: int) -> dict
     return result
 
 
+def _over_one_buffer(length: int, offset: int, shared: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """x = the buffer's first `length` elements, out = `length` elements from `offset`: views of one tensor's
+    storage, or (`shared`) two storages over one numpy array's memory (torch.from_numpy twice)."""
+    if shared:
+        memory = np.zeros(length + offset, dtype=np.float64)
+        return torch.from_numpy(memory[:length]), torch.from_numpy(memory[offset : offset + length])
+    storage = torch.zeros(length + offset, dtype=torch.float64)
+    return storage[:length], storage[offset : offset + length]
+
+
 def aliased_output(rank: int, world_size: int, count: int) -> int:
-    """execute_out into x's own storage (and into a view overlapping it): wrong elements afterwards."""
+    """execute_out into x's own memory (the same storage, a view overlapping it, or another storage over the same
+    bytes): wrong elements afterwards."""
     op = _alltoallvv2(rank, world_size, "alias")
     wrong = 0
-    for offset in (0, count // 2):
-        storage = torch.zeros(count * world_size + offset, dtype=torch.float64)
-        x = storage[: count * world_size]
+    for offset, shared in ((0, False), (count // 2, False), (0, True), (count // 2 + 3, True)):
+        x, out = _over_one_buffer(count * world_size, offset, shared)
         inputs, src = _equal_inputs(rank, world_size, count, offset)
         x.copy_(src)
-        out = storage[offset : offset + count * world_size].view(1, -1)
+        out = out.view(1, -1)
         op.execute_out([x, *inputs[1:]], [out])
         wrong += int((out != _expected(rank, world_size, count, offset)).sum())
     return wrong
@@ -166,12 +177,13 @@ def gloo_domains_stay_apart(rank: int, world_size: int) -> int:
     return wrong
 
 
-def failed_communicator_is_replaced(rank: int, world_size: int, job: str) -> dict:
+def failed_communicator_is_replaced(rank: int, world_size: int, job: str, backend: str) -> dict:
     """A communicator that timed out leaves the cache: the failed operation keeps its error, a new operation
-    with the same param gets a fresh communicator. Rank 1 skips one call, so rank 0 times out."""
+    with the same param gets a fresh communicator. Rank 1 skips one call, so rank 0 times out; rank 1's late call
+    is told rank 0 gave up (never carried into the fresh communicator, where it would meet rank 0's next call)."""
     report = {}
     with environment({"ATB_OPS_TIMEOUT": "2"}):  # the pool's value again for the next case
-        op = _alltoallvv2(rank, world_size, "evict-" + job)
+        op = _alltoallvv2(rank, world_size, "evict-" + job, backend)
         inputs, _ = _equal_inputs(rank, world_size, 10, 0)
         op.execute(inputs)  # both: the communicator is up
         if rank == 0:
@@ -195,9 +207,10 @@ def failed_communicator_is_replaced(rank: int, world_size: int, job: str) -> dic
         import atb_ops
 
         before = atb_ops._C.communicator_count()
-        fresh = _alltoallvv2(rank, world_size, "evict-" + job)
-        out = fresh.execute(inputs)[0]
-        report["fresh_ok"] = bool(torch.equal(out, _expected(rank, world_size, 10, 0)))
+        fresh = _alltoallvv2(rank, world_size, "evict-" + job, backend)
+        later, _ = _equal_inputs(rank, world_size, 10, 1)  # other values than the call rank 0 gave up on
+        out = fresh.execute(later)[0]
+        report["fresh_ok"] = bool(torch.equal(out, _expected(rank, world_size, 10, 1)))
         report["cached"] = (before, atb_ops._C.communicator_count())
     return report
 
@@ -223,12 +236,10 @@ def distributed_output_over_input(rank: int, world_size: int, count: int) -> int
 
     ad.all_reduce(torch.zeros(1))
     wrong = 0
-    for offset in (0, count // 2):
-        storage = torch.zeros(count * world_size + offset, dtype=torch.float64)
+    for offset, shared in ((0, False), (count // 2, False), (0, True), (count // 2 + 3, True)):
+        x, out = _over_one_buffer(count * world_size, offset, shared)
         _, src = _equal_inputs(rank, world_size, count, 2)
-        x = storage[: count * world_size]
         x.copy_(src)
-        out = storage[offset : offset + count * world_size]
         ad.alltoall_single(out, x)
         wrong += int((out != _expected(rank, world_size, count, 2).reshape(-1)).sum())
     return wrong

@@ -108,7 +108,8 @@ WAIT_FOREVER = """
     signal.signal(signal.SIGINT, signal.default_int_handler)
     rank = int(sys.argv[1])
     op = torch.classes.OperationTorch.OperationTorch("AllGatherOperation")
-    op.set_param(json.dumps({"rank": rank, "rankSize": 2, "backend": "shm", "commDomain": os.environ["DOMAIN"]}))
+    op.set_param(json.dumps({"rank": rank, "rankSize": 2, "backend": os.environ["BACKEND"],
+                             "commDomain": os.environ["DOMAIN"]}))
     if os.environ["WHERE"] == "collective":
         op.execute([torch.ones(4)])
         if rank == 1:

@@ -64,9 +64,10 @@ def test_gloo_comm_domains_never_meet(rank_pools):
     assert rank_pools(2).run(hardening_tasks.gloo_domains_stay_apart) == [0, 0]
 
 
-def test_failed_communicator_leaves_the_cache(rank_pools):
+@pytest.mark.parametrize("backend", ["shm", "gloo"])
+def test_failed_communicator_leaves_the_cache(rank_pools, backend):
     job = uuid.uuid4().hex[:8]
-    reports = rank_pools(2).run(hardening_tasks.failed_communicator_is_replaced, job)
+    reports = rank_pools(2).run(hardening_tasks.failed_communicator_is_replaced, job, backend)
     first, again = reports[0]["first"], reports[0]["again"]
     assert first.startswith("ERROR_COMM_TIMEOUT"), first
     assert again.startswith("ERROR_COMM_TIMEOUT") and "failed earlier" in again, again  # the same error, repeated

@@ -136,11 +136,14 @@ def test_gloo_creation_honours_the_timeout():
 # ----------------------------------------------------------------------------------------------- Ctrl-C
 
 
+@pytest.mark.parametrize("backend", ["shm", "gloo"])
 @pytest.mark.parametrize("where", ["creation", "collective"])
-def test_ctrl_c_while_waiting_for_a_peer_raises_keyboard_interrupt_fast(where):
+def test_ctrl_c_while_waiting_for_a_peer_raises_keyboard_interrupt_fast(where, backend):
     """Case 8: SIGINT while a rank waits for a peer (during creation, or inside a collective the peer never
-    joins) raises KeyboardInterrupt within about a second, not after ATB_OPS_TIMEOUT=60."""
-    env = clean_env(ATB_OPS_TIMEOUT="60", ATB_OPS_JOB_ID=uuid.uuid4().hex, DOMAIN="ctrl-c-" + where, WHERE=where)
+    joins) raises KeyboardInterrupt within about a second, not after ATB_OPS_TIMEOUT=60, and the process exits
+    (gloo: its group is not torn down while the abandoned collective still runs on gloo's threads)."""
+    env = clean_env(ATB_OPS_TIMEOUT="60", ATB_OPS_JOB_ID=uuid.uuid4().hex, DOMAIN=f"ctrl-c-{where}-{backend}",
+                    WHERE=where, BACKEND=backend)
     ranks = [start(resource_tasks.WAIT_FOREVER, [str(r)], env) for r in range(2 if where == "collective" else 1)]
     # Wait until rank 0 is inside the wait it will be interrupted in.
     line = ranks[0].stdout.readline()

@@ -134,7 +134,7 @@ class NodeLocalBootstrap final : public Bootstrap {
     if (!claim_) {
       claim_ = std::make_unique<JobCensus>(options_, censusSlot_);
       try {
-        claim_->awaitUnambiguous(Clock::now() + timeout_);
+        claim_->awaitUnambiguous(Clock::now() + timeout_.value);
       } catch (const c10::Error& e) {
         tellPeers(e.what_without_backtrace());
         throw;
@@ -152,8 +152,6 @@ class NodeLocalBootstrap final : public Bootstrap {
   }
 
  private:
-  double seconds() const { return std::chrono::duration<double>(timeout_).count(); }
-
   std::string publish(const std::string& payload) {
     ATB_CHECK(payload.size() <= static_cast<size_t>(kMaxPayload), ERROR_INTERNAL_ERROR, "bootstrap payload of ",
               payload.size(), " bytes is too large");
@@ -174,7 +172,7 @@ class NodeLocalBootstrap final : public Bootstrap {
     }
     MappedFile file = placeRecord(payload, kNoConflict, "");
     RecordHeader& h = headerOf(file);
-    const auto deadline = Clock::now() + timeout_;
+    const auto deadline = Clock::now() + timeout_.value;
     int attempt = 0;
     while (h.readers.load(std::memory_order_acquire) < size_ - 1) {
       if (h.conflict.load(std::memory_order_acquire) == kConflictReported) {
@@ -188,7 +186,7 @@ class NodeLocalBootstrap final : public Bootstrap {
         }
         unlinkIfSame(file, path_);
         ATB_FAIL(ERROR_COMM_TIMEOUT, what_, ": root rank ", rank_, " published, but rank(s) ", formatRanks(missing),
-                 " did not join within ATB_OPS_TIMEOUT=", seconds(), " s", elsewhere());
+                 " did not join within ", timeout_.describe(), elsewhere());
       }
       noteStrangers(attempt);
       pause(attempt, what_);
@@ -244,7 +242,7 @@ class NodeLocalBootstrap final : public Bootstrap {
 
  private:
   std::string fetch() {
-    const auto deadline = Clock::now() + timeout_;
+    const auto deadline = Clock::now() + timeout_.value;
     int attempt = 0;
     while (true) {
       MappedFile live;
@@ -276,8 +274,8 @@ class NodeLocalBootstrap final : public Bootstrap {
         headerOf(live).readers.fetch_add(1, std::memory_order_acq_rel);
         return bytes;
       }
-      ATB_CHECK(Clock::now() < deadline, ERROR_COMM_TIMEOUT, what_, ": rank ", rank_, " waited ", seconds(),
-                " s (ATB_OPS_TIMEOUT) for root rank ", root_, " to publish", elsewhere(),
+      ATB_CHECK(Clock::now() < deadline, ERROR_COMM_TIMEOUT, what_, ": rank ", rank_, " waited ", timeout_.seconds(),
+                " s (", timeout_.name(), ") for root rank ", root_, " to publish", elsewhere(),
                 "; ranks on other hosts meet through torch.distributed, a rank table or HCCL root info");
       noteStrangers(attempt);
       pause(attempt, what_);
@@ -350,7 +348,7 @@ class NodeLocalBootstrap final : public Bootstrap {
   int32_t rank_;
   int32_t size_;
   int32_t root_;
-  std::chrono::milliseconds timeout_;
+  Timeout timeout_;
   uint64_t keyHash_;
   bool census_;
   CensusSlot censusSlot_;
@@ -368,7 +366,7 @@ int sweepStaleRecords(const Options& options) {
   const std::string dir = privateDir(options);
   const uint64_t now = ticksSinceBoot();
   const uint64_t keepFailures =
-      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::seconds>(options.timeout).count()) *
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::seconds>(options.timeout.value).count()) *
       ticksPerSecond();
   int removed = 0;
   for (const std::string& name : namesStartingWith(dir, "rdv.")) {

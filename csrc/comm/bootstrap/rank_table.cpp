@@ -116,7 +116,7 @@ c10::intrusive_ptr<c10d::Store> rankTableStore(const RankTable& t, uint32_t rank
     auto it = byHash.find(t.hash);
     if (it != byHash.end()) return it->second;
     if (rank != host) return c10::intrusive_ptr<c10d::Store>();
-    return byHash[t.hash] = serveStore(static_cast<uint16_t>(options.rankTablePort), options.timeout, nullptr);
+    return byHash[t.hash] = serveStore(static_cast<uint16_t>(options.rankTablePort), options.timeout.value, nullptr);
   });
   if (!base) base = joinStore(first.address, static_cast<uint16_t>(options.rankTablePort), options.timeout);
   return c10::make_intrusive<c10d::PrefixStore>("atb_ops/table/" + t.hash, base);

@@ -61,8 +61,6 @@ class StoreBootstrap final : public Bootstrap {
   }
 
  private:
-  double seconds() const { return std::chrono::duration<double>(timeout_).count(); }
-
   std::string publish(const std::string& payload) {
     uint64_t nonce = 0;
     const std::string token = randomToken();
@@ -92,7 +90,7 @@ class StoreBootstrap final : public Bootstrap {
       reportConflict(why);
       ATB_FAIL(ERROR_INVALID_PARAM, what_, ": ", why);
     }
-    const auto deadline = Clock::now() + timeout_;
+    const auto deadline = Clock::now() + timeout_.value;
     int64_t read = 0;
     int attempt = 0;
     while ((read = store_->add(acks_, 0)) < size_ - 1) {
@@ -115,8 +113,7 @@ class StoreBootstrap final : public Bootstrap {
         }
         forget();
         ATB_FAIL(ERROR_COMM_TIMEOUT, what_, ": root rank ", rank_, " published, but rank(s) ", formatRanks(missing),
-                 " did not join (", read, " of ", size_ - 1, " other ranks read it) within ATB_OPS_TIMEOUT=", seconds(),
-                 " s");
+                 " did not join (", read, " of ", size_ - 1, " other ranks read it) within ", timeout_.describe());
       }
       pause(attempt);
     }
@@ -128,15 +125,19 @@ class StoreBootstrap final : public Bootstrap {
     try {
       return fetchRecord();
     } catch (const c10::DistNetworkError& e) {
-      ATB_FAIL(ERROR_COMM_PEER_DIED, what_, ": rank ", rank_, " lost the store while it waited for root rank ", root_,
-               "'s record (the process serving the store, the root's where HCCL's root info made it, exited or "
-               "failed its creation): ",
-               e.what_without_backtrace());
+      lostStore("it waited for the root's record", e);
     }
   }
 
+  // The store lives in a rank's process (HCCL's root info: the root's): it went away with that process.
+  [[noreturn]] void lostStore(const char* during, const c10::DistNetworkError& e) const {
+    ATB_FAIL(ERROR_COMM_PEER_DIED, what_, ": rank ", rank_, " lost the store while ", during,
+             " (the process serving it, the root rank ", root_, "'s where HCCL's root info made it, exited or failed ",
+             "its creation): ", e.what_without_backtrace());
+  }
+
   std::string fetchRecord() {
-    const auto deadline = Clock::now() + timeout_;
+    const auto deadline = Clock::now() + timeout_.value;
     int attempt = 0;
     // Polled rather than store->wait(): the wait stays interruptible (Ctrl-C) and bounded by ATB_OPS_TIMEOUT.
     // A record this rank already read is an earlier creation's, still there while slower ranks read it.
@@ -147,8 +148,8 @@ class StoreBootstrap final : public Bootstrap {
         ATB_FAIL(ERROR_RT_FAIL, what_, ": root rank ", root_,
                  " could not create the communicator: ", std::string(why.begin(), why.end()));
       }
-      ATB_CHECK(Clock::now() < deadline, ERROR_COMM_TIMEOUT, what_, ": rank ", rank_, " waited ", seconds(),
-                " s (ATB_OPS_TIMEOUT) for root rank ", root_, " to publish");
+      ATB_CHECK(Clock::now() < deadline, ERROR_COMM_TIMEOUT, what_, ": rank ", rank_, " waited ", timeout_.seconds(),
+                " s (", timeout_.name(), ") for root rank ", root_, " to publish");
       pause(attempt);
     }
     const RootView root = viewOf(bytes);
@@ -183,7 +184,7 @@ class StoreBootstrap final : public Bootstrap {
     std::vector<std::string> hosts(static_cast<size_t>(size_));
     try {
       store_->set(prefix + std::to_string(rank_), std::vector<uint8_t>(mine.begin(), mine.end()));
-      const auto deadline = Clock::now() + timeout_;
+      const auto deadline = Clock::now() + timeout_.value;
       int attempt = 0;
       for (int32_t r = 0; r < size_; ++r) {
         while (!store_->check({prefix + std::to_string(r)})) {
@@ -193,8 +194,8 @@ class StoreBootstrap final : public Bootstrap {
             ATB_FAIL(ERROR_INVALID_PARAM, what_, ": root rank ", root_,
                      " could not create the communicator: ", std::string(why.begin(), why.end()));
           }
-          ATB_CHECK(Clock::now() < deadline, ERROR_COMM_TIMEOUT, what_, ": rank ", rank_, " waited ", seconds(),
-                    " s (ATB_OPS_TIMEOUT) for rank ", r, " to say which host it is on");
+          ATB_CHECK(Clock::now() < deadline, ERROR_COMM_TIMEOUT, what_, ": rank ", rank_, " waited ",
+                    timeout_.seconds(), " s (", timeout_.name(), ") for rank ", r, " to say which host it is on");
           pause(attempt);
         }
         const std::vector<uint8_t> bytes = store_->get(prefix + std::to_string(r));
@@ -213,10 +214,7 @@ class StoreBootstrap final : public Bootstrap {
     } catch (const StatusError&) {
       throw;
     } catch (const c10::DistNetworkError& e) {
-      // The store lives in a rank's process (HCCL's root info: the root's): it went away with that process.
-      ATB_FAIL(ERROR_COMM_PEER_DIED, what_, ": rank ", rank_,
-               " lost the store while the ranks exchanged their hosts (the process serving it, the root rank ", root_,
-               "'s where HCCL's root info made it, exited or failed its creation): ", e.what_without_backtrace());
+      lostStore("the ranks exchanged their hosts", e);
     } catch (const std::exception& e) {
       ATB_FAIL(ERROR_COMM_EMPTY, what_, ": the store failed while the ranks exchanged their hosts: ", e.what());
     }
@@ -281,7 +279,7 @@ class StoreBootstrap final : public Bootstrap {
   int32_t size_;
   int32_t root_;
   std::string domain_;
-  std::chrono::milliseconds timeout_;
+  Timeout timeout_;
   c10::intrusive_ptr<c10d::Store> store_;
   std::string key_;
   std::string acks_;

@@ -99,17 +99,16 @@ c10::intrusive_ptr<c10d::Store> serveStore(uint16_t port, std::chrono::milliseco
 
 namespace {
 
-c10::intrusive_ptr<c10d::Store> connectStore(const std::string& host, uint16_t port,
-                                             std::chrono::milliseconds timeout) {
+c10::intrusive_ptr<c10d::Store> connectStore(const std::string& host, uint16_t port, const Timeout& timeout) {
   c10d::TCPStoreOptions opts;
   opts.port = port;
   opts.isServer = false;
-  opts.timeout = timeout;
+  opts.timeout = timeout.value;
   try {
     return c10::make_intrusive<c10d::TCPStore>(host, opts);
   } catch (const std::exception& e) {
-    ATB_FAIL(ERROR_COMM_TIMEOUT, "cannot reach the TCPStore at ", host, ":", port,
-             " within ATB_OPS_TIMEOUT=", std::chrono::duration<double>(timeout).count(), " s: ", e.what());
+    ATB_FAIL(ERROR_COMM_TIMEOUT, "cannot reach the TCPStore at ", host, ":", port, " within ", timeout.describe(), ": ",
+             e.what());
   }
 }
 
@@ -143,7 +142,7 @@ c10::intrusive_ptr<c10d::Store> processStore(std::chrono::milliseconds timeout, 
   return store;
 }
 
-c10::intrusive_ptr<c10d::Store> joinStore(const std::string& host, uint16_t port, std::chrono::milliseconds timeout) {
+c10::intrusive_ptr<c10d::Store> joinStore(const std::string& host, uint16_t port, const Timeout& timeout) {
   const std::string where = host + ":" + std::to_string(port);
   c10::intrusive_ptr<c10d::Store> store = joined().with([&](Joined& stores) {
     auto it = stores.find(where);
@@ -151,8 +150,8 @@ c10::intrusive_ptr<c10d::Store> joinStore(const std::string& host, uint16_t port
   });
   if (store) {
     try {
-      store->check({"atb_ops/alive"});  // a server that went (or a new one on its port) fails this
-      store->setTimeout(timeout);       // as a new connection would have it (gloo's rendezvous waits on it)
+      store->check({"atb_ops/alive"});   // a server that went (or a new one on its port) fails this
+      store->setTimeout(timeout.value);  // as a new connection would have it (gloo's rendezvous waits on it)
       return store;
     } catch (const std::exception&) {
       store.reset();

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/options.h"
+
 namespace c10d {
 class Store;
 }
@@ -26,7 +28,7 @@ c10::intrusive_ptr<c10d::Store> processStore(std::chrono::milliseconds timeout, 
 // This process's connection to the TCPStore at host:port: made once (retrying until `timeout`; raises
 // ERROR_COMM_TIMEOUT naming the address) and reused while the store answers, since torch's server looks up the name
 // of every client that connects (reverse DNS, on the thread serving them all: where DNS is slow, a stall for all).
-c10::intrusive_ptr<c10d::Store> joinStore(const std::string& host, uint16_t port, std::chrono::milliseconds timeout);
+c10::intrusive_ptr<c10d::Store> joinStore(const std::string& host, uint16_t port, const Timeout& timeout);
 
 // The address ranks on other hosts reach this one at, as HCCL chooses it: HCCL_IF_IP; else the IPv4 address of
 // the first interface HCCL_SOCKET_IFNAME names ("eth0", "eth0,ib0", "=eth0"); else this host name's address when

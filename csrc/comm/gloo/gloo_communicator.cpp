@@ -23,11 +23,13 @@
 #include "comm/eager_completion.h"
 #include "comm/gloo/existing_group.h"
 #include "core/host.h"
+#include "core/interrupt.h"
 #include "core/layout.h"
 #include "core/memory.h"
 #include "core/process.h"
 #include "core/reduce.h"
 #include "core/status.h"
+#include "core/tensor_checks.h"
 
 namespace atb_ops::gloo {
 namespace {
@@ -79,6 +81,8 @@ constexpr int kStreamsTag = 0x41544201;
 // The pairwise all-reduce's two halves (allreducePairwise): what goes to be reduced, and what comes back reduced.
 constexpr int kReduceTag = 2;
 constexpr int kGatherTag = 3;
+// How often a wait on a collective looks for Ctrl-C (waitFor).
+constexpr std::chrono::milliseconds kInterruptSlice{200};
 // Two ranks of an own group all-reduce from this many bytes pairwise (allreducePairwise) rather than by gloo's ring
 // on a copy. Bench, AllReduce float32, medians of 5 rounds, ratio to torch's gloo all_reduce in the same run, pairwise
 // against the ring: 2 emulated hosts x 1 rank at 10 Gbit/s, 16 MiB 0.98x against 0.88x, 64 MiB 1.17x against 0.88x
@@ -91,7 +95,7 @@ constexpr int64_t kPairPieceBytes = int64_t{1} << 20;
 
 // A flat byte view of a contiguous tensor: gloo then needs no per-dtype support.
 at::Tensor bytesOf(const at::Tensor& t) {
-  return t.reshape({-1}).view(at::kByte).reshape({-1});
+  return flatElements(t).view(at::kByte);
 }
 
 bool packedInRankOrder(const std::vector<int64_t>& counts, const std::vector<int64_t>& displs) {
@@ -164,7 +168,7 @@ c10::intrusive_ptr<c10d::Store> nodeLocalStore(const CommConfig& c, std::string&
   if (c.rank == c.rankRoot) {
     uint16_t port = 0;
     try {
-      served = processStore(c.options.timeout, &port);
+      served = processStore(c.options.timeout.value, &port);
     } catch (const c10::Error& e) {
       bootstrap->fail(e.what_without_backtrace());
       throw;
@@ -202,18 +206,19 @@ c10::intrusive_ptr<c10d::Backend> ownGlooGroup(const CommConfig& c, std::string&
   if (!store && !jobStore() && !launcherAddressGiven()) {
     store = nodeLocalStore(c, token);
   } else {
-    if (!store) jobStore(StoreRequest{true, c.rank, c.rankSize, c.options.timeout});
+    if (!store) jobStore(StoreRequest{true, c.rank, c.rankSize, c.options.timeout.value});
     const std::unique_ptr<Bootstrap> bootstrap = makeBootstrap(c, "gloo");
     token = bootstrap->broadcast(c.rank == c.rankRoot ? randomToken() : "");
   }
   const std::string prefix = "atb_ops/gloo/" + c.commDomain + "/" + token;
-  c10::intrusive_ptr<c10d::Backend> first = make(prefix, c.rank, c.rankSize, c.options.timeout, store);
+  c10::intrusive_ptr<c10d::Backend> first = make(prefix, c.rank, c.rankSize, c.options.timeout.value, store);
   if (c10::intrusive_ptr<c10d::Store> base = store ? store : jobStore()) {
     notes = c10::make_intrusive<c10d::PrefixStore>(prefix + "/notes", std::move(base));
   }
   const int32_t extra = extraStreamsFor(c);
   for (int32_t s = 1; s <= extra; ++s) {
-    extraStreams.push_back(make(prefix + "/stream" + std::to_string(s), c.rank, c.rankSize, c.options.timeout, store));
+    extraStreams.push_back(
+        make(prefix + "/stream" + std::to_string(s), c.rank, c.rankSize, c.options.timeout.value, store));
   }
   return first;
 }
@@ -307,27 +312,48 @@ void GlooCommunicator::leaveNote(const std::string& reason) const {
   }
 }
 
+std::string GlooCommunicator::peerNote() const {
+  if (!notes_ || !notes_->check({"abandoned"})) return "";
+  const std::vector<uint8_t> note = notes_->get("abandoned");
+  std::string text(note.begin(), note.end());
+  const size_t bar = text.find('|');
+  if (bar == std::string::npos || text.compare(0, bar, std::to_string(rank())) == 0) return "";
+  return "rank " + text.substr(0, bar) + " gave up on this communicator: " + text.substr(bar + 1);
+}
+
 bool GlooCommunicator::abandonedByPeer() const {
-  if (!notes_) return false;
   try {
-    if (!notes_->check({"abandoned"})) return false;
-    const std::vector<uint8_t> note = notes_->get("abandoned");
-    return std::string(note.begin(), note.end()).rfind(std::to_string(rank()) + "|", 0) != 0;
+    return !peerNote().empty();
   } catch (const std::exception&) {
     return true;  // the store the group met on is gone: so is at least one of its ranks
   }
 }
 
-void GlooCommunicator::waitFor(const c10::intrusive_ptr<c10d::Work>& work, const char* what) const {
-  const auto timeout = options().timeout;
+void GlooCommunicator::waitFor(const c10::intrusive_ptr<c10d::Work>& work, const char* what, WorkKind kind) const {
+  const auto deadline = std::chrono::steady_clock::now() + options().timeout.value;
   std::string error;
-  try {
-    work->wait(timeout);
-    return;
-  } catch (const c10::Error& e) {
-    error = e.what_without_backtrace();
-  } catch (const std::exception& e) {
-    error = e.what();
+  while (true) {
+    // A collective runs on gloo's threads and its Work is only watched here: waited for in slices, so that Ctrl-C
+    // is seen within one. A send's or receive's wait gives its message up when its time runs out: waited whole.
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const bool whole = kind == WorkKind::kMessage || left <= kInterruptSlice;
+    try {
+      work->wait(whole ? std::max(left, std::chrono::milliseconds(1)) : kInterruptSlice);
+      return;
+    } catch (const c10::Error& e) {
+      error = e.what_without_backtrace();
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    if (whole || work->isCompleted()) break;
+    try {
+      throwIfInterrupted(what);
+    } catch (const StatusError& e) {
+      workLeftBehind_ = true;
+      leaveNote(e.what_without_backtrace());  // a peer must not hand this group to its next operation
+      throw;
+    }
   }
   const std::string remote = remotePeers();
   // Every peer is alive on this host and one closed its connections: it released this communicator (its last
@@ -337,18 +363,33 @@ void GlooCommunicator::waitFor(const c10::intrusive_ptr<c10d::Work>& work, const
   // A killed peer's sockets close while it is still exiting: give its death a moment to show in /proc. A peer
   // whose interpreter is still tearing down (sys.exit) closes them too, and must be named dead, not followed into
   // a creation it never joins: its exit shows within seconds, a release never does.
+  // A peer that gave up on this group (timed out) says so in the notes first, and is named: its connections may close
+  // too, and this rank's call must not be followed into the peer's next creation, to meet a later call of the peer's.
   std::string dead = deadPeers();
-  for (int i = 0; i < (closedByPeer ? 300 : 100) && dead.empty(); ++i) {
+  std::string gaveUp;
+  const auto readNote = [&] {
+    try {
+      // Not where peers are elsewhere: the store may be on the host that was lost, and would hold this rank.
+      if (remote.empty()) gaveUp = peerNote();
+    } catch (const std::exception&) {
+      // The store went: the peers' deaths or the timeout say what happened.
+    }
+  };
+  readNote();
+  for (int i = 0; i < (closedByPeer ? 300 : 100) && dead.empty() && gaveUp.empty(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     dead = deadPeers();
+    readNote();
   }
   ATB_CHECK(dead.empty(), ERROR_COMM_PEER_DIED, "gloo ", what, " on ", name_, " (rank ", rank(), " of ", size(),
             "): peer ", dead, " exited: ", error);
+  ATB_CHECK(gaveUp.empty(), ERROR_COMM_PEER_DIED, "gloo ", what, " on ", name_, " (rank ", rank(), " of ", size(),
+            "): ", gaveUp);
   ATB_CHECK(!closedByPeer, ERROR_COMM_PEER_LEFT, "gloo ", what, " on ", name_, " (rank ", rank(), " of ", size(),
             "): a peer released this communicator (its operation went) while this rank still held it: ", error);
   const std::string why = c10::str(
-      "gloo ", what, " on ", name_, " (rank ", rank(), " of ", size(),
-      ") failed or timed out (ATB_OPS_TIMEOUT=", std::chrono::duration<double>(timeout).count(), " s)",
+      "gloo ", what, " on ", name_, " (rank ", rank(), " of ", size(), ") failed or timed out (",
+      options().timeout.describe(), ")",
       remote.empty() ? "" : "; a peer on another host was lost (" + remote + " of this communicator)", ": ", error);
   leaveNote(why);  // a peer that did not take part yet must not hand this group to its next operation
   ATB_FAIL(ERROR_COMM_TIMEOUT, why);
@@ -521,7 +562,7 @@ void GlooCommunicator::exchangeInPieces(const std::function<at::Tensor(int32_t)>
     const int32_t peer = (me + step) % size();  // rotated, so the ranks do not all send to rank 0 first
     post(false, peer, toPeer(peer));
   }
-  for (const auto& w : works) waitFor(w, what);
+  for (const auto& w : works) waitFor(w, what, WorkKind::kMessage);
 }
 
 void GlooCommunicator::doAllgather(const at::Tensor& send, at::Tensor& recv) {
@@ -601,7 +642,7 @@ void GlooCommunicator::doAllreduce(const at::Tensor& send, at::Tensor& recv, Red
   std::vector<at::Tensor> tensors{work};
   c10d::AllreduceOptions opts;
   opts.reduceOp = toC10d(op);
-  opts.timeout = options().timeout;
+  opts.timeout = options().timeout.value;
   waitFor(backend_->allreduce(tensors, opts), "allreduce");
   if (work.data_ptr() != recv.data_ptr()) recv.view({-1}).copy_(work);
 }
@@ -661,7 +702,7 @@ void GlooCommunicator::allreducePairwise(const at::Tensor& send, at::Tensor& rec
   const auto* arrivedBase = static_cast<const char*>(arrived.data_ptr());
   auto* outBase = static_cast<char*>(out.data_ptr());
   for (size_t k = 0; k < mine.size(); ++k) {
-    waitFor(toReduce[k], "allreduce");
+    waitFor(toReduce[k], "allreduce", WorkKind::kMessage);
     const int64_t first = mineBegin + mine[k].begin;
     const char* own = inBase + first * es;
     const char* theirs = arrivedBase + mine[k].begin * es;
@@ -670,8 +711,8 @@ void GlooCommunicator::allreducePairwise(const at::Tensor& send, at::Tensor& rec
     auto t = bytesAt(out, first, mine[k].count);
     sent.push_back(backend_->send(t, peer, kGatherTag));
   }
-  for (const auto& w : gathered) waitFor(w, "allreduce");
-  for (const auto& w : sent) waitFor(w, "allreduce");
+  for (const auto& w : gathered) waitFor(w, "allreduce", WorkKind::kMessage);
+  for (const auto& w : sent) waitFor(w, "allreduce", WorkKind::kMessage);
 }
 
 int64_t GlooCommunicator::piecesFrom() const {
@@ -699,64 +740,61 @@ void GlooCommunicator::doBroadcast(at::Tensor& tensor, int32_t root) {
   std::vector<at::Tensor> tensors{bytesOf(tensor)};
   c10d::BroadcastOptions opts;
   opts.rootRank = root;
-  opts.timeout = options().timeout;
+  opts.timeout = options().timeout.value;
   waitFor(backend_->broadcast(tensors, opts), "broadcast");
 }
 
-void GlooCommunicator::doSend(const at::Tensor& tensor, int32_t peer, int32_t tag) {
-  // gloo aborts the process when a message is longer than the receive buffer: agree on sizes (and tags) first.
-  at::Tensor header = at::empty({3}, at::kLong);
-  header[0] = static_cast<int64_t>(tensor.nbytes());
-  header[1] = static_cast<int64_t>(tensor.scalar_type());
-  header[2] = tag;
-  std::vector<at::Tensor> h{header};
-  waitFor(backend_->send(h, peer, 0), "send (size check)");
-  at::Tensor answer = at::empty({3}, at::kLong);
-  std::vector<at::Tensor> a{answer};
-  waitFor(backend_->recv(a, peer, 0), "send (size check)");
-  const int64_t wantBytes = answer[0].item<int64_t>();
-  const auto wantType = static_cast<c10::ScalarType>(answer[1].item<int64_t>());
-  const int64_t wantTag = answer[2].item<int64_t>();
-  ATB_CHECK(wantBytes == static_cast<int64_t>(tensor.nbytes()) && wantType == tensor.scalar_type(), ERROR_INVALID_PARAM,
-            "gloo send: rank ", rank(), " sent ", tensor.numel(), " elements of ", tensor.scalar_type(), " to rank ",
-            peer, ", which expected ", wantBytes / static_cast<int64_t>(c10::elementSize(wantType)), " elements of ",
-            wantType);
-  ATB_CHECK(wantTag == tag, ERROR_INVALID_PARAM, "gloo send: rank ", rank(), " sent tag ", tag, " to rank ", peer,
-            ", whose receive takes tag ", wantTag, kTagsInOrder);
-  std::vector<at::Tensor> t{bytesOf(tensor)};
-  if (t[0].numel() > 0) waitFor(backend_->send(t, peer, 0), "send");
-}
-
-void GlooCommunicator::doRecv(at::Tensor& tensor, int32_t peer, int32_t tag) {
-  at::Tensor header = at::empty({3}, at::kLong);
-  std::vector<at::Tensor> h{header};
-  waitFor(backend_->recv(h, peer, 0), "recv (size check)");
+GlooCommunicator::PeerHeader GlooCommunicator::exchangeHeader(const at::Tensor& tensor, int32_t peer, int32_t tag,
+                                                              bool sender) {
+  const char* what = sender ? "send (size check)" : "recv (size check)";
   at::Tensor mine = at::empty({3}, at::kLong);
   mine[0] = static_cast<int64_t>(tensor.nbytes());
   mine[1] = static_cast<int64_t>(tensor.scalar_type());
   mine[2] = tag;
+  at::Tensor theirs = at::empty({3}, at::kLong);
   std::vector<at::Tensor> m{mine};
-  waitFor(backend_->send(m, peer, 0), "recv (size check)");
-  const int64_t sentBytes = header[0].item<int64_t>();
-  const auto sentType = static_cast<c10::ScalarType>(header[1].item<int64_t>());
-  const int64_t sentTag = header[2].item<int64_t>();
-  ATB_CHECK(sentBytes == static_cast<int64_t>(tensor.nbytes()) && sentType == tensor.scalar_type(), ERROR_INVALID_PARAM,
-            "gloo recv: rank ", rank(), " expected ", tensor.numel(), " elements of ", tensor.scalar_type(),
-            " from rank ", peer, ", which sent ", sentBytes / static_cast<int64_t>(c10::elementSize(sentType)),
-            " elements of ", sentType);
-  ATB_CHECK(sentTag == tag, ERROR_INVALID_PARAM, "gloo recv: rank ", rank(), " takes tag ", tag, " from rank ", peer,
-            ", which sent tag ", sentTag, kTagsInOrder);
+  std::vector<at::Tensor> t{theirs};
+  if (sender) waitFor(backend_->send(m, peer, 0), what, WorkKind::kMessage);
+  waitFor(backend_->recv(t, peer, 0), what, WorkKind::kMessage);
+  if (!sender) waitFor(backend_->send(m, peer, 0), what, WorkKind::kMessage);
+  return PeerHeader{theirs[0].item<int64_t>(), static_cast<c10::ScalarType>(theirs[1].item<int64_t>()),
+                    theirs[2].item<int64_t>()};
+}
+
+void GlooCommunicator::doSend(const at::Tensor& tensor, int32_t peer, int32_t tag) {
+  // gloo aborts the process when a message is longer than the receive buffer: agree on sizes (and tags) first.
+  const PeerHeader want = exchangeHeader(tensor, peer, tag, /*sender=*/true);
+  ATB_CHECK(want.bytes == static_cast<int64_t>(tensor.nbytes()) && want.type == tensor.scalar_type(),
+            ERROR_INVALID_PARAM, "gloo send: rank ", rank(), " sent ", tensor.numel(), " elements of ",
+            tensor.scalar_type(), " to rank ", peer, ", which expected ", want.elements(), " elements of ", want.type);
+  ATB_CHECK(want.tag == tag, ERROR_INVALID_PARAM, "gloo send: rank ", rank(), " sent tag ", tag, " to rank ", peer,
+            ", whose receive takes tag ", want.tag, kTagsInOrder);
   std::vector<at::Tensor> t{bytesOf(tensor)};
-  if (t[0].numel() > 0) waitFor(backend_->recv(t, peer, 0), "recv");
+  if (t[0].numel() > 0) waitFor(backend_->send(t, peer, 0), "send", WorkKind::kMessage);
+}
+
+void GlooCommunicator::doRecv(at::Tensor& tensor, int32_t peer, int32_t tag) {
+  const PeerHeader sent = exchangeHeader(tensor, peer, tag, /*sender=*/false);
+  ATB_CHECK(sent.bytes == static_cast<int64_t>(tensor.nbytes()) && sent.type == tensor.scalar_type(),
+            ERROR_INVALID_PARAM, "gloo recv: rank ", rank(), " expected ", tensor.numel(), " elements of ",
+            tensor.scalar_type(), " from rank ", peer, ", which sent ", sent.elements(), " elements of ", sent.type);
+  ATB_CHECK(sent.tag == tag, ERROR_INVALID_PARAM, "gloo recv: rank ", rank(), " takes tag ", tag, " from rank ", peer,
+            ", which sent tag ", sent.tag, kTagsInOrder);
+  std::vector<at::Tensor> t{bytesOf(tensor)};
+  if (t[0].numel() > 0) waitFor(backend_->recv(t, peer, 0), "recv", WorkKind::kMessage);
 }
 
 void GlooCommunicator::doBarrier() {
   c10d::BarrierOptions opts;
-  opts.timeout = options().timeout;
+  opts.timeout = options().timeout.value;
   waitFor(backend_->barrier(opts), "barrier");
 }
 
 void GlooCommunicator::doShutdown() {
+  if (workLeftBehind_) {  // left to the process's end, as a failed group is by the destructor
+    backend_.release();
+    for (auto& stream : extraStreams_) stream.release();
+  }
   backend_.reset();
   extraStreams_.clear();
   group_.reset();

@@ -14,6 +14,7 @@
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <string>
@@ -58,7 +59,21 @@ class GlooCommunicator final : public Communicator {
   bool abandonedByPeer() const override;
 
  private:
-  void waitFor(const c10::intrusive_ptr<c10d::Work>& work, const char* what) const;
+  // A collective's Work, or a single message's (a send or receive: gloo gives it up when a wait on it runs out).
+  enum class WorkKind { kCollective, kMessage };
+  // Waits up to the timeout; raises naming the peers that died or were lost, ERROR_INTERRUPTED on Ctrl-C during a
+  // collective, else ERROR_COMM_TIMEOUT.
+  void waitFor(const c10::intrusive_ptr<c10d::Work>& work, const char* what,
+               WorkKind kind = WorkKind::kCollective) const;
+  // A send or receive's size, dtype and tag, as its peer gave them.
+  struct PeerHeader {
+    int64_t bytes;
+    c10::ScalarType type;
+    int64_t tag;
+    int64_t elements() const { return bytes / static_cast<int64_t>(c10::elementSize(type)); }
+  };
+  // Gives `peer` this rank's header for `tensor` and `tag` and returns the peer's (the sender's goes first).
+  PeerHeader exchangeHeader(const at::Tensor& tensor, int32_t peer, int32_t tag, bool sender);
   // Writes this rank's reason for giving up into notes_ (the first one stays) where every peer is on this host;
   // never raises.
   void leaveNote(const std::string& reason) const;
@@ -95,6 +110,9 @@ class GlooCommunicator final : public Communicator {
   std::string deadPeers() const;
   // "ranks 2-3 on 'h1'": the peers on other hosts, for errors where a host may be what was lost.
   std::string remotePeers() const;
+  // "rank 1 gave up on this communicator: <its reason>" where a peer left a note (leaveNote), else empty; raises
+  // when the store is gone.
+  std::string peerNote() const;
 
   std::string name_;                              // for messages: "group 'x'" or "commDomain 'y'"
   c10::intrusive_ptr<c10d::ProcessGroup> group_;  // the caller's group, kept alive
@@ -104,6 +122,8 @@ class GlooCommunicator final : public Communicator {
   // Where a rank that gave up on this group (timed out) says so (abortPeers): the group's own keys in the store its
   // ranks met on; null for a caller's group.
   c10::intrusive_ptr<c10d::Store> notes_;
+  // A wait gave up on a collective still running on gloo's threads (Ctrl-C): destroying the group would wait for it.
+  mutable std::atomic<bool> workLeftBehind_{false};
   int64_t exchangeAllreduceBytes_ = 0;  // doAllreduce: up to this many bytes to the peers, one exchange
   bool acrossHosts_ = false;            // the ranks span several hosts (the same on every rank)
   int64_t largestMessage_ = 0;          // the compared alltoallv's largest message between two ranks, in bytes

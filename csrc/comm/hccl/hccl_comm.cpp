@@ -99,8 +99,7 @@ HcclCommRef initAll(const std::shared_ptr<HcclApi>& api, const CommConfig& c) {
     p->done = true;
     p->cv.notify_all();
   } else {
-    const auto timeout = c.options.timeout;
-    if (!p->cv.wait_until(lock, Clock::now() + timeout, [&] { return p->done; })) {
+    if (!p->cv.wait_until(lock, Clock::now() + c.options.timeout.value, [&] { return p->done; })) {
       std::string missing;
       for (int32_t r = 0; r < c.rankSize; ++r) {
         if (!p->joined[r]) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
@@ -109,8 +108,7 @@ HcclCommRef initAll(const std::shared_ptr<HcclApi>& api, const CommConfig& c) {
       p->joined[c.rank] = false;
       if (--p->arrived == 0) forgetPending(key, p);
       ATB_FAIL(ERROR_COMM_TIMEOUT, "hccl multi-thread (commMode 1): rank(s) ", missing, " never joined ", describe(c),
-               " within ATB_OPS_TIMEOUT=", std::chrono::duration<double>(timeout).count(),
-               " s; each rank is one thread of this process");
+               " within ", c.options.timeout.describe(), "; each rank is one thread of this process");
     }
   }
   ATB_HCCL_CHECK(*api, "HcclCommInitAll", p->rc, "for ", c.rankSize, " devices ",

@@ -302,8 +302,7 @@ void HcclCommunicator::waitForStream(StreamHandle stream, const char* what) {
   ScopedEvent event(*api_);
   ATB_ACL_CHECK(*api_, "aclrtRecordEvent", api_->recordEvent(event.get(), stream), "after hccl ", what, " ",
                 describe());
-  const auto timeout = options().timeout;
-  const auto deadline = Clock::now() + timeout;
+  const auto deadline = Clock::now() + options().timeout.value;
   int polls = 0;
   while (true) {
     bool complete = false;
@@ -320,9 +319,8 @@ void HcclCommunicator::waitForStream(StreamHandle stream, const char* what) {
                " polls");
     }
     if (Clock::now() >= deadline) {
-      ATB_FAIL(ERROR_COMM_TIMEOUT, "hccl ", what, " ", describe(),
-               " did not complete within ATB_OPS_TIMEOUT=", std::chrono::duration<double>(timeout).count(),
-               " s and HCCL reported no error; a peer rank may ",
+      ATB_FAIL(ERROR_COMM_TIMEOUT, "hccl ", what, " ", describe(), " did not complete within ",
+               options().timeout.describe(), " and HCCL reported no error; a peer rank may ",
                "not have called it, or called it with counts that do not match");
     }
     ++polls;

@@ -52,7 +52,7 @@ void futexWait(std::atomic<uint32_t>& word, uint32_t expected, std::chrono::nano
 }  // namespace
 
 void waitReached(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, uint32_t target, const WaitTarget& peer,
-                 std::chrono::milliseconds timeout, const HealthCheck& health, bool spin) {
+                 const Timeout& timeout, const HealthCheck& health, bool spin) {
   if (reached(word.load(std::memory_order_acquire), target)) return;
   const auto start = Clock::now();
   // Every rank has a core of its own: spin, keeping the core, so the post is seen within nanoseconds.
@@ -65,7 +65,7 @@ void waitReached(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, ui
     }
     if (!spin) sched_yield();  // returns at once when nothing else wants this core
   }
-  const auto deadline = start + timeout;
+  const auto deadline = start + timeout.value;
   auto nextLivenessCheck = Clock::now();
   while (true) {
     waiters.fetch_add(1, std::memory_order_seq_cst);
@@ -92,11 +92,11 @@ void waitReached(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, ui
       nextLivenessCheck = now + kLivenessEvery;
     }
     ATB_CHECK(now < deadline, ERROR_COMM_TIMEOUT, peer.what, ": rank ", peer.peerRank, " (pid ", peer.peerPid,
-              ") did not arrive within ATB_OPS_TIMEOUT=", std::chrono::duration<double>(timeout).count(), " s");
+              ") did not arrive within ", timeout.describe());
   }
 }
 
-IdleWait::IdleWait(const char* what, std::chrono::milliseconds timeout, HealthCheck health, bool spin)
+IdleWait::IdleWait(const char* what, Timeout timeout, HealthCheck health, bool spin)
     : what_(what), timeout_(timeout), health_(std::move(health)), spin_(spin) {}
 
 void IdleWait::idle(int32_t peerRank, pid_t peerPid) {
@@ -128,8 +128,8 @@ void IdleWait::idle(int32_t peerRank, pid_t peerPid) {
     }
     nextHealth_ = now + kLivenessEvery;
   }
-  ATB_CHECK(now - since_ < timeout_, ERROR_COMM_TIMEOUT, what_, ": rank ", peerRank, " (pid ", peerPid,
-            ") did not arrive within ATB_OPS_TIMEOUT=", std::chrono::duration<double>(timeout_).count(), " s");
+  ATB_CHECK(now - since_ < timeout_.value, ERROR_COMM_TIMEOUT, what_, ": rank ", peerRank, " (pid ", peerPid,
+            ") did not arrive within ", timeout_.describe());
 }
 
 void publish(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, uint32_t value) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "core/options.h"
 #include "core/process.h"
 
 namespace atb_ops::shm {
@@ -36,7 +37,7 @@ using HealthCheck = std::function<void(int32_t peer)>;
 // Raises ERROR_COMM_TIMEOUT after `timeout` naming the peer, or whatever `health` raises (by default
 // ERROR_COMM_PEER_DIED as soon as the awaited peer process is gone).
 void waitReached(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, uint32_t target, const WaitTarget& peer,
-                 std::chrono::milliseconds timeout, const HealthCheck& health = nullptr, bool spin = true);
+                 const Timeout& timeout, const HealthCheck& health = nullptr, bool spin = true);
 
 // Waiting on several peers' words at once, for a loop that acts on whichever is ready (the reduction
 // pipeline): call progressed() after a pass that moved something and idle() after one that moved nothing.
@@ -45,7 +46,7 @@ void waitReached(std::atomic<uint32_t>& word, std::atomic<uint32_t>& waiters, ui
 // about every 100 ms while it sleeps).
 class IdleWait {
  public:
-  IdleWait(const char* what, std::chrono::milliseconds timeout, HealthCheck health, bool spin);
+  IdleWait(const char* what, Timeout timeout, HealthCheck health, bool spin);
   void progressed() {
     idle_ = false;
     suspect_ = -1;
@@ -54,7 +55,7 @@ class IdleWait {
 
  private:
   const char* what_;
-  std::chrono::milliseconds timeout_;
+  Timeout timeout_;
   HealthCheck health_;
   bool spin_;
   bool idle_ = false;

@@ -133,7 +133,7 @@ void probeCrossMemory(const CommConfig& c, Attachment& a, Clock::time_point dead
     int32_t verdict;
     while ((verdict = v.slot(p).crossMemory.load()) == 0) {
       ATB_CHECK(Clock::now() < deadline, ERROR_COMM_TIMEOUT, describe(c), ": rank ", p, " (pid ", v.slot(p).pid.load(),
-                ") did not finish probing its peers' memory within ATB_OPS_TIMEOUT");
+                ") did not finish probing its peers' memory within ", c.options.timeout.describe());
       sleepBackoff(attempt);
     }
     a.crossMemory = a.crossMemory && verdict == 1;
@@ -167,7 +167,7 @@ void mapPeerArenas(const CommConfig& c, Attachment& a, PeerMemory& memory, Clock
     int32_t verdict;
     while ((verdict = v.slot(p).arenaMapped.load()) == 0) {
       ATB_CHECK(Clock::now() < deadline, ERROR_COMM_TIMEOUT, describe(c), ": rank ", p, " (pid ", v.slot(p).pid.load(),
-                ") did not finish mapping its peers' arenas within ATB_OPS_TIMEOUT");
+                ") did not finish mapping its peers' arenas within ", c.options.timeout.describe());
       sleepBackoff(attempt);
     }
     a.arenasShared = a.arenasShared && verdict == 1;
@@ -184,8 +184,7 @@ Attachment attachSegment(const CommConfig& c, PeerMemory& memory, CommStats* sta
   ATB_CHECK(c.rankSize <= kMaxRanks, ERROR_INVALID_PARAM, "backend 'shm' supports at most ", kMaxRanks,
             " ranks on one host; rankSize is ", c.rankSize, " (use backend 'gloo' across hosts)");
   Arena::instance();  // raises on a malformed ATB_OPS_SHM_ARENA before anything is claimed
-  const auto timeout = c.options.timeout;
-  const auto deadline = Clock::now() + timeout;
+  const auto deadline = Clock::now() + c.options.timeout.value;
   const std::string dir = privateDir(c.options);
   sweepSegments(dir);
   sweepStaleRecords(c.options);
@@ -245,8 +244,8 @@ Attachment attachSegment(const CommConfig& c, PeerMemory& memory, CommStats* sta
         if (a.view.slot(r).pid.load() == 0) missing.push_back(r);
       }
       if (c.rank == c.rankRoot) unlinkIfSame(a.file, a.file.path());
-      ATB_FAIL(ERROR_COMM_TIMEOUT, describe(c), ": rank(s) ", formatRanks(missing),
-               " did not join within ATB_OPS_TIMEOUT=", std::chrono::duration<double>(timeout).count(), " s");
+      ATB_FAIL(ERROR_COMM_TIMEOUT, describe(c), ": rank(s) ", formatRanks(missing), " did not join within ",
+               c.options.timeout.describe());
     }
     sleepBackoff(attempt);
   }

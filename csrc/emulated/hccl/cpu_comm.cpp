@@ -63,7 +63,7 @@ std::string newRootToken() {
 std::string makeRootInfo(size_t capacity) {
   const std::string token = randomToken();
   uint16_t port = 0;
-  processStore(readOptions().timeout, &port);
+  processStore(readOptions().timeout.value, &port);
   madeTokens().with([&](std::set<std::string>& tokens) { tokens.insert(token); });
   const std::string text =
       std::string(kRootInfoMagic) + "|" + token + "|" + reachableAddress() + "|" + std::to_string(port);
@@ -98,7 +98,7 @@ std::unique_ptr<CpuComm> joinRootInfo(const RootInfo& info, uint32_t rank, uint3
   const bool ours = madeTokens().with([&](std::set<std::string>& tokens) { return tokens.count(info.token) > 0; });
   uint16_t port = 0;
   c10::intrusive_ptr<c10d::Store> store =
-      ours ? processStore(c.options.timeout, &port) : joinStore(info.address, info.port, c.options.timeout);
+      ours ? processStore(c.options.timeout.value, &port) : joinStore(info.address, info.port, c.options.timeout);
   c.store =
       std::make_shared<GivenStore>(GivenStore{c10::make_intrusive<c10d::PrefixStore>("hccl/" + info.token, store)});
   return made(c, "atb_ops_hccl_cpu_" + info.token.substr(0, 16) + "_" + std::to_string(size));
