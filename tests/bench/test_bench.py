@@ -272,6 +272,39 @@ def test_every_bench_checks_repeats_and_output_files_before_running(tmp_path, ca
         assert message in capsys.readouterr().err, extra
 
 
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--sizes", "1K", "--spread", "0.5"], "--spread must be >= 1"),
+    (["--sizes", "1K", "--spread", "nan", "-n", "3", "--pattern", "skewed"], "--spread must be >= 1"),
+    (["--sizes", "1K", "--plot", "p.txt"], "--plot p.txt: name a png"),
+    (["--sizes", "99999999999G"], "above the largest the bench takes"),
+    (["--sizes", "1K,3"], "--sizes 3 B: less than one float32 element (4 B)"),
+    (["--sizes", "512G"], "more than this machine's"),
+    (["--op", "quant_allreduce", "--sizes", "1K", "--block-size", "0"], "--block-size must be >= 1, got 0"),
+    (["--op", "quant_allreduce", "--sizes", "3"], "less than one float32 element"),
+])
+def test_bench_arguments_that_cannot_run_are_argparse_errors(capsys, argv, message):
+    """Sizes below one element, beyond memory or beyond 1 TiB, a --spread below 1 or NaN, a plot format matplotlib
+    cannot write and a --block-size below 1 are argparse errors (exit 2) before any rank starts (they were empty
+    rows, tracebacks from the ranks, or a failure after the whole run)."""
+    from atb_ops.bench import cli
+
+    with pytest.raises(SystemExit) as exited:
+        cli.main(argv)
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_single_rank_quant_bench_and_hccl_bench_run_on_cpu_ranks(tmp_path):
+    """`--op quant_allreduce -n 1` (its gloo fp16 row moves no bytes: the ratio was a ZeroDivisionError) and
+    `--backend hccl` off-NPU (its ranks asked for an "npu" device torch does not have) print their tables."""
+    for argv in (["--op", "quant_allreduce", "-n", "1", "--sizes", "1K", "--iters", "1", "--rounds", "1"],
+                 ["-n", "2", "-b", "hccl", "--sizes", "4K", "--iters", "2", "--no-mpi", "--no-torchscript"]):
+        proc = subprocess.run([sys.executable, "-m", "atb_ops", "bench", "--warmup", "0", *argv],
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "#wrong" in proc.stdout or "wrong" in proc.stdout, proc.stdout
+
+
 def test_quant_bench_takes_the_same_size_syntax(tmp_path):
     """`--op quant_allreduce --sizes 64K,128K` (the alltoallv bench's syntax) runs both sizes."""
     out_json = tmp_path / "quant.json"

@@ -11,7 +11,7 @@ import torch
 
 CASES = [
     (["demo", "--world-size", "0"], "--world-size must be >= 1, got 0"),
-    (["bench", "--pattern", "skewed", "--spread", "0"], "--spread must be > 0, got 0"),
+    (["bench", "--pattern", "skewed", "--spread", "0"], "--spread must be >= 1 (1 is uniform), got 0"),
     (["bench", "--world-size", "0"], "--world-size must be >= 1, got 0"),
     (["bench", "--sizes", "lots"], "lots"),
     (["frobnicate"], "unknown command 'frobnicate'"),

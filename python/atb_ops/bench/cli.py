@@ -148,8 +148,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.world_size < 1:
         p.error(f"--world-size must be >= 1, got {args.world_size}")
-    if args.spread <= 0:
-        p.error(f"--spread must be > 0, got {args.spread:g}")
+    if not args.spread >= 1:  # NaN too
+        p.error(f"--spread must be >= 1 (1 is uniform), got {args.spread:g}")
     if args.budget <= 0 or args.timeout <= 0:
         p.error("--budget and --timeout must be > 0")
     if args.backend == "nccl" and not torch.cuda.is_available():
@@ -160,6 +160,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.size_list = workload.parse_sizes(args.sizes)
     except ValueError as e:
         p.error(str(e))
+    check_sizes(p, args.size_list, args.dtype, args.world_size)
     check_repeats(p, args.iters, args.warmup, args.rounds)
     check_output_files(p, json=args.json, plot=args.plot)
     if args.op in ops.COLLECTIVES and ops.COLLECTIVES[args.op].reduces and args.dtype not in collectives.REDUCIBLE:
@@ -229,6 +230,30 @@ def check_repeats(p: argparse.ArgumentParser, iters: int, warmup: int, rounds: i
                 f"--warmup {warmup}, --rounds {rounds}")
 
 
+def check_sizes(p: argparse.ArgumentParser, sizes: list[int], dtype: str, world_size: int) -> None:
+    """Every size holds at least one element of `dtype`, and a run's buffers (an input and an output of the size per
+    rank, at least) fit this machine's memory: said before anything runs, not as an empty row or an allocator's
+    traceback.
+
+    Args:
+        p: the bench's parser.
+        sizes: bytes per rank.
+        dtype: the --dtype given.
+        world_size: ranks on this machine.
+    """
+    es = workload.element_size(getattr(torch, dtype))
+    if small := [s for s in sizes if s < es]:
+        p.error(f"--sizes {', '.join(workload.format_bytes(s) for s in small)}: less than one {dtype} element "
+                f"({es} B)")
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if (need := 2 * max(sizes) * world_size) > memory:
+        p.error(f"--sizes {workload.format_bytes(max(sizes))}: {world_size} rank(s) need at least {need >> 20} MiB "
+                f"(an input and an output each), more than this machine's {memory >> 20} MiB")
+
+
+PLOT_FORMATS = (".png", ".svg", ".pdf", ".jpg", ".jpeg")
+
+
 def check_output_files(p: argparse.ArgumentParser, **files: str | None) -> None:
     """Files a bench writes when it ends (--json, --plot): their folders must exist and be writable before anything
     runs, not after a long run.
@@ -245,6 +270,8 @@ def check_output_files(p: argparse.ArgumentParser, **files: str | None) -> None:
             p.error(f"--{option} {path}: the folder {folder} does not exist or is not writable; nothing was run")
         if os.path.isdir(path):
             p.error(f"--{option} {path} is a folder; give a file name")
+        if option == "plot" and not path.lower().endswith(PLOT_FORMATS):
+            p.error(f"--plot {path}: name a {', '.join(f[1:] for f in PLOT_FORMATS)} file; nothing was run")
 
 
 def op_named(argv: list[str]) -> str | None:

@@ -110,7 +110,7 @@ def run(
         for r in same:
             r["algbw"] = size / r["time_s"] / 1e9 if r["time_s"] > 0 else 0.0
             r["busbw"] = r["algbw"] * bus
-            r["bytes_vs_fp16"] = r["bytes"] / fp16["bytes"] if fp16 else None
+            r["bytes_vs_fp16"] = r["bytes"] / fp16["bytes"] if fp16 and fp16["bytes"] else None  # 1 rank moves none
             r["speedup_vs_fp32"] = fp32["time_s"] / r["time_s"] if fp32 else None
             r["speedup_vs_atb_fp32"] = atb32["time_s"] / r["time_s"]
     return rows
@@ -264,8 +264,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.world_size < 1:
         parser.error(f"--world-size must be >= 1, got {args.world_size}")
-    from atb_ops.bench.cli import check_output_files, check_repeats
+    from atb_ops.bench.cli import check_output_files, check_repeats, check_sizes
 
+    if args.block_size < 1:
+        parser.error(f"--block-size must be >= 1, got {args.block_size}")
     check_repeats(parser, args.iters, args.warmup, args.rounds, least_iters=1)
     check_output_files(parser, json=args.json, plot=args.plot)
     _check_hosts(parser, args)
@@ -273,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         sizes = workload.parse_sizes(",".join(args.sizes))
     except ValueError as e:
         parser.error(str(e))
+    check_sizes(parser, sizes, args.dtype, args.world_size)
     rows = run(
         args.world_size,
         sizes,

@@ -22,9 +22,9 @@ def _device_for(backend: str, rank: int) -> torch.device:
     """Where the backend's tensors live: a GPU for nccl, an NPU for hccl where torch_npu is, else the CPU."""
     if backend == "nccl":
         return torch.device("cuda", rank % max(torch.cuda.device_count(), 1))
-    if backend == "hccl":
+    if backend == "hccl" and getattr(torch, "npu", None) is not None and torch.npu.is_available():
         return torch.device("npu", rank)
-    return torch.device("cpu")
+    return torch.device("cpu")  # hccl off-NPU runs on CPU ranks
 
 
 def run_rank(rank: int, cfg: BenchConfig, results: Any, commands: Any) -> None:

@@ -38,6 +38,9 @@ SENTINEL = 0x7F  # outside every dtype's data range (|v| <= 125; bool 0/1; NaN o
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 
+MAX_SIZE = 1 << 40  # 1 TiB per rank: beyond any machine's memory here, and far from int64 overflow
+
+
 def parse_size(text: str) -> int:
     """'4096', '1K', '1KiB', '64M', '1G' (binary units) -> bytes.
 
@@ -50,6 +53,8 @@ def parse_size(text: str) -> int:
     value = int(m.group(1)) * _UNITS[m.group(2).upper()]
     if value < 1:
         raise ValueError(f"size must be at least 1 byte, got '{text}'")
+    if value > MAX_SIZE:
+        raise ValueError(f"size '{text}' is above the largest the bench takes, {format_bytes(MAX_SIZE)}")
     return value
 
 
