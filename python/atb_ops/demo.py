@@ -84,6 +84,9 @@ def run(world_size: int = 2, backend: str = "shm", timeout_s: float = 120.0) -> 
     return outputs
 
 
+MAX_WORLD_SIZE = 64
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m atb_ops demo", description=__doc__)
     parser.add_argument("--world-size", type=int, default=2, help="number of CPU ranks (default 2: the seed)")
@@ -94,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
         help="backend name in the param (hccl/auto run on shm for CPU tensors)",
     )
     args = parser.parse_args(argv)
-    if args.world_size < 1:
-        parser.error(f"--world-size must be >= 1, got {args.world_size}")
+    if not 1 <= args.world_size <= MAX_WORLD_SIZE:
+        parser.error(f"--world-size must be between 1 and {MAX_WORLD_SIZE} (every rank is a Python process with torch "
+                     f"on this machine), got {args.world_size}")
     run(args.world_size, args.backend)
     return 0

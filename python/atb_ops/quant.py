@@ -90,7 +90,8 @@ def quantize_int8(x: torch.Tensor, block_size: int = 128) -> tuple[torch.Tensor,
     """Symmetric int8 quantisation with one float32 scale per block of ``block_size`` elements.
 
     Blocks are consecutive elements of ``x`` flattened (the last block may be short). Rounding is half to
-    even; codes lie in [-127, 127]. A block of zeros gets scale 0 and codes 0.
+    even; codes lie in [-127, 127]. A block of zeros gets scale 0 and codes 0. Not differentiable: the outputs
+    never require grad, whatever ``x`` does (rounding has no useful gradient).
 
     Args:
         x: float16, bfloat16, float32 (or float64) tensor of any shape, on CPU or CUDA.
@@ -109,7 +110,7 @@ def quantize_int8(x: torch.Tensor, block_size: int = 128) -> tuple[torch.Tensor,
         raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
     _check_float_dtype("x", x.dtype)
     _check_block_size(block_size)
-    return torch.ops.atb_ops.quantize_int8(x, block_size, True)
+    return torch.ops.atb_ops.quantize_int8(x.detach(), block_size, True)
 
 
 def dequantize_int8(

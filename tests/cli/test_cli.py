@@ -10,7 +10,8 @@ import pytest
 import torch
 
 CASES = [
-    (["demo", "--world-size", "0"], "--world-size must be >= 1, got 0"),
+    (["demo", "--world-size", "0"], "--world-size must be between 1 and 64"),
+    (["demo", "--world-size", "100000"], "--world-size must be between 1 and 64"),
     (["bench", "--pattern", "skewed", "--spread", "0"], "--spread must be >= 1 (1 is uniform), got 0"),
     (["bench", "--world-size", "0"], "--world-size must be >= 1, got 0"),
     (["bench", "--sizes", "lots"], "lots"),

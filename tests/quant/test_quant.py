@@ -87,6 +87,15 @@ def test_quantize_shapes_and_non_contiguous_input():
     assert bool(((y - x).abs() <= scale.repeat_interleave(64)[: x.numel()].view(x.shape) / 2 + 1e-7).all())
 
 
+def test_quantize_of_a_tensor_that_requires_grad_gives_outputs_that_do_not():
+    """Quantisation is not differentiable: no output requires grad (the scale used to, with no autograd kernel behind
+    it: backward gave None and torch's "silently incorrect" warning)."""
+    x = torch.randn(300, requires_grad=True)
+    q, scale = quant.quantize_int8(x, 128)
+    assert not q.requires_grad and not scale.requires_grad
+    assert torch.equal(scale, quantize_ref(x.detach(), 128)[1])
+
+
 @pytest.mark.usefixtures("isa")
 def test_rounding_is_half_to_even_and_symmetric():
     # absmax 127 gives scale exactly 1.0, so x / scale is x: ties land on even codes.
