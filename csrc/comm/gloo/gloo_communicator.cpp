@@ -363,8 +363,8 @@ void GlooCommunicator::waitFor(const c10::intrusive_ptr<c10d::Work>& work, const
   // A killed peer's sockets close while it is still exiting: give its death a moment to show in /proc. A peer
   // whose interpreter is still tearing down (sys.exit) closes them too, and must be named dead, not followed into
   // a creation it never joins: its exit shows within seconds, a release never does.
-  // A peer that gave up on this group (timed out) says so in the notes first, and is named: its connections may close
-  // too, and this rank's call must not be followed into the peer's next creation, to meet a later call of the peer's.
+  // A peer that gave up on this group (timed out) closes its connections too, after saying so in the notes: this
+  // rank's call must not be followed into the peer's next creation, to meet a later call of the peer's there.
   std::string dead = deadPeers();
   std::string gaveUp;
   const auto readNote = [&] {
@@ -375,11 +375,11 @@ void GlooCommunicator::waitFor(const c10::intrusive_ptr<c10d::Work>& work, const
       // The store went: the peers' deaths or the timeout say what happened.
     }
   };
-  readNote();
+  if (closedByPeer) readNote();
   for (int i = 0; i < (closedByPeer ? 300 : 100) && dead.empty() && gaveUp.empty(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     dead = deadPeers();
-    readNote();
+    if (closedByPeer) readNote();
   }
   ATB_CHECK(dead.empty(), ERROR_COMM_PEER_DIED, "gloo ", what, " on ", name_, " (rank ", rank(), " of ", size(),
             "): peer ", dead, " exited: ", error);
@@ -391,6 +391,8 @@ void GlooCommunicator::waitFor(const c10::intrusive_ptr<c10d::Work>& work, const
       "gloo ", what, " on ", name_, " (rank ", rank(), " of ", size(), ") failed or timed out (",
       options().timeout.describe(), ")",
       remote.empty() ? "" : "; a peer on another host was lost (" + remote + " of this communicator)", ": ", error);
+  readNote();  // a peer that gave up first, whose reason may say more (the rank both waited for, ...)
+  if (!gaveUp.empty()) ATB_FAIL(ERROR_COMM_TIMEOUT, why, "; ", gaveUp);
   leaveNote(why);  // a peer that did not take part yet must not hand this group to its next operation
   ATB_FAIL(ERROR_COMM_TIMEOUT, why);
 }
