@@ -39,7 +39,7 @@ struct CallSignature {
   int8_t dtype = -1;                // c10::ScalarType; -1: none (barrier)
   int8_t reduceOp = -1;             // ReduceOp; -1: not a reduction
   uint8_t reserved = 0;
-  int32_t root = -1;     // broadcast's root; -1 otherwise
+  int32_t root = -1;     // broadcast's (and a reduce's) root; -1 otherwise
   int32_t elemSize = 0;  // of dtype, for messages in elements
   uint64_t bytes = 0;    // bytes every rank passes alike (0 where they may differ: alltoallv)
   uint64_t layout = 0;   // digest of a layout every rank passes alike (allgatherv, reduce_scatterv); 0: none

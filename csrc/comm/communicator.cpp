@@ -115,9 +115,10 @@ void Communicator::allgatherv(const at::Tensor& send, const VLayout& recvLayout,
   call("allgatherv", &sig, nullptr, [&] { doAllgatherv(send, recvLayout, recv); });
 }
 
-void Communicator::allreduce(const at::Tensor& send, at::Tensor& recv, ReduceOp op) {
+void Communicator::allreduce(const at::Tensor& send, at::Tensor& recv, ReduceOp op, int32_t root) {
   CallSignature sig = makeSignature(Collective::kAllreduce, 0, send.scalar_type(), send.nbytes());
   sig.reduceOp = static_cast<int8_t>(op);
+  sig.root = root;
   EagerCall eager{Collective::kAllreduce, &send, &recv, nullptr, op};
   call("allreduce", &sig, nullptr, [&] { doAllreduce(send, recv, op); }, &eager);
 }

@@ -94,8 +94,9 @@ class Communicator {
   void allgather(const at::Tensor& send, at::Tensor& recv);
   // recv: rank i's send at [displs[i], displs[i] + counts[i]); counts[i] is rank i's send numel.
   void allgatherv(const at::Tensor& send, const VLayout& recvLayout, at::Tensor& recv);
-  // recv = send of rank 0 (op) ... (op) send of rank n-1; recv may be send itself.
-  void allreduce(const at::Tensor& send, at::Tensor& recv, ReduceOp op);
+  // recv = send of rank 0 (op) ... (op) send of rank n-1; recv may be send itself. `root` >= 0: a reduce to that
+  // rank (HcclReduce: only the root keeps recv), which every rank must name alike, as a broadcast's root.
+  void allreduce(const at::Tensor& send, at::Tensor& recv, ReduceOp op, int32_t root = -1);
   // recv (numel m) = the reduction over ranks of send's chunk [rank * m, (rank + 1) * m).
   void reduceScatter(const at::Tensor& send, at::Tensor& recv, ReduceOp op);
   // recv = the reduction over ranks of their send region [displs[rank], + counts[rank]); every rank passes

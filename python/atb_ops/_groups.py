@@ -40,6 +40,9 @@ _handles: weakref.WeakKeyDictionary[dist.ProcessGroup, dict[torch.device, int]] 
 # (id of the group, device) -> (the group, weakly; handle): one dict lookup on the per-call path. The weak
 # reference guards against an id reused by a later group object.
 _known: dict[tuple[int, torch.device], tuple[weakref.ref, int]] = {}
+# Handles whose communicator moves data through the group itself (across hosts): torch.distributed's calls on that
+# group and atb_ops' meet on one transport, so they keep the caller's order (no worker thread for them).
+_on_group: set[int] = set()
 
 
 def resolve_group(group: dist.ProcessGroup | None) -> dist.ProcessGroup:
@@ -90,6 +93,19 @@ def forget_handles() -> None:
     _plans.clear()
     _handles.clear()
     _known.clear()
+    _on_group.clear()
+
+
+def rides_group(handle: int) -> bool:
+    """Whether the communicator of `handle` moves data through its torch.distributed group (between hosts).
+
+    Args:
+        handle: A handle comm_for gave.
+
+    Returns:
+        True where the group's own calls and the communicator's share one transport, so their order matters.
+    """
+    return handle in _on_group
 
 
 def cpu_path() -> str:
@@ -135,6 +151,8 @@ def comm_for(group: dist.ProcessGroup | None, x: torch.Tensor) -> int:
         raise AtbError(str(e)) from None
     _handles.setdefault(g, {})[x.device] = handle
     _known[(id(g), x.device)] = (weakref.ref(g), handle)
+    if pg is not None:
+        _on_group.add(handle)
     # The group's communicator goes with the group (its peers learn at once, ERROR_COMM_PEER_LEFT).
     weakref.finalize(g, _release, handle)
     return handle
@@ -143,6 +161,7 @@ def comm_for(group: dist.ProcessGroup | None, x: torch.Tensor) -> int:
 def _release(handle: int) -> None:
     """Drops a handle whose group went (a no-op once clear_communicators released it)."""
     _C.release_comm(handle)
+    _on_group.discard(handle)
     for key, (_, h) in list(_known.items()):
         if h == handle:
             del _known[key]

@@ -19,7 +19,7 @@ import torch
 import torch.distributed as dist
 
 from atb_ops import _C, _ops, _ordering  # noqa: F401  (_ops registers the ops' fake kernels and autograd)
-from atb_ops._groups import comm_for, group_size, known_comm, resolve_group
+from atb_ops._groups import comm_for, group_size, known_comm, resolve_group, rides_group
 from atb_ops.errors import AtbError
 
 __all__ = [
@@ -195,7 +195,9 @@ def alltoall_single(
         out_split_sizes: Rows received from each rank.
         in_split_sizes: Rows sent to each rank.
         group: A torch.distributed ProcessGroup; None for the default group.
-        sync_op: False returns at once; the returned Task's wait() blocks until out_tensor is written.
+        sync_op: False returns at once; the returned Task's wait() blocks until out_tensor is written. Where the
+            group itself carries the data (ranks on several hosts), the call has completed when it returns, so it
+            keeps its place among torch.distributed's own calls on that group.
 
     Returns:
         A Task; wait() re-raises the collective's error.
@@ -211,7 +213,11 @@ def alltoall_single(
                  settle=sync_op)
     direct = _direct(in_tensor, out_tensor) and not out_tensor.requires_grad
     fn = _C.direct_alltoall_single if direct else torch.ops.atb_ops.alltoall_single
-    if sync_op:
+    if sync_op or rides_group(comm):
+        # Through the group itself (across hosts) the call runs now, in the caller's thread: from a worker it could
+        # reach the group after a torch.distributed call made later on this rank and before it on another (a hang).
+        if not sync_op and _ordering.pending():
+            _settle(group)
         _native(fn, out_tensor, in_tensor, outs, ins, comm)
         return _DONE
     # Checked now, in the caller: a bad call raises here, not from Task.wait().

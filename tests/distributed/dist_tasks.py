@@ -105,9 +105,9 @@ def alltoall_single_uneven(
 
 
 def async_then_synchronous_calls(rank: int, world_size: int, iterations: int, path: str):
-    """Per iteration: an asynchronous alltoall_single, then all_gather, all_to_all, all_reduce and the int8
-    all-reduce on the same group before its wait(), some iterations never waiting at all. Returns what each call
-    gave."""
+    """Per iteration: an asynchronous alltoall_single, then torch.distributed's own all_reduce, all_gather,
+    all_to_all, all_reduce and the int8 all-reduce on the same group before its wait(), some iterations never waiting
+    at all. Returns what each call gave."""
     from atb_ops import quant
 
     results = []
@@ -115,6 +115,9 @@ def async_then_synchronous_calls(rank: int, world_size: int, iterations: int, pa
         for it in range(iterations):
             out = torch.full((4 * world_size,), -7.0)
             task = ad.alltoall_single(out, torch.arange(4.0 * world_size) + 1000 * rank + it, sync_op=False)
+            # torch's own call on the group (path "group": the group that carries the asynchronous call too).
+            torched = torch.full((2,), float(rank + it))
+            dist.all_reduce(torched)
             gathered = ad.all_gather(torch.tensor([float(10 * rank + it)]))
             exchanged = ad.all_to_all(torch.arange(2.0 * world_size) + 100 * rank + it)
             summed = ad.all_reduce(torch.tensor([float(rank + it)]))
@@ -128,7 +131,7 @@ def async_then_synchronous_calls(rank: int, world_size: int, iterations: int, pa
             late = torch.full((4 * world_size,), -7.0)
             ad.alltoall_single(late, torch.arange(4.0 * world_size) + 2000 * rank + it, sync_op=False)
             total.backward()
-            results.append((out, gathered, exchanged, summed, codes, late, leaf.grad))
+            results.append((out, torched, gathered, exchanged, summed, codes, late, leaf.grad))
         ad.all_gather(torch.zeros(1))  # the last asynchronous call has run once this returns
     return results
 

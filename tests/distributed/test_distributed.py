@@ -117,15 +117,18 @@ def test_synchronous_calls_wait_for_the_groups_asynchronous_ones(rank_pools, pat
     """A synchronous call made while an asynchronous alltoall_single waits on the group's worker thread (a backward's
     collective included) runs after it on every rank: before, each rank's calls reached the communicator in its own
     order (a mismatch error on most iterations, and, after one, calls of different iterations paired with wrong
-    values and no error)."""
+    values and no error). torch.distributed's own call between them on the same group keeps its place too: on path
+    "group", where that group carries the asynchronous call, it runs in the caller's thread (from the worker, the two
+    reached the group in different orders on the ranks: a hang)."""
     n, iterations = 2, 12
     results = rank_pools(n).run(dist_tasks.async_then_synchronous_calls, iterations, path)
     for rank, per_rank in enumerate(results):
-        for it, (out, gathered, exchanged, summed, codes, late, grad) in enumerate(per_rank):
+        for it, (out, torched, gathered, exchanged, summed, codes, late, grad) in enumerate(per_rank):
             want_out = torch.cat([torch.arange(4.0 * n)[4 * rank : 4 * rank + 4] + 1000 * s + it for s in range(n)])
             want_exchanged = torch.cat([torch.arange(2.0 * n)[2 * rank : 2 * rank + 2] + 100 * s + it
                                         for s in range(n)])
             assert torch.equal(out, want_out), (rank, it, out)
+            assert torch.equal(torched, torch.full((2,), float(sum(s + it for s in range(n))))), (rank, it, torched)
             assert torch.equal(gathered, torch.tensor([10.0 * s + it for s in range(n)])), (rank, it, gathered)
             assert torch.equal(exchanged, want_exchanged), (rank, it, exchanged)
             assert torch.equal(summed, torch.tensor([float(sum(s + it for s in range(n)))])), (rank, it, summed)

@@ -274,9 +274,17 @@ def test_ranks_that_disagree_at_init_fail_at_once_with_the_reason_on_every_rank(
         assert told or (rank == 1 and linger == 0 and lost_root), (rank, e.stdout)
 
 
+class _SendRecvItem(ctypes.Structure):
+    """HcclSendRecvItem of hccl_types.h."""
+
+    _fields_ = [("sendRecvType", ctypes.c_int), ("buf", ctypes.c_void_p), ("count", ctypes.c_uint64),
+                ("dataType", ctypes.c_int), ("remoteRank", ctypes.c_uint32)]
+
+
 def test_hccl_codes_where_hccl_checks_its_arguments(hccl):
     """HCCL's own codes: an in-place HcclAlltoAllV is HCCL_E_PARA (HcomCheckAlltoAllVExternalMem), an unknown data type
-    or reduce op HCCL_E_NOT_SUPPORT, HcclCommInitAll with null devices or comms HCCL_E_PTR and ndev 0 HCCL_E_PARA."""
+    or reduce op HCCL_E_NOT_SUPPORT, a HcclBatchSendRecv item neither send nor receive HCCL_E_PARA, HcclCommInitAll
+    with null devices or comms HCCL_E_PTR and ndev 0 HCCL_E_PARA."""
     comm = _one_rank_comm(hccl)
     data = (ctypes.c_float * 4)(1, 2, 3, 4)
     counts = (ctypes.c_uint64 * 1)(4)
@@ -288,6 +296,9 @@ def test_hccl_codes_where_hccl_checks_its_arguments(hccl):
         out = (ctypes.c_float * 4)()
         assert hccl.HcclAllReduce(data, out, ctypes.c_uint64(4), 99, HCCL_SUM, comm, None) == HCCL_E_NOT_SUPPORT
         assert hccl.HcclAllReduce(data, out, ctypes.c_uint64(4), HCCL_FP32, 9, comm, None) == HCCL_E_NOT_SUPPORT
+        item = _SendRecvItem(7, ctypes.cast(data, ctypes.c_void_p), 4, HCCL_FP32, 0)  # neither send (0) nor recv (1)
+        assert hccl.HcclBatchSendRecv(ctypes.byref(item), ctypes.c_uint32(1), comm, None) == HCCL_E_PARA
+        assert b"sendRecvType 7" in hccl.atbOpsHcclCpuLastError()
     finally:
         assert hccl.HcclCommDestroy(comm) == 0
     devices = (ctypes.c_int32 * 1)(0)
@@ -295,3 +306,39 @@ def test_hccl_codes_where_hccl_checks_its_arguments(hccl):
     assert hccl.HcclCommInitAll(ctypes.c_uint32(1), None, comms) == HCCL_E_PTR
     assert hccl.HcclCommInitAll(ctypes.c_uint32(1), devices, None) == HCCL_E_PTR
     assert hccl.HcclCommInitAll(ctypes.c_uint32(0), devices, comms) == HCCL_E_PARA
+
+
+_REDUCE_RANK = """
+import ctypes, os, sys, time
+rank, root, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+lib = ctypes.CDLL(os.path.join(os.environ["ASCEND_HOME_PATH"], "lib64", "libhccl.so"))
+lib.atbOpsHcclCpuLastError.restype = ctypes.c_char_p
+info = ctypes.create_string_buffer(4108)
+if rank == 0:
+    assert lib.HcclGetRootInfo(info) == 0
+    open(path + ".tmp", "wb").write(info.raw)
+    os.rename(path + ".tmp", path)
+else:
+    while not os.path.exists(path):
+        time.sleep(0.01)
+    ctypes.memmove(info, open(path, "rb").read(), 4108)
+comm = ctypes.c_void_p()
+assert lib.HcclCommInitRootInfo(ctypes.c_uint32(3), info, ctypes.c_uint32(rank), ctypes.byref(comm)) == 0
+send = (ctypes.c_float * 4)(*[float(rank + 1)] * 4)
+out = (ctypes.c_float * 4)(-1, -1, -1, -1)
+rc = lib.HcclReduce(send, out, ctypes.c_uint64(4), 4, 0, ctypes.c_uint32(root), comm, None)
+print(rc, list(out), lib.atbOpsHcclCpuLastError().decode() if rc else "", flush=True)
+assert lib.HcclCommDestroy(comm) == 0
+"""
+
+
+def test_hccl_reduce_ranks_that_name_different_roots_all_fail(user_env, tmp_path):
+    """HcclReduce where rank 2 names root 2 and ranks 0 and 1 root 0: every rank fails naming each rank's root, and no
+    recvBuf is written (two ranks used to take the sum as roots, with HCCL_SUCCESS everywhere)."""
+    exits = run_programs(lambda r: [sys.executable, "-c", _REDUCE_RANK, str(r), str(2 if r == 2 else 0),
+                                    tmp_path / "root_info.bin"], 3, user_env, timeout_s=120)
+    for rank, e in enumerate(exits):
+        assert e.returncode == 0, f"rank {rank} exited {e.returncode}: {e.stdout}{e.stderr[-3000:]}"
+        rc, rest = e.last_line().split(" ", 1)
+        assert rc != "0" and "root differs" in rest and "rank 2: 2" in rest, (rank, e.stdout)
+        assert rest.startswith("[-1.0, -1.0, -1.0, -1.0]"), (rank, e.stdout)

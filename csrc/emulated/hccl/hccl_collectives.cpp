@@ -219,7 +219,7 @@ HcclResult HcclReduce(void* sendBuf, void* recvBuf, uint64_t count, HcclDataType
     const CpuComm& c = *live;
     const at::Tensor send = typed(sendBuf, count, dataType, "sendBuf");
     at::Tensor result = at::empty_like(send);
-    c.comm->allreduce(send, result, reduceOpOf(op));
+    c.comm->allreduce(send, result, reduceOpOf(op), static_cast<int32_t>(root));
     if (c.rank == root) typed(recvBuf, count, dataType, "recvBuf").copy_(result);
   });
 }
@@ -250,6 +250,11 @@ HcclResult HcclBatchSendRecv(HcclSendRecvItem* sendRecvInfo, uint32_t itemNum, H
   for (uint32_t i = 0; i < itemNum; ++i) {
     const HcclSendRecvItem& it = sendRecvInfo[i];
     HCCL_CPU_CHECK_TYPE(it.dataType);
+    if (it.sendRecvType != HCCL_SEND && it.sendRecvType != HCCL_RECV) {
+      return fail(HCCL_E_PARA, "HcclBatchSendRecv: item " + std::to_string(i) + " has sendRecvType " +
+                                   std::to_string(static_cast<int>(it.sendRecvType)) + ", neither HCCL_SEND (0) nor " +
+                                   "HCCL_RECV (1)");
+    }
     if (it.remoteRank >= live->size || it.remoteRank == live->rank) {
       return fail(HCCL_E_PARA,
                   "HcclBatchSendRecv: item " + std::to_string(i) + " names rank " + std::to_string(it.remoteRank));
