@@ -231,10 +231,10 @@ def test_null_buffers_return_hccl_e_ptr_and_count_zero_succeeds(hccl):
 
 # A rank of HCCL's C API through ctypes: argv rank, nRanks it passes, root info file, seconds to stay after init,
 # seconds to wait before it.
-_INIT_RANK = """
+# argv: rank, (the program's own), root info file. libhccl.so loaded; rank 0 writes the root info, the others read it.
+_SHARE_ROOT_INFO = """
 import ctypes, os, sys, time
-rank, n_ranks, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-linger, delay = float(sys.argv[4]), float(sys.argv[5])
+rank, path = int(sys.argv[1]), sys.argv[3]
 lib = ctypes.CDLL(os.path.join(os.environ["ASCEND_HOME_PATH"], "lib64", "libhccl.so"))
 lib.atbOpsHcclCpuLastError.restype = ctypes.c_char_p
 info = ctypes.create_string_buffer(4108)
@@ -246,6 +246,10 @@ else:
     while not os.path.exists(path):
         time.sleep(0.01)
     ctypes.memmove(info, open(path, "rb").read(), 4108)
+"""
+
+_INIT_RANK = _SHARE_ROOT_INFO + """
+n_ranks, linger, delay = int(sys.argv[2]), float(sys.argv[4]), float(sys.argv[5])
 comm = ctypes.c_void_p()
 time.sleep(delay)
 began = time.monotonic()
@@ -308,20 +312,8 @@ def test_hccl_codes_where_hccl_checks_its_arguments(hccl):
     assert hccl.HcclCommInitAll(ctypes.c_uint32(0), devices, comms) == HCCL_E_PARA
 
 
-_REDUCE_RANK = """
-import ctypes, os, sys, time
-rank, root, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-lib = ctypes.CDLL(os.path.join(os.environ["ASCEND_HOME_PATH"], "lib64", "libhccl.so"))
-lib.atbOpsHcclCpuLastError.restype = ctypes.c_char_p
-info = ctypes.create_string_buffer(4108)
-if rank == 0:
-    assert lib.HcclGetRootInfo(info) == 0
-    open(path + ".tmp", "wb").write(info.raw)
-    os.rename(path + ".tmp", path)
-else:
-    while not os.path.exists(path):
-        time.sleep(0.01)
-    ctypes.memmove(info, open(path, "rb").read(), 4108)
+_REDUCE_RANK = _SHARE_ROOT_INFO + """
+root = int(sys.argv[2])
 comm = ctypes.c_void_p()
 assert lib.HcclCommInitRootInfo(ctypes.c_uint32(3), info, ctypes.c_uint32(rank), ctypes.byref(comm)) == 0
 send = (ctypes.c_float * 4)(*[float(rank + 1)] * 4)
