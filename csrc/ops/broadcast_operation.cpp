@@ -2,6 +2,8 @@
 //   inputs : x [*] (same shape and dtype on every rank)
 //   outputs: none (execute returns an empty list, as ATB's binding does; read x afterwards)
 
+#include <ATen/MemoryOverlap.h>
+
 #include "core/status.h"
 #include "ops/operation_base.h"
 #include "ops/operation_registry.h"
@@ -18,6 +20,11 @@ class BroadcastOperation final : public CommOperation {
 
   Plan plan(const std::vector<at::Tensor>& inputs) const override {
     checkInputs(inputs, 1);
+    // The result is written back into x, which an expanded view cannot hold: refused before any data moves.
+    ATB_CHECK(at::has_internal_overlap(inputs[0]) != at::MemOverlap::Yes, ERROR_INVALID_PARAM, name(),
+              " input x of shape ", inputs[0].sizes(), " and strides ", inputs[0].strides(),
+              " has elements that share memory (an expanded view); the broadcast writes its result into x: pass a "
+              "tensor of its own (x.contiguous())");
     return {};
   }
 

@@ -194,6 +194,13 @@ def test_bad_execute(what, inputs, error, fragments):
         op().execute(inputs)
 
 
+def test_broadcast_into_an_expanded_view_is_refused_before_any_communication():
+    """Broadcast writes its result into x, which an expanded view (stride 0) cannot hold: refused before any data
+    moves (a non-root rank used to raise torch's own error after the broadcast, its peers already done)."""
+    with expect("ERROR_INVALID_PARAM", "BroadcastOperation input x of shape [4]", "expanded view"):
+        op("BroadcastOperation").execute([torch.ones(1).expand(4)])
+
+
 def test_variant_pack_disagrees_with_tensors():
     o = op()
     o.set_varaintpack_param(

@@ -247,6 +247,31 @@ CYCLE_REMADE = """
     print(json.dumps({"wrong": wrong, "seconds": time.monotonic() - began}))
 """
 
+# argv: rank; WORLD from the environment. Backend gloo meeting node-locally: rank 0 keeps its operation (and so its
+# communicator), every other rank drops theirs, then all make a new one with the same param and call it. Prints
+# {"sum", "seconds"} or {"error", "seconds"}.
+KEPT_BY_ONE_RANK = """
+    import gc, json, os, sys, time, torch, atb_ops
+    rank, world = int(sys.argv[1]), int(os.environ["WORLD"])
+
+    def make():
+        op = torch.classes.OperationTorch.OperationTorch("AllReduceOperation")
+        op.set_param(json.dumps({"rank": rank, "rankSize": world, "backend": "gloo"}))
+        return op
+
+    first = make()
+    first.execute([torch.ones(3)])
+    if rank != 0:
+        del first
+        gc.collect()
+    began = time.monotonic()
+    try:
+        out = make().execute([torch.full((3,), float(rank + 1))])[0]
+        print(json.dumps({"sum": out.tolist(), "seconds": time.monotonic() - began}))
+    except RuntimeError as e:
+        print(json.dumps({"error": str(e).splitlines()[0], "seconds": time.monotonic() - began}))
+"""
+
 # argv: rank, role (survivor|victim|replacement). The survivor runs a collective with the victim, the victim
 # dies (os._exit) before the second; the survivor gets the peer's death, makes a new operation (README's recovery)
 # and meets a fresh process for rank 1. Prints {"wrong", "first_error"} or {"error"}.

@@ -255,6 +255,17 @@ def test_operation_remade_after_uneven_garbage_collection_meets(backend):
         assert report["seconds"] < 30, report  # never the 60 s timeout
 
 
+def test_gloo_communicator_kept_by_one_rank_meets_the_others_new_one():
+    """3 gloo ranks meeting node-locally: rank 0 keeps its operation, the others drop theirs; the new operations of
+    all three meet, right values, well within ATB_OPS_TIMEOUT. Rank 0's call on its old communicator finds the
+    connections its peers closed, which reset (its bytes were unread there) as often as they close: both are a
+    release to follow (rank 0 used to fail on the reset at once, and the others waited out the timeout for it)."""
+    env = clean_env(ATB_OPS_TIMEOUT="30", ATB_OPS_JOB_ID=uuid.uuid4().hex, WORLD="3")
+    for report in _reports(run_ranks(tasks.KEPT_BY_ONE_RANK, 3, env, timeout_s=120)):
+        assert report.get("sum") == [6.0, 6.0, 6.0], report
+        assert report["seconds"] < 20, report
+
+
 @pytest.mark.parametrize("backend", ["shm", "gloo"])
 def test_new_operations_after_a_peer_gave_up_pair_call_for_call(backend):
     """Rank 1 times out on a call rank 0 never makes (rank 0 sleeps past ATB_OPS_TIMEOUT), then both make a new

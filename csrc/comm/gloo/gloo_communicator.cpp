@@ -359,7 +359,9 @@ void GlooCommunicator::waitFor(const c10::intrusive_ptr<c10d::Work>& work, const
   // Every peer is alive on this host and one closed its connections: it released this communicator (its last
   // operation went) and is making a fresh one, which the caller's operation follows, as on shm. Not for a
   // torch group's (a peer cannot release it alone) or one with peers elsewhere (a lost host closes them too).
-  const bool closedByPeer = !group_ && remote.empty() && error.find("Connection closed by peer") != std::string::npos;
+  const bool closedByPeer = !group_ && remote.empty() &&
+                            (error.find("Connection closed by peer") != std::string::npos ||
+                             error.find("Connection reset by peer") != std::string::npos);
   // A killed peer's sockets close while it is still exiting: give its death a moment to show in /proc. A peer
   // whose interpreter is still tearing down (sys.exit) closes them too, and must be named dead, not followed into
   // a creation it never joins: its exit shows within seconds, a release never does.
