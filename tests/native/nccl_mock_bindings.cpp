@@ -61,7 +61,7 @@ class NcclMockSession {
 
   void adopt(int64_t handle, int32_t rank, int32_t size, double timeoutSeconds) {
     comm_.reset();
-    comm_ = nccl::NcclComm::adopt(api_, pointer(handle), rank, size, millis(timeoutSeconds));
+    comm_ = nccl::NcclComm::adopt(api_, pointer(handle), rank, size, Timeout{millis(timeoutSeconds)});
   }
 
   void create(int32_t rank, int32_t size, int32_t root, const std::string& commDomain, const std::string& jobKey,
@@ -78,7 +78,7 @@ class NcclMockSession {
     c.options = readOptions();
     c.options.timeout.value = millis(timeoutSeconds);
     auto bootstrap = makeBootstrap(c, "nccl");
-    comm_ = nccl::NcclComm::create(api_, rank, size, root, *bootstrap, millis(timeoutSeconds));
+    comm_ = nccl::NcclComm::create(api_, rank, size, root, *bootstrap, c.options.timeout);
   }
 
   void alltoallv(const std::vector<int64_t>& sendCounts, const std::vector<int64_t>& sdispls,

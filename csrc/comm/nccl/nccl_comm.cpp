@@ -12,10 +12,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds(std::chrono::milliseconds d) {
-  return std::chrono::duration<double>(d).count();
-}
-
 // Polls answer within microseconds once NCCL has progressed, so stay tight for the first 2 ms and then back off:
 // a waiting rank should not keep a core busy for minutes. A non-blocking communicator's every ncclGroupEnd
 // returns "in progress" while NCCL enqueues the kernels (tens of microseconds): 64 yields were too few, and each
@@ -97,8 +93,7 @@ WireFormat wireFormatFor(c10::ScalarType dtype, bool asBytes) {
   }
 }
 
-NcclComm::NcclComm(NcclApi& api, CommHandle comm, bool owned, int32_t rank, int32_t size,
-                   std::chrono::milliseconds timeout)
+NcclComm::NcclComm(NcclApi& api, CommHandle comm, bool owned, int32_t rank, int32_t size, Timeout timeout)
     : api_(api), comm_(comm), owned_(owned), rank_(rank), size_(size), timeout_(timeout) {}
 
 NcclComm::~NcclComm() {
@@ -107,7 +102,7 @@ NcclComm::~NcclComm() {
 }
 
 std::unique_ptr<NcclComm> NcclComm::adopt(NcclApi& api, CommHandle comm, int32_t rank, int32_t size,
-                                          std::chrono::milliseconds timeout) {
+                                          const Timeout& timeout) {
   ATB_CHECK(comm != nullptr, ERROR_INVALID_PARAM, "backend 'nccl': hcclComm handle is null");
   std::unique_ptr<NcclComm> c(new NcclComm(api, comm, /*owned=*/false, rank, size, timeout));
   int actualRank = -1;
@@ -122,7 +117,7 @@ std::unique_ptr<NcclComm> NcclComm::adopt(NcclApi& api, CommHandle comm, int32_t
 }
 
 std::unique_ptr<NcclComm> NcclComm::create(NcclApi& api, int32_t rank, int32_t size, int32_t rankRoot,
-                                           Bootstrap& bootstrap, std::chrono::milliseconds timeout) {
+                                           Bootstrap& bootstrap, const Timeout& timeout) {
   UniqueId id;
   std::string bytes;
   if (rank == rankRoot) {
@@ -189,7 +184,7 @@ void NcclComm::ensureUsable(const char* what) {
 }
 
 void NcclComm::waitReady(const char* what) {
-  const auto deadline = Clock::now() + timeout_;
+  const auto deadline = Clock::now() + timeout_.value;
   int attempt = 0;
   while (true) {
     NcclResult async = NcclResult::Success;
@@ -201,8 +196,7 @@ void NcclComm::waitReady(const char* what) {
                             api_.getErrorString(async), "); NCCL last error: '", api_.getLastError(comm_), "'"));
     }
     if (Clock::now() >= deadline) {
-      fault(true, c10::str(what, " did not complete within ATB_OPS_TIMEOUT=", seconds(timeout_),
-                           " s (a peer rank missing or stuck?)"));
+      fault(true, c10::str(what, " did not complete within ", timeout_.describe(), " (a peer rank missing or stuck?)"));
     }
     pollBackoff(attempt);
   }
@@ -329,7 +323,7 @@ void NcclComm::sendRecv(const std::vector<Transfer>& transfers, StreamHandle str
 void NcclComm::waitStream(StreamHandle stream, const char* what) {
   ATB_CHECK(brokenBy_.empty(), ERROR_NCCL_FAIL, "backend 'nccl' ", what,
             ": the communicator is unusable since: ", brokenBy_);
-  const auto deadline = Clock::now() + timeout_;
+  const auto deadline = Clock::now() + timeout_.value;
   int attempt = 0;
   while (true) {
     std::string error;
@@ -345,8 +339,8 @@ void NcclComm::waitStream(StreamHandle stream, const char* what) {
                             api_.getErrorString(async), "); NCCL last error: '", api_.getLastError(comm_), "'"));
     }
     if (Clock::now() >= deadline) {
-      fault(true, c10::str(what, " did not finish on the stream within ATB_OPS_TIMEOUT=", seconds(timeout_),
-                           " s (a peer rank missing or stuck?)"));
+      fault(true, c10::str(what, " did not finish on the stream within ", timeout_.describe(),
+                           " (a peer rank missing or stuck?)"));
     }
     pollBackoff(attempt);
   }

@@ -14,6 +14,7 @@
 #include "comm/bootstrap/bootstrap.h"
 #include "comm/nccl/nccl_api.h"
 #include "core/layout.h"
+#include "core/options.h"
 #include "core/reduce.h"
 
 namespace atb_ops::nccl {
@@ -43,13 +44,13 @@ class NcclComm {
 
   // Checks that the handle's rank and size (ncclCommUserRank/ncclCommCount) are the param's.
   static std::unique_ptr<NcclComm> adopt(NcclApi& api, CommHandle comm, int32_t rank, int32_t size,
-                                         std::chrono::milliseconds timeout);
+                                         const Timeout& timeout);
 
   // rankRoot draws the id (ncclGetUniqueId) and broadcasts it through `bootstrap`; every rank then
   // creates a non-blocking communicator and waits for it, so a rank that never joins is a timeout,
   // not a hang.
   static std::unique_ptr<NcclComm> create(NcclApi& api, int32_t rank, int32_t size, int32_t rankRoot,
-                                          Bootstrap& bootstrap, std::chrono::milliseconds timeout);
+                                          Bootstrap& bootstrap, const Timeout& timeout);
 
   CommHandle handle() const { return comm_; }
   bool owned() const { return owned_; }
@@ -88,7 +89,7 @@ class NcclComm {
   void waitStream(StreamHandle stream, const char* what);
 
  private:
-  NcclComm(NcclApi& api, CommHandle comm, bool owned, int32_t rank, int32_t size, std::chrono::milliseconds timeout);
+  NcclComm(NcclApi& api, CommHandle comm, bool owned, int32_t rank, int32_t size, Timeout timeout);
 
   // Before enqueueing: repeats an earlier fault, and turns an asynchronous error into a fault.
   void ensureUsable(const char* what);
@@ -104,7 +105,7 @@ class NcclComm {
   bool aborted_ = false;
   int32_t rank_;
   int32_t size_;
-  std::chrono::milliseconds timeout_;
+  Timeout timeout_;
   std::string brokenBy_;
 };
 

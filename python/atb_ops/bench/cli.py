@@ -241,7 +241,7 @@ def check_sizes(p: argparse.ArgumentParser, sizes: list[int], dtype: str, world_
         dtype: the --dtype given.
         world_size: ranks on this machine.
     """
-    es = workload.element_size(getattr(torch, dtype))
+    es = workload.element_size(workload.DTYPES[dtype])
     if small := [s for s in sizes if s < es]:
         p.error(f"--sizes {', '.join(workload.format_bytes(s) for s in small)}: less than one {dtype} element "
                 f"({es} B)")

@@ -51,7 +51,7 @@ int main() {
 
   SelfExchange exchange;
   try {
-    auto comm = atb_ops::nccl::NcclComm::create(api, 0, 1, 0, exchange, std::chrono::seconds(30));
+    auto comm = atb_ops::nccl::NcclComm::create(api, 0, 1, 0, exchange, atb_ops::Timeout{std::chrono::seconds(30)});
     report(comm->owned(), "one-rank communicator created (a GPU is present); destroyed on scope exit");
   } catch (const c10::Error& e) {
     const std::string message = e.what_without_backtrace();

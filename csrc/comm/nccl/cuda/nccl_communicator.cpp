@@ -29,10 +29,10 @@ class NcclCommunicator final : public Communicator {
     c10::cuda::CUDAGuard guard(device_);
     if (c.handle != 0) {
       comm_ = NcclComm::adopt(realNcclApi(), reinterpret_cast<CommHandle>(static_cast<uintptr_t>(c.handle)), c.rank,
-                              c.rankSize, c.options.timeout.value);
+                              c.rankSize, c.options.timeout);
     } else {
       auto bootstrap = makeBootstrap(c, "nccl");
-      comm_ = NcclComm::create(realNcclApi(), c.rank, c.rankSize, c.rankRoot, *bootstrap, c.options.timeout.value);
+      comm_ = NcclComm::create(realNcclApi(), c.rank, c.rankSize, c.rankRoot, *bootstrap, c.options.timeout);
     }
   }
 
