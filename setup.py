@@ -43,9 +43,13 @@ def require(module: str, package: str) -> None:
     isolated build installs them from pyproject.toml; --no-build-isolation uses the environment's)."""
     try:
         importlib.import_module(module)
-    except ModuleNotFoundError:
-        sys.exit(f"atb_ops build: the Python package '{package}' is required to build (pip install {package}); "
-                 "the build requirements are listed in pyproject.toml [build-system] and README 'Install'")
+    except ModuleNotFoundError as e:
+        # The package can be there with one of its own requirements missing (nlohmann_json imports
+        # importlib_resources): name what is really missing, or the user reinstalls the wrong thing.
+        missing = package if e.name in (None, module) else f"{e.name} (needed by {package})"
+        sys.exit(f"atb_ops build: the Python package '{missing}' is required to build (pip install "
+                 f"{package if missing == package else e.name}); the build requirements are listed in pyproject.toml "
+                 "[build-system] and README 'Install'")
 
 
 for _module, _package in (("setuptools", "setuptools"), ("torch", "torch==2.13.0"),
