@@ -103,6 +103,9 @@ flags+=("-I$CUDA_DIR/include" "-I$nccl_include")
 
 shopt -s nullglob
 cuda_tus=(csrc/comm/nccl/cuda/*.cpp csrc/comm/nccl/cuda/*.cu)
+# The --link smoke program is compiled on every run (no link, so no libnccl download): it went stale once, unseen,
+# when the bootstrap interface changed under it.
+smoke_tu=tests/native/standalone/nccl_link_smoke.cpp
 logic_tus=(csrc/comm/nccl/*.cpp tests/native/nccl_mock_bindings.cpp)
 if [ "$SKIP_BUILT" -eq 1 ]; then
   kept=()
@@ -120,7 +123,7 @@ say "nccl.h $nccl_version from $nccl_include; CUDA headers from $CUDA_DIR/includ
 say "flags: ${flags[*]}"
 failed=0
 log="$(mktemp)"
-for tu in "${cuda_tus[@]}" "${logic_tus[@]}"; do
+for tu in "${cuda_tus[@]}" "${logic_tus[@]}" "$smoke_tu"; do
   start=$(date +%s)
   case "$tu" in
     *.cu) cmd=("$CUDA_DIR/bin/nvcc" -std=c++17 -c "$tu" -o /dev/null) ;;
@@ -142,7 +145,7 @@ for tu in "${cuda_tus[@]}" "${logic_tus[@]}"; do
   fi
 done
 rm -f "$log"
-total=$(( ${#cuda_tus[@]} + ${#logic_tus[@]} ))
+total=$(( ${#cuda_tus[@]} + ${#logic_tus[@]} + 1 ))
 if [ "$failed" -ne 0 ]; then
   say "$failed of $total translation units FAILED to compile"
   exit 1
@@ -156,8 +159,9 @@ if [ "$LINK" -eq 1 ]; then
   exe="$(mktemp -d)/nccl_link_smoke"
   say "linking the real NcclApi and the logic against $CACHE/lib/libnccl.so.2"
   "$CXX_BIN" "${flags[@]}" tests/native/standalone/nccl_link_smoke.cpp csrc/comm/nccl/cuda/nccl_api_impl.cpp \
-    csrc/comm/nccl/nccl_api.cpp csrc/comm/nccl/nccl_comm.cpp csrc/core/status.cpp -o "$exe" \
-    -L"$CACHE/lib" -l:libnccl.so.2 -L"$CUDA_DIR/lib64" -lcudart -L"$torch_lib" -lc10 \
+    csrc/comm/nccl/nccl_api.cpp csrc/comm/nccl/nccl_comm.cpp csrc/core/status.cpp csrc/core/options.cpp \
+    csrc/core/reduce.cpp csrc/core/reduce_kernels.cpp -o "$exe" \
+    -L"$CACHE/lib" -l:libnccl.so.2 -L"$CUDA_DIR/lib64" -lcudart -L"$torch_lib" -lc10 -ltorch_cpu \
     -Wl,-rpath,"$CACHE/lib" -Wl,-rpath,"$CUDA_DIR/lib64" -Wl,-rpath,"$torch_lib"
   "$exe"
   rm -rf "$(dirname "$exe")"

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "comm/nccl/nccl_api.h"
 #include "comm/nccl/nccl_comm.h"
@@ -24,11 +25,12 @@ void report(bool ok, const std::string& what) {
 }
 
 // One rank needs no exchange: the root's own id is the only one.
-class SelfExchange final : public atb_ops::nccl::UniqueIdExchange {
+class SelfBootstrap final : public atb_ops::Bootstrap {
  public:
-  void publish(const atb_ops::nccl::UniqueId&) override {}
-  atb_ops::nccl::UniqueId fetch(std::chrono::milliseconds) override { return {}; }
+  std::string broadcast(const std::string& payload) override { return payload; }
   std::string describe() const override { return "one rank, no exchange"; }
+  std::vector<std::string> rankHosts() override { return {"this host"}; }
+  void fail(const std::string&) override {}
 };
 
 }  // namespace
@@ -49,9 +51,9 @@ int main() {
   report(drawn == NcclResult::Success && nonzero, "ncclGetUniqueId -> " + std::to_string(static_cast<int>(drawn)) +
                                                       ", id " + atb_ops::nccl::toHex(id).substr(0, 16) + "...");
 
-  SelfExchange exchange;
+  SelfBootstrap bootstrap;
   try {
-    auto comm = atb_ops::nccl::NcclComm::create(api, 0, 1, 0, exchange, atb_ops::Timeout{std::chrono::seconds(30)});
+    auto comm = atb_ops::nccl::NcclComm::create(api, 0, 1, 0, bootstrap, atb_ops::Timeout{std::chrono::seconds(30)});
     report(comm->owned(), "one-rank communicator created (a GPU is present); destroyed on scope exit");
   } catch (const c10::Error& e) {
     const std::string message = e.what_without_backtrace();
