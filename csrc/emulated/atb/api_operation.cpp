@@ -204,6 +204,13 @@ atb::Status ApiOperation::Execute(const atb::VariantPack& variantPack, uint8_t* 
       }
       for (const at::Tensor& in : v.inputs) aliased = aliased || bytesOverlap(v.outputs[i], in);
     }
+    if (state.executeType == atb::EXECUTE_PRELAUNCH) {
+      // ATB's split launch: the first of two Executes only prepares (checks the tensors against the operator); the
+      // EXECUTE_LAUNCH one moves the data. Running it here too would apply an in-place collective twice.
+      const Plan plan = op->plan(v.inputs);
+      for (size_t i = 0; i < v.outputs.size(); ++i) checkOutput(v.outputs[i], plan.outputs.at(i), c10::kCPU, name_, i);
+      return atb::NO_ERROR;
+    }
     if (!aliased) {
       op->executeOut(v.inputs, v.outputs);
     } else {

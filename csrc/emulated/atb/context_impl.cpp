@@ -113,7 +113,7 @@ std::optional<ContextState> liveContextState(const atb::Context* context) {
   const auto it = registry().live.find(context);
   if (it == registry().live.end()) return std::nullopt;
   // Read through the registry's own pointer: `context` is only compared, never dereferenced.
-  return ContextState{it->second->streams_};
+  return ContextState{it->second->streams_, it->second->executeType_};
 }
 
 }  // namespace atb_ops::atb_api

@@ -15,6 +15,7 @@ namespace atb_ops::atb_api {
 // library (destroyed, or never made by CreateContext).
 struct ContextState {
   std::vector<aclrtStream> streams;
+  atb::ExecuteType executeType = atb::EXECUTE_NORMAL;
 };
 std::optional<ContextState> liveContextState(const atb::Context* context);
 

@@ -1,7 +1,7 @@
 // Every communication operator of ATB's C++ API on CPU ranks, values checked against goldens computed here on
-// the host: AllGather, AllGatherV, AllReduce (sum/max/min/prod, several dtypes, in place, "lccl" in threads),
-// Broadcast, ReduceScatter, ReduceScatterV, AllToAll, AllToAllV, AllToAllVV2 (counts from hostData), Send/Recv,
-// LinearParallel (all-reduce, reduce-scatter, all-gather with its intermediate), and
+// the host: AllGather, AllGatherV, AllReduce (sum/max/min/prod, several dtypes, in place, launched in two
+// stages, "lccl" in threads), Broadcast, ReduceScatter, ReduceScatterV, AllToAll, AllToAllV, AllToAllVV2 (counts
+// from hostData), Send/Recv, LinearParallel (all-reduce, reduce-scatter, all-gather with its intermediate), and
 // a layout that disagrees across ranks (an error on every rank, then the communicator still works).
 //
 //   atb_collectives proc <rank> <n>                      one rank per launch, commMode 0 (processes)
@@ -176,6 +176,31 @@ void allReduce(const Rank& r, aclDataType dtype, const std::string& kind, bool i
   atbtest::runOperation(op.op, pack({x.tensor}, {target}), r.context, r.stream);
   atbtest::expectValues((inPlace ? x : out).download(), want,
                         label("AllReduce", dtype) + " " + kind + (inPlace ? " in place" : "") + " " + backend);
+}
+
+// ATB's split launch (Context::SetExecuteType): EXECUTE_PRELAUNCH's Execute only prepares, EXECUTE_LAUNCH's moves
+// the data, so an in-place all-reduce launched in two stages is summed once, not twice.
+void allReduceLaunchedInTwoStages(const Rank& r) {
+  const size_t count = 12;
+  std::vector<double> mine(count), want(count);
+  for (size_t i = 0; i < count; ++i) {
+    mine[i] = value(r.rank, i);
+    for (int j = 0; j < r.n; ++j) want[i] += value(j, i);
+  }
+  DeviceTensor x(ACL_FLOAT, {static_cast<int64_t>(count)}, mine);
+  Op op(commParam<atb::infer::AllReduceParam>(r));
+  const atb::VariantPack vp = pack({x.tensor}, {x.tensor});
+  uint64_t workspaceSize = 0;
+  EXPECT_OK(op.op->Setup(vp, workspaceSize, r.context));
+  EXPECT_OK(r.context->SetExecuteType(atb::EXECUTE_PRELAUNCH));
+  EXPECT_OK(op.op->Execute(vp, nullptr, workspaceSize, r.context));
+  EXPECT_OK(aclrtSynchronizeStream(r.stream));
+  atbtest::expectValues(x.download(), mine, "AllReduce in place after EXECUTE_PRELAUNCH only (nothing moved yet)");
+  EXPECT_OK(r.context->SetExecuteType(atb::EXECUTE_LAUNCH));
+  EXPECT_OK(op.op->Execute(vp, nullptr, workspaceSize, r.context));
+  EXPECT_OK(aclrtSynchronizeStream(r.stream));
+  EXPECT_OK(r.context->SetExecuteType(atb::EXECUTE_NORMAL));
+  atbtest::expectValues(x.download(), want, "AllReduce in place launched in two stages (PRELAUNCH, LAUNCH)");
 }
 
 void broadcast(const Rank& r) {
@@ -455,6 +480,7 @@ void runAll(Rank& r) {
   }
   allReduce(r, ACL_FLOAT, "prod");
   allReduce(r, ACL_FLOAT, "sum", /*inPlace=*/true);
+  allReduceLaunchedInTwoStages(r);
   // ATB's all_reduce demo: backend "lccl" with ranks as threads (lccl's multi-process form needs a numbered
   // commDomain, and there is no caller's communicator in lccl).
   if (r.mode == atb::infer::COMM_MULTI_THREAD && r.comm == nullptr) allReduce(r, ACL_FLOAT16, "sum", false, "lccl");
