@@ -29,6 +29,18 @@ assert torch_npu.npu.current_device() == 2
 with torch.npu.device(5):
     assert torch.npu.current_device() == 5
 assert torch.npu.current_device() == 2
+import threading
+seen = {}
+def rank_thread(n):  # ATB's commMode 1 scripts: each rank thread sets its own device, as on NPUs (per thread)
+    seen[(n, "start")] = torch.npu.current_device()
+    torch.npu.set_device(n)
+    barrier.wait()
+    seen[n] = torch.npu.current_device()
+barrier = threading.Barrier(2)
+threads = [threading.Thread(target=rank_thread, args=(n,)) for n in (4, 6)]
+[t.start() for t in threads]; [t.join() for t in threads]
+assert seen == {(4, "start"): 0, (6, "start"): 0, 4: 4, 6: 6}, seen
+assert torch.npu.current_device() == 2
 with pytest.raises(RuntimeError, match=r"npu:8 does not exist, device_count\\(\\) is 8 .*ATB_OPS_NPU_COUNT"):
     torch.npu.set_device(8)
 with pytest.raises(ValueError, match="not an NPU device: 'cuda:0'"):

@@ -8,6 +8,7 @@ emulation does not provide raise AttributeError saying so.
 from __future__ import annotations
 
 import os
+import threading
 from types import SimpleNamespace, TracebackType
 from typing import Any
 
@@ -15,7 +16,9 @@ import torch
 
 from atb_ops.emulation import config, devices, streams
 
-_current_index = 0
+# Per thread, as NPU and CUDA runtimes keep it: ATB's commMode 1 scripts give each rank thread its own device, and
+# a new thread starts on device 0.
+_current = threading.local()
 
 
 def _index_of(device: Any) -> int:
@@ -64,18 +67,17 @@ def set_device(device: int | str | torch.device) -> None:
             (the message names both numbers).
         ValueError: When `device` names no NPU.
     """
-    global _current_index
     index = _index_of(device)
     if config.emulated_device() == "cuda":
         torch.cuda.set_device(index)
-    _current_index = index
+    _current.index = index
 
 
 def current_device() -> int:
-    """The index of the current NPU (0 until set_device is called)."""
+    """The index of this thread's current NPU (0 until set_device is called in this thread)."""
     if config.emulated_device() == "cuda" and torch.cuda.is_initialized():
         return torch.cuda.current_device()
-    return _current_index
+    return getattr(_current, "index", 0)
 
 
 def synchronize(device: Any = None) -> None:
