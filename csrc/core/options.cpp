@@ -119,19 +119,32 @@ Options readOptions() {
   o.masterAddr = getEnv("MASTER_ADDR").value_or("");
   o.masterPort = getEnv("MASTER_PORT").value_or("");
   o.elasticRunId = getEnv("TORCHELASTIC_RUN_ID").value_or("");
-  // A launcher's own job id: PMIx (Open MPI 4+, Slurm with PMIx), Open MPI's ess, a Slurm job step.
   for (const char* name : {"LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}) {
     if (auto v = getEnv(name); v && o.launcherLocalRanks < 0)
       o.launcherLocalRanks = env_parse::integer(name, *v, 1, 1 << 30);
   }
-  if (auto ns = getEnv("PMIX_NAMESPACE")) {
-    o.launcherJob = "pmix:" + *ns;
-  } else if (auto ompi = getEnv("OMPI_MCA_ess_base_jobid")) {
-    o.launcherJob = "ompi:" + *ompi;
-  } else if (auto step = getEnv("SLURM_STEP_ID"); step && getEnv("SLURM_JOB_ID")) {
-    o.launcherJob = "slurm:" + *getEnv("SLURM_JOB_ID") + "." + *step;
-  }
+  o.launcherJob = launcherJobOf(getEnv);
   return o;
+}
+
+std::string launcherJobOf(const EnvLookup& env) {
+  // PMIx (Open MPI 4+, Slurm with PMIx), Open MPI's ess, a Slurm job step.
+  if (auto ns = env("PMIX_NAMESPACE")) return "pmix:" + *ns;
+  if (auto ompi = env("OMPI_MCA_ess_base_jobid")) return "ompi:" + *ompi;
+  auto job = env("SLURM_JOB_ID");
+  auto step = env("SLURM_STEP_ID");
+  if (job && step) return "slurm:" + *job + "." + *step;
+  return "";
+}
+
+bool thisEnvironmentProvesJob() {
+  return environmentProvesJob(getEnv);
+}
+
+bool environmentProvesJob(const EnvLookup& env) {
+  if (env("ATB_OPS_JOB_ID")) return true;
+  if (env("MASTER_ADDR") && env("MASTER_PORT") && env("TORCHELASTIC_RUN_ID")) return true;
+  return !launcherJobOf(env).empty();
 }
 
 std::map<std::string, std::string> describeOptions(const Options& o) {

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -61,8 +62,8 @@ struct Options {
   std::string npuName;
   // ATB_OPS_SHM_DIR (default /dev/shm): where the per-user folder of segments and rendezvous files lives.
   std::string shmDir = "/dev/shm";
-  // The job scope of node-local rendezvous: ATB_OPS_JOB_ID, else MASTER_ADDR:MASTER_PORT(+TORCHELASTIC_RUN_ID),
-  // else a launcher's job id (job_scope.h).
+  // The job scope of node-local rendezvous: ATB_OPS_JOB_ID, else a torchrun job (MASTER_ADDR:MASTER_PORT with
+  // TORCHELASTIC_RUN_ID), else a launcher's job id, else the parent-process guess (job_scope.h).
   std::string jobId;
   std::string masterAddr;
   std::string masterPort;
@@ -76,6 +77,18 @@ struct Options {
 
 // Parses the environment now. Raises ERROR_INVALID_PARAM naming the variable and its value.
 Options readOptions();
+
+// A process's environment variable, empty values read as unset (as readOptions reads them).
+using EnvLookup = std::function<std::optional<std::string>(const char* name)>;
+// The job a launcher gave a process ("pmix:<namespace>", "ompi:<jobid>", "slurm:<job>.<step>"), or "".
+std::string launcherJobOf(const EnvLookup& env);
+// Whether a process's environment alone proves its job: ATB_OPS_JOB_ID, a launcher's job, or a torchrun job
+// (MASTER_ADDR, MASTER_PORT and TORCHELASTIC_RUN_ID: its agent holds the port). MASTER_ADDR/MASTER_PORT alone
+// prove nothing (nothing holds the port: two jobs can export the same pair). The one rule for this process's job
+// key and for a sibling's (core/process.cpp), so a rank never skips a sibling that scopes itself by the guess.
+bool environmentProvesJob(const EnvLookup& env);
+// environmentProvesJob of this process's environment.
+bool thisEnvironmentProvesJob();
 
 // The longest ATB_OPS_TIMEOUT honoured.
 constexpr std::chrono::hours kMaxTimeout{24};

@@ -15,10 +15,14 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "core/options.h"
 
 namespace atb_ops {
 namespace {
@@ -101,23 +105,23 @@ std::pair<pid_t, char> parentAndState(pid_t pid) {
   return {static_cast<pid_t>(ppid), state};
 }
 
-// The launcher variables that give a process a job of its own (job_scope.h reads the same names).
-constexpr const char* kJobVariables[] = {
-    "ATB_OPS_JOB_ID=", "MASTER_PORT=", "PMIX_NAMESPACE=", "OMPI_MCA_ess_base_jobid=", "SLURM_STEP_ID="};
-
+// A sibling whose environment proves its own job is no rank of a parent-scoped one (the rule of options.h).
 bool scopedByEnvironment(pid_t pid) {
   const std::string env = readAll("/proc/" + std::to_string(pid) + "/environ");
+  std::map<std::string, std::string> values;
   size_t at = 0;
   while (at < env.size()) {
-    const size_t end = env.find('\0', at);
-    const std::string entry = env.substr(at, end == std::string::npos ? std::string::npos : end - at);
-    for (const char* name : kJobVariables) {
-      if (entry.rfind(name, 0) == 0) return true;
-    }
-    if (end == std::string::npos) break;
+    size_t end = env.find('\0', at);
+    if (end == std::string::npos) end = env.size();
+    const size_t eq = env.find('=', at);
+    if (eq != std::string::npos && eq < end && eq + 1 < end)
+      values.emplace(env.substr(at, eq - at), env.substr(eq + 1, end - eq - 1));
     at = end + 1;
   }
-  return false;
+  return environmentProvesJob([&values](const char* name) -> std::optional<std::string> {
+    const auto it = values.find(name);
+    return it == values.end() ? std::nullopt : std::optional<std::string>(it->second);
+  });
 }
 
 std::string commandLineOf(pid_t pid) {

@@ -3,8 +3,9 @@
 A node-local rendezvous with no job id can only guess that the children of one parent are one job, and one
 parent may start two jobs (csrc/comm/bootstrap/job_census.h). Where the launching process imported atb_ops,
 every ``torch.multiprocessing.spawn`` / ``start_processes`` call hands its children one fresh
-``ATB_OPS_JOB_ID`` (unless the environment has one already): the children of one call meet, two calls never do,
-and nobody waits on the census.
+``ATB_OPS_JOB_ID``: the children of one call meet, two calls never do, and nobody waits on the census. An id
+the user (or a launcher) set is kept; the one ``python -m atb_ops run`` gives a run is narrowed per call, since
+a run's script may start two jobs side by side (a harness running two tests at once).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from collections.abc import Callable
 from typing import Any
 
 _VARIABLE = "ATB_OPS_JOB_ID"
+# How the id `python -m atb_ops run` gives a run begins (emulation/launcher.py).
+RUN_JOB_PREFIX = "atb_ops-run-"
 
 
 def _scoped(start: Callable[..., Any]) -> Callable[..., Any]:
@@ -26,13 +29,17 @@ def _scoped(start: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(start)
     def start_processes(*args: Any, **kwargs: Any) -> Any:
-        if os.environ.get(_VARIABLE):
+        outer = os.environ.get(_VARIABLE)
+        if outer and not outer.startswith(RUN_JOB_PREFIX):
             return start(*args, **kwargs)
-        os.environ[_VARIABLE] = "spawn-" + uuid.uuid4().hex
+        os.environ[_VARIABLE] = (f"{outer}." if outer else "") + "spawn-" + uuid.uuid4().hex
         try:
             return start(*args, **kwargs)
         finally:
-            os.environ.pop(_VARIABLE, None)
+            if outer:
+                os.environ[_VARIABLE] = outer
+            else:
+                os.environ.pop(_VARIABLE, None)
 
     start_processes._atb_ops_scoped = True  # type: ignore[attr-defined]
     return start_processes

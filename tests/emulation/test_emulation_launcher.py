@@ -302,3 +302,69 @@ def test_one_run_is_one_job_with_several_communicators(tmp_path):
     kept = atb_ops_cmd(["run", "-c", "import os; print(os.environ['ATB_OPS_JOB_ID'])"],
                        env={**env, "ATB_OPS_JOB_ID": "mine"})
     assert kept.stdout.strip() == "mine", output_of(kept)
+
+
+TWO_SPAWN_JOBS = textwrap.dedent("""
+    import json, sys, time
+    import torch, torch_npu  # noqa: F401  (an ATB-style harness: the emulation, so atb_ops, is loaded here)
+    import torch.multiprocessing as mp
+
+
+    def worker(rank, tag, slow):
+        time.sleep(3.0 if rank == slow else 0.0)  # job 1's rank 1 and job 2's rank 0 load a model first
+        op = torch.classes.OperationTorch.OperationTorch("AllGatherOperation")
+        op.set_param(json.dumps({"rank": rank, "rankSize": 2, "backend": "shm"}))
+        got = op.execute([torch.arange(4, dtype=torch.float64) + 1000 * rank + 1e6 * tag])[0].reshape(2, 4)
+        want = torch.stack([torch.arange(4, dtype=torch.float64) + 1000 * r + 1e6 * tag for r in range(2)])
+        assert torch.equal(got, want), (tag, rank, got)
+
+
+    if __name__ == "__main__":
+        jobs = [mp.spawn(worker, args=(tag, slow), nprocs=2, join=False) for tag, slow in ((1, 1), (2, 0))]
+        for job in jobs:
+            while not job.join():  # raises if a child failed
+                pass
+        print("ok")
+""")
+
+
+def test_two_spawned_jobs_side_by_side_in_one_run_never_pair(tmp_path):
+    """The run's job id is narrowed per torch.multiprocessing.spawn call: two 2-rank jobs started side by side by one
+    run's script (a harness running two tests at once) each get their own data (they paired across jobs when every
+    child carried the run's one id)."""
+    script = tmp_path / "two_jobs.py"
+    script.write_text(TWO_SPAWN_JOBS)
+    env = env_without_emulation()
+    env.pop("ATB_OPS_JOB_ID", None)
+    proc = atb_ops_cmd(["run", str(script)], env={**env, "ATB_OPS_TIMEOUT": "30"})
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), output_of(proc)
+
+
+RANK_OF_A_JOB = textwrap.dedent("""
+    import json, os, sys
+    import torch, torch_npu  # noqa: F401
+    rank = int(os.environ["RANK"])
+    op = torch.classes.OperationTorch.OperationTorch("AllReduceOperation")
+    op.set_param(json.dumps({"rank": rank, "rankSize": 2, "backend": "hccl", "allReduceType": "sum"}))
+    print(os.environ.get("ATB_OPS_JOB_ID"), op.execute([torch.full((4,), rank + 1.0).npu()])[0].tolist())
+""")
+
+
+def test_a_run_that_is_one_rank_of_a_launched_job_meets_its_peers(tmp_path):
+    """`launcher ... python -m atb_ops run prog` (mpirun, torchrun, srun: RANK or the launcher's own variables set):
+    the run is one rank, so it takes no job id of its own (one per run kept the ranks apart until they timed out);
+    the launcher's proof, or here their one parent, scopes them as it would `python prog`."""
+    script = tmp_path / "rank.py"
+    script.write_text(RANK_OF_A_JOB)
+    env = env_without_emulation()
+    env.pop("ATB_OPS_JOB_ID", None)
+    ranks = [subprocess.Popen([sys.executable, "-m", "atb_ops", "run", str(script)], text=True, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, env={**env, "RANK": str(r), "ATB_OPS_TIMEOUT": "30"})
+             for r in range(2)]
+    for r, proc in enumerate(ranks):
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, f"rank {r}: {out}{err[-3000:]}"
+        assert out.strip() == "None [3.0, 3.0, 3.0, 3.0]", f"rank {r}: {out}{err[-3000:]}"
+    launched = atb_ops_cmd(["run", "-c", "import os; print(os.environ.get('ATB_OPS_JOB_ID'))"],
+                           env={**env, "PMIX_NAMESPACE": "prterun-host-1234@1"})
+    assert launched.stdout.strip() == "None", output_of(launched)

@@ -404,12 +404,15 @@ SETTING_DIFFERS = """
     import atb_ops
     began = time.monotonic()
     try:
-        if variable in ("ATB_OPS_CPU_PATH", "ATB_OPS_GLOO_STREAMS"):
+        if variable in ("ATB_OPS_CPU_PATH", "ATB_OPS_GLOO_STREAMS", "ATB_OPS_SHM_DIR"):
             import torch.distributed as dist
             from atb_ops import distributed as ad
             dist.init_process_group("gloo", init_method="file://" + os.environ["STORE_FILE"], rank=rank, world_size=2)
             if variable == "ATB_OPS_CPU_PATH":
                 ad.all_gather(torch.ones(2))
+            elif variable == "ATB_OPS_SHM_DIR":  # the shm path of atb_ops.distributed, met through the store
+                c, d = torch.tensor([1, 1]), torch.tensor([0, 1])
+                ad.all_to_all_v(torch.zeros(2), c, d, c, d)
             else:  # a gloo communicator of atb_ops' own: its connections are agreed when it is made
                 op = torch.classes.OperationTorch.OperationTorch("AllGatherOperation")
                 op.set_param(json.dumps({"rank": rank, "rankSize": 2, "backend": "gloo", "commDomain": "setting"}))
@@ -428,7 +431,7 @@ SETTING_DIFFERS = """
         print(json.dumps({"ok": True, "seconds": time.monotonic() - began}))
     except RuntimeError as e:
         print(json.dumps({"error": str(e).splitlines()[0], "seconds": time.monotonic() - began}))
-    if variable in ("ATB_OPS_CPU_PATH", "ATB_OPS_GLOO_STREAMS"):
+    if variable in ("ATB_OPS_CPU_PATH", "ATB_OPS_GLOO_STREAMS", "ATB_OPS_SHM_DIR"):
         dist.destroy_process_group()
     sys.stdout.flush()
     os._exit(0)  # torch's gloo group can abort in its static teardown ("terminate called without an active exception")

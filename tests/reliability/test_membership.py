@@ -68,6 +68,42 @@ def test_two_jobs_with_different_arguments_never_pair(mode):
         assert all("error" in c["report"] for c in children), children
 
 
+@pytest.mark.parametrize("unproven", [{"ATB_OPS_JOB_ID": ""}, {"MASTER_PORT": "29599"}],
+                         ids=["empty-job-id", "master-port-alone"])
+def test_variables_that_prove_nothing_never_let_two_jobs_pair(unproven):
+    """One parent, two jobs interleaved, every rank with a variable that proves no job: an empty ATB_OPS_JOB_ID (an
+    `export ATB_OPS_JOB_ID=$SLURM_JOB_ID` without Slurm) or MASTER_PORT alone. Each rank's key falls back to the
+    parent guess, so its census must count the siblings too (it skipped any sibling that had the variable at all,
+    whatever its value: alpha 0 and beta 1 paired, 4 wrong elements each). No rank gets the other job's data."""
+    env = clean_env(ATB_OPS_TIMEOUT="40", **unproven)
+    program = textwrap.dedent(tasks.ALLTOALL_BY_WORD)
+    children = _parent(tasks.TWO_JOBS_PARENT, ["at-once", program, "-", "alpha:0", "beta:1", "alpha:1", "beta:0"], env)
+    tag = {"alpha": 1, "beta": 2}
+    for child in children:
+        report = child["report"]
+        if "error" in report:
+            assert "ATB_OPS_JOB_ID" in report["error"] and "cannot tell which processes" in report["error"], child
+        else:
+            assert report["wrong"] == 0 and report["tags"] == [tag[child["word"]]], children
+
+
+def test_two_shells_exporting_one_master_address_never_pair():
+    """Two shells export the same MASTER_ADDR/MASTER_PORT (env:// boilerplate) and start a 2-rank job each, calling no
+    init_process_group: nothing holds the port, so the pair proves no job (it paired the shells' ranks across jobs,
+    alpha 0 with beta 1); it narrows each shell's parent guess instead, and each job gets its own data."""
+    env = clean_env(ATB_OPS_TIMEOUT="40", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
+    program = textwrap.dedent(tasks.ALLTOALL_BY_WORD)
+    shells = [subprocess.Popen([sys.executable, "-c", tasks.TWO_JOBS_PARENT, "apart", program, "-", *order],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO_ROOT)
+              for order in (["alpha:0", "alpha:1"], ["beta:1", "beta:0"])]
+    tag = {"alpha": 1, "beta": 2}
+    for shell in shells:
+        out, err = shell.communicate(timeout=300)
+        assert shell.returncode == 0, err[-3000:]
+        for child in json.loads(out.strip().splitlines()[-1]):
+            assert child["exit"] == 0 and child["report"] == {"wrong": 0, "tags": [tag[child["word"]]]}, child
+
+
 @pytest.mark.parametrize("import_late", [False, True])
 def test_two_jobs_that_create_long_after_their_start_never_pair(tmp_path, import_late):
     """Case 2, late: the four ranks start together but create their communicators 12-17 s later (a model loaded
@@ -387,17 +423,27 @@ def test_killed_creation_leaves_the_folder_clean(tmp_path):
                                              ("ATB_OPS_HCCL_ALLTOALLV", ("alltoallv", "p2p")),
                                              ("ATB_OPS_GLOO_STREAMS", ("1", "2")),
                                              ("ATB_OPS_SHM_EAGER", ("0", "65536")),
-                                             ("ATB_OPS_SHM_SPLIT", ("0", "1"))])
+                                             ("ATB_OPS_SHM_SPLIT", ("0", "1")),
+                                             ("ATB_OPS_SHM_DIR", ("/dev/shm", "@TMP@"))])
 def test_protocol_settings_that_differ_are_named_at_creation(tmp_path, variable, values):
     """Case 9: a setting that decides what goes on the wire differs between the ranks: every rank fails at once
-    (not after ATB_OPS_TIMEOUT) naming the variable and both values."""
+    (not after ATB_OPS_TIMEOUT) naming the variable and both values. ATB_OPS_SHM_DIR: ranks meeting through the
+    store look for the root's segment in their own folder (it was "not on this host", then a timeout)."""
+    # A second folder on the same tmpfs (on another file system the ranks would count as two hosts).
+    other = Path("/dev/shm") / f"atb_ops_test_{uuid.uuid4().hex}"
+    values = tuple(str(other) if v == "@TMP@" else v for v in values)
     env = clean_env(ATB_OPS_TIMEOUT="60", ATB_OPS_JOB_ID=uuid.uuid4().hex, STORE_FILE=str(tmp_path / "store"))
     if variable == "ATB_OPS_HCCL_ALLTOALLV":
         from atb_ops.emulation import launcher  # the NPU emulation: backend "hccl" runs HCCL's API on CPU
 
         env.update(launcher.emulation_env("cpu", base=env))
-    exits = [start(tasks.SETTING_DIFFERS, [str(r), values[r], variable], env) for r in range(2)]
-    for report in _reports(finish(exits, 150)):
+    other.mkdir(mode=0o700)
+    try:
+        exits = [start(tasks.SETTING_DIFFERS, [str(r), values[r], variable], env) for r in range(2)]
+        reports = _reports(finish(exits, 150))
+    finally:
+        shutil.rmtree(other, ignore_errors=True)
+    for report in reports:
         assert "error" in report, report
         assert variable in report["error"] and all(repr(v) in report["error"] or f"'{v}'" in report["error"]
                                                     for v in values), report

@@ -62,9 +62,10 @@ std::string protocolSettings(const CommConfig& c, const std::string& purpose) {
   if (purpose == "gloo") return "ATB_OPS_GLOO_STREAMS=" + std::to_string(c.options.glooStreams);
   // Which messages travel through the segment and who moves a large one's parts: the root's header could carry
   // them to every rank, but a rank whose own setting silently loses is as much a surprise as a wrong result.
+  // The folder too: a rank looking for the root's segment in another one took it for a segment on another host.
   if (purpose == "shm") {
     return "ATB_OPS_SHM_EAGER=" + std::to_string(c.options.shmEager) +
-           ";ATB_OPS_SHM_SPLIT=" + (c.options.shmSplit ? "1" : "0");
+           ";ATB_OPS_SHM_SPLIT=" + (c.options.shmSplit ? "1" : "0") + ";ATB_OPS_SHM_DIR=" + c.options.shmDir;
   }
   return "";
 }

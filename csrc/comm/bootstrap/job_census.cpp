@@ -439,8 +439,9 @@ std::string JobCensus::strangers() const {
   if (seen.empty()) return "";
   return c10::str(c10::Join(", ", seen), " wait(s) for this commDomain in another job (this rank: parent process ",
                   ::getppid(), ", job '", slot_.jobKey,
-                  "'); ranks started by different parent processes form one job only when they share ATB_OPS_JOB_ID "
-                  "(or MASTER_ADDR/MASTER_PORT, torch.distributed, a rank table, HCCL root info)");
+                  "'); ranks form one job only when they share its scope: ATB_OPS_JOB_ID (each `python -m atb_ops "
+                  "run` gives its own unless one is set), a launcher's job (torchrun, mpirun, srun), torch.distributed, "
+                  "a rank table or HCCL root info; without any, their parent process");
 }
 
 int JobCensus::sweepStale(const Options& options) {

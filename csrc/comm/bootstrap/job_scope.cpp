@@ -16,12 +16,16 @@ std::string defaultJobKey(const Options& o, CommMode mode) {
     const pid_t self = ::getpid();
     return "threads:" + std::to_string(self) + ":" + std::to_string(processStartTime(self));
   }
-  if (!o.masterAddr.empty() && !o.masterPort.empty()) {
+  const bool master = !o.masterAddr.empty() && !o.masterPort.empty();
+  if (master && !o.elasticRunId.empty()) {
     return "master:" + o.masterAddr + ":" + o.masterPort + ":" + o.elasticRunId;
   }
   if (!o.launcherJob.empty()) return "launcher:" + o.launcherJob;
   const pid_t parent = ::getppid();
-  return kParentPrefix + std::to_string(parent) + ":" + std::to_string(processStartTime(parent));
+  const std::string guess = kParentPrefix + std::to_string(parent) + ":" + std::to_string(processStartTime(parent));
+  // MASTER_ADDR/MASTER_PORT without torchrun's agent: nobody holds the port, so two jobs may export the same pair.
+  // They narrow the guess (jobs of one parent on different ports never meet), never replace it.
+  return master ? "master:" + o.masterAddr + ":" + o.masterPort + "|" + guess : guess;
 }
 
 bool parentScoped(const std::string& jobKey) {

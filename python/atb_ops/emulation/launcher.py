@@ -29,6 +29,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from atb_ops import _spawn_scope
 from atb_ops.emulation import atb_home, config
 
 RUN_USAGE = """\
@@ -341,16 +342,36 @@ def run_main(argv: list[str]) -> int:
         env = prepare(opts)
     except (UsageError, LaunchError) as err:
         return _fail(err, RUN_USAGE)
-    # One run is one job: its processes share this id, so a job whose processes form several communicators
-    # (ATB's multi-communicator tests: 8 processes, groups of 4 by commDomain) is scoped by it, not by the
-    # parent process (whose scope refuses more processes than a communicator has ranks: two jobs at once).
-    env.setdefault("ATB_OPS_JOB_ID", f"atb_ops-run-{uuid.uuid4().hex}")
+    _scope_the_job(env)
     if not sys.executable:
         return _fail(LaunchError("sys.executable is unknown: cannot start Python"), RUN_USAGE)
     sys.stdout.flush()
     sys.stderr.flush()
     os.execve(sys.executable, [sys.executable, *_interpreter_flags(), *opts.target], env)
     return 1  # not reached
+
+
+# Variables by which a launcher tells a process which rank of a larger job it is.
+_RANK_VARIABLES = ("RANK", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID")
+
+
+def _scope_the_job(env: dict[str, str]) -> None:
+    """Gives a run that is a whole job an ATB_OPS_JOB_ID of its own (in `env`); leaves a run that is one rank alone.
+
+    A whole job: its processes share the id, so a job whose processes form several communicators (ATB's
+    multi-communicator tests: 8 processes, groups of 4 by commDomain) is scoped by it, not by the parent process
+    (whose scope refuses more processes than a communicator has ranks: two jobs at once). One rank of a launched
+    job (``mpirun ... python -m atb_ops run``, torchrun, srun; a job id set already): an id per run would keep
+    it from its peers, so the launcher's proof, or the parent process, scopes it as it would ``python script.py``.
+
+    Args:
+        env: The environment the script gets; ATB_OPS_JOB_ID is set in it when the run is a whole job.
+    """
+    from atb_ops import _C  # noqa: PLC0415  (loaded already: `python -m atb_ops` imported the package)
+
+    if env.get("ATB_OPS_JOB_ID") or _C.environment_proves_job() or any(env.get(v) for v in _RANK_VARIABLES):
+        return
+    env["ATB_OPS_JOB_ID"] = f"{_spawn_scope.RUN_JOB_PREFIX}{uuid.uuid4().hex}"
 
 
 def format_exports(env: Mapping[str, str]) -> str:
