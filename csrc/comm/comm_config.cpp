@@ -59,8 +59,10 @@ std::string resolveBackend(const std::string& requested, const c10::Device& devi
     }
     ATB_CHECK(!options.strictBackend, ERROR_INVALID_PARAM, "backend '", requested, "' asked for ", deviceName(type),
               " tensors, and ATB_OPS_STRICT_BACKEND=1 forbids running them on '", native, "'");
+    // Decided before anyone knows where the ranks are: across hosts shm is the part within each host.
     TORCH_WARN_ONCE("atb_ops: backend '", requested, "' on ", deviceName(type), " tensors runs on the '", native,
-                    "' backend (set ATB_OPS_STRICT_BACKEND=1 to make this an error)");
+                    "' backend", native == "shm" ? " (gloo between hosts)" : "",
+                    " (set ATB_OPS_STRICT_BACKEND=1 to make this an error)");
     return native;
   }
   ATB_FAIL(ERROR_INVALID_PARAM, "backend '", requested, "' is unknown; expected hccl, lccl, nccl, shm, gloo or auto");

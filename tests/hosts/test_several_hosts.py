@@ -481,7 +481,7 @@ def test_lost_host_is_named_and_a_new_communicator_works_when_it_is_back(tmp_pat
         Path(flag + ".down").touch()
         hosts.set_link(1, False)
         lost = json.loads(procs[0].stdout.readline())
-        assert lost["stage"] == "lost" and lost["seconds"] < 30, lost
+        assert lost["stage"] == "lost" and lost["seconds"] < 9.5, lost  # within ATB_OPS_TIMEOUT (8 s) + the call
         assert "ERROR_COMM_TIMEOUT" in lost["error"] or "ERROR_COMM_PEER_DIED" in lost["error"], lost
         assert "rank 1 on 'h1'" in lost["error"], lost
         hosts.set_link(1, True)
@@ -510,7 +510,7 @@ def test_rank_killed_on_the_other_host_is_named(tmp_path, elements):
         procs[3].kill()
         for r in (0, 1, 2):
             lost = json.loads(procs[r].stdout.readline())
-            assert lost["stage"] == "lost" and lost["seconds"] < 30, (r, lost)
+            assert lost["stage"] == "lost" and lost["seconds"] < 9.5, (r, lost)  # ATB_OPS_TIMEOUT (8 s) + the call
             assert "ERROR_COMM_TIMEOUT" in lost["error"] or "ERROR_COMM_PEER_DIED" in lost["error"], (r, lost)
             if r < 2:  # on h0: the lost peer is on the other host
                 assert "on 'h1'" in lost["error"], (r, lost)

@@ -26,6 +26,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// A node-local rendezvous pairs this host's ranks only: a rank that waits for ranks it cannot see may be waiting
+// for ranks elsewhere, and is told how those meet (root and joiners alike).
+constexpr char kOtherHosts[] =
+    "; ranks on other hosts meet through torch.distributed, a rank table, HCCL root info or a caller's hcclComm";
+
 // The record file: this header, one read flag per rank, then the payload.
 struct RecordHeader {
   std::atomic<uint64_t> magic;
@@ -186,7 +191,7 @@ class NodeLocalBootstrap final : public Bootstrap {
         }
         unlinkIfSame(file, path_);
         ATB_FAIL(ERROR_COMM_TIMEOUT, what_, ": root rank ", rank_, " published, but rank(s) ", formatRanks(missing),
-                 " did not join within ", timeout_.describe(), elsewhere());
+                 " did not join within ", timeout_.describe(), elsewhere(), kOtherHosts);
       }
       noteStrangers(attempt);
       pause(attempt, what_);
@@ -275,8 +280,7 @@ class NodeLocalBootstrap final : public Bootstrap {
         return bytes;
       }
       ATB_CHECK(Clock::now() < deadline, ERROR_COMM_TIMEOUT, what_, ": rank ", rank_, " waited ", timeout_.seconds(),
-                " s (", timeout_.name(), ") for root rank ", root_, " to publish", elsewhere(),
-                "; ranks on other hosts meet through torch.distributed, a rank table or HCCL root info");
+                " s (", timeout_.name(), ") for root rank ", root_, " to publish", elsewhere(), kOtherHosts);
       noteStrangers(attempt);
       pause(attempt, what_);
     }

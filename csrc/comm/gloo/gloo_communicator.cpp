@@ -378,7 +378,10 @@ void GlooCommunicator::waitFor(const c10::intrusive_ptr<c10d::Work>& work, const
     }
   };
   if (closedByPeer) readNote();
-  for (int i = 0; i < (closedByPeer ? 300 : 100) && dead.empty() && gaveUp.empty(); ++i) {
+  // Only for an error that came early: at the deadline a dead peer has long shown, and every surviving rank must
+  // raise within ATB_OPS_TIMEOUT (a lost link: the grace made it the timeout plus a second).
+  const bool atDeadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200) >= deadline;
+  for (int i = 0; i < (atDeadline ? 0 : closedByPeer ? 300 : 100) && dead.empty() && gaveUp.empty(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     dead = deadPeers();
     if (closedByPeer) readNote();
