@@ -187,8 +187,7 @@ PYBIND11_MODULE(_C, m) {
       [] { return atb_ops::withPythonErrors([] { return atb_ops::describeOptions(atb_ops::readOptions()); }); },
       "The ATB_OPS_* settings as atb_ops reads them now (one parser for C++ and Python); raises on a bad value.");
   m.def(
-      "environment_proves_job",
-      [] { return atb_ops::thisEnvironmentProvesJob(); },
+      "environment_proves_job", [] { return atb_ops::thisEnvironmentProvesJob(); },
       "Whether this process's environment alone proves its job (ATB_OPS_JOB_ID, torchrun, an MPI or Slurm "
       "launcher): the rule the node-local rendezvous applies (core/options.h).");
   m.def("set_store_provider", &installStoreProvider, py::arg("provider"),

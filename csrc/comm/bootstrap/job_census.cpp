@@ -437,11 +437,12 @@ std::string JobCensus::strangers() const {
         c10::str("rank ", c.rank, " (pid ", c.pid, ", parent process ", c.parentPid, ", job '", c.jobKey, "')"));
   }
   if (seen.empty()) return "";
-  return c10::str(c10::Join(", ", seen), " wait(s) for this commDomain in another job (this rank: parent process ",
-                  ::getppid(), ", job '", slot_.jobKey,
-                  "'); ranks form one job only when they share its scope: ATB_OPS_JOB_ID (each `python -m atb_ops "
-                  "run` gives its own unless one is set), a launcher's job (torchrun, mpirun, srun), torch.distributed, "
-                  "a rank table or HCCL root info; without any, their parent process");
+  return c10::str(
+      c10::Join(", ", seen), " wait(s) for this commDomain in another job (this rank: parent process ", ::getppid(),
+      ", job '", slot_.jobKey,
+      "'); ranks form one job only when they share its scope: ATB_OPS_JOB_ID (each `python -m atb_ops "
+      "run` gives its own unless one is set), a launcher's job (torchrun, mpirun, srun), torch.distributed, "
+      "a rank table or HCCL root info; without any, their parent process");
 }
 
 int JobCensus::sweepStale(const Options& options) {
