@@ -42,6 +42,17 @@ def _parent(script: str, args: list[str], env: dict[str, str], timeout: float = 
     return children
 
 
+def _assert_own_data_or_refused(children: list[dict]) -> None:
+    """Every rank of jobs alpha and beta got its own job's data, or refused naming ATB_OPS_JOB_ID."""
+    tag = {"alpha": 1, "beta": 2}
+    for child in children:
+        report = child["report"]
+        if "error" in report:
+            assert "ATB_OPS_JOB_ID" in report["error"] and "cannot tell which processes" in report["error"], child
+        else:
+            assert report["wrong"] == 0 and report["tags"] == [tag[child["word"]]], children
+
+
 # ---------------------------------------------------------------------------------- two jobs, one parent
 
 
@@ -56,13 +67,7 @@ def test_two_jobs_with_different_arguments_never_pair(mode):
     env = clean_env(ATB_OPS_TIMEOUT="40")
     program = textwrap.dedent(tasks.ALLTOALL_BY_WORD)
     children = _parent(tasks.TWO_JOBS_PARENT, ["apart" if mode != "at-once" else mode, program, "-", *order], env)
-    tag = {"alpha": 1, "beta": 2}
-    for child in children:
-        report = child["report"]
-        if "error" in report:
-            assert "ATB_OPS_JOB_ID" in report["error"] and "cannot tell which processes" in report["error"], child
-        else:
-            assert report["wrong"] == 0 and report["tags"] == [tag[child["word"]]], children
+    _assert_own_data_or_refused(children)
     if mode == "at-once":
         # Started together, both jobs are visible to every rank before anyone pairs: all refuse.
         assert all("error" in c["report"] for c in children), children
@@ -78,13 +83,7 @@ def test_variables_that_prove_nothing_never_let_two_jobs_pair(unproven):
     env = clean_env(ATB_OPS_TIMEOUT="40", **unproven)
     program = textwrap.dedent(tasks.ALLTOALL_BY_WORD)
     children = _parent(tasks.TWO_JOBS_PARENT, ["at-once", program, "-", "alpha:0", "beta:1", "alpha:1", "beta:0"], env)
-    tag = {"alpha": 1, "beta": 2}
-    for child in children:
-        report = child["report"]
-        if "error" in report:
-            assert "ATB_OPS_JOB_ID" in report["error"] and "cannot tell which processes" in report["error"], child
-        else:
-            assert report["wrong"] == 0 and report["tags"] == [tag[child["word"]]], children
+    _assert_own_data_or_refused(children)
 
 
 def test_two_shells_exporting_one_master_address_never_pair():
