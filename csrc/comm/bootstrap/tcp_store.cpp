@@ -82,6 +82,16 @@ std::string reachableAddress() {
   return "127.0.0.1";
 }
 
+namespace {
+
+// torch's errors carry C++ frames in what(): a user reads the reason only.
+std::string reasonOf(const std::exception& e) {
+  const auto* error = dynamic_cast<const c10::Error*>(&e);
+  return error != nullptr ? error->what_without_backtrace() : e.what();
+}
+
+}  // namespace
+
 c10::intrusive_ptr<c10d::Store> serveStore(uint16_t port, std::chrono::milliseconds timeout, uint16_t* chosen) {
   c10d::TCPStoreOptions opts;
   opts.port = port;
@@ -93,7 +103,7 @@ c10::intrusive_ptr<c10d::Store> serveStore(uint16_t port, std::chrono::milliseco
     if (chosen != nullptr) *chosen = store->getPort();
     return store;
   } catch (const std::exception& e) {
-    ATB_FAIL(ERROR_RT_FAIL, "cannot serve a TCPStore on port ", port, " of this host: ", e.what());
+    ATB_FAIL(ERROR_RT_FAIL, "cannot serve a TCPStore on port ", port, " of this host: ", reasonOf(e));
   }
 }
 
@@ -108,7 +118,7 @@ c10::intrusive_ptr<c10d::Store> connectStore(const std::string& host, uint16_t p
     return c10::make_intrusive<c10d::TCPStore>(host, opts);
   } catch (const std::exception& e) {
     ATB_FAIL(ERROR_COMM_TIMEOUT, "cannot reach the TCPStore at ", host, ":", port, " within ", timeout.describe(), ": ",
-             e.what());
+             reasonOf(e));
   }
 }
 
