@@ -152,8 +152,7 @@ atb::Status ApiOperation::Setup(const atb::VariantPack& variantPack, uint64_t& w
     ATB_API_CHECK(variantPack.outTensors.size() == op->outputNum(), ERROR_INVALID_IN_TENSOR_NUM, call, ": ", name_,
                   " takes ", op->outputNum(), " outTensors, got ", variantPack.outTensors.size());
     const Views v = viewsOf(variantPack);
-    const Plan plan = op->plan(v.inputs);
-    for (size_t i = 0; i < v.outputs.size(); ++i) checkOutput(v.outputs[i], plan.outputs.at(i), c10::kCPU, name_, i);
+    checkAgainstPlan(*op, v);
     std::lock_guard<std::mutex> lock(mutex_);
     setup_ = SetupRecord{context, dataSizes(variantPack.inTensors), dataSizes(variantPack.outTensors)};
     return atb::NO_ERROR;
@@ -207,8 +206,7 @@ atb::Status ApiOperation::Execute(const atb::VariantPack& variantPack, uint8_t* 
     if (state.executeType == atb::EXECUTE_PRELAUNCH) {
       // ATB's split launch: the first of two Executes only prepares (checks the tensors against the operator); the
       // EXECUTE_LAUNCH one moves the data. Running it here too would apply an in-place collective twice.
-      const Plan plan = op->plan(v.inputs);
-      for (size_t i = 0; i < v.outputs.size(); ++i) checkOutput(v.outputs[i], plan.outputs.at(i), c10::kCPU, name_, i);
+      checkAgainstPlan(*op, v);
       return atb::NO_ERROR;
     }
     if (!aliased) {
@@ -232,6 +230,11 @@ atb::Status ApiOperation::Execute(const atb::VariantPack& variantPack, uint8_t* 
 std::any ApiOperation::param() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return param_;
+}
+
+void ApiOperation::checkAgainstPlan(const atb_ops::Operation& op, const Views& v) const {
+  const Plan plan = op.plan(v.inputs);
+  for (size_t i = 0; i < v.outputs.size(); ++i) checkOutput(v.outputs[i], plan.outputs.at(i), c10::kCPU, name_, i);
 }
 
 void ApiOperation::update(const nlohmann::json& paramObject, std::shared_ptr<atb_ops::Operation> impl, std::any param) {

@@ -60,6 +60,8 @@ class ApiOperation final : public atb::Operation {
   };
 
   Views viewsOf(const atb::VariantPack& pack) const;
+  // The tensors against the operator's plan: what Setup and a PRELAUNCH Execute check, nothing moved.
+  void checkAgainstPlan(const atb_ops::Operation& op, const Views& v) const;
   std::shared_ptr<atb_ops::Operation> impl() const;
   // "AllGatherOperation::Setup (rank 1 of 2)": how messages name a call.
   std::string callName(const char* method) const;
