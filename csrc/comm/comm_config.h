@@ -51,6 +51,9 @@ struct CommConfig {
   bool hostsChecked = false;
   // Set by placeAcrossHosts (host_span.h) when the ranks span hosts: every rank's host identity, in rank order.
   std::vector<std::string> rankHosts;
+  // Where this communicator is a part of another (two levels): the whole one's number of each of its ranks, by which
+  // its messages name peers. Empty: its own numbers.
+  std::vector<int32_t> wholeRanks;
   // Ranks of the whole communicator this one is part of that run on this kernel, when more than rankSize: hosts
   // that are containers or network namespaces of one machine share its cores, so shm waits yield rather than
   // spin when these outnumber them. 0: rankSize.

@@ -5,6 +5,7 @@
 #include <ATen/ops/zeros.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <map>
 
@@ -27,6 +28,9 @@ constexpr int64_t kShardedAllreduceBytes = 64 * 1024;
 // message's cost leads. Past it, the group of every rank moves the in-host and cross-host chunks at once, which the
 // three steps in turn cannot (2 x 2 at 10 Gbit/s: 16 MiB took 30 ms by hosts, 19 ms in the group).
 constexpr int64_t kByHostsMaxBytes = 1 << 20;
+
+// The most sooner the part between hosts gives up than the whole's timeout (a tenth of it where that is less).
+constexpr std::chrono::milliseconds kAcrossEarlyMost{2000};
 
 // "its rank 0 is rank 2, its rank 1 is rank 3": a part's rank numbers in this communicator's.
 std::string numbering(const std::vector<int32_t>& ranks) {
@@ -76,6 +80,10 @@ class TwoLevelCommunicator final : public Communicator {
     for (const std::vector<int32_t>& onHost : layout_.ranks) peers.push_back(onHost[layout_.local]);
     acrossNote_ = " (in the part of this communicator between hosts, local index " + std::to_string(layout_.local) +
                   " of each: " + numbering(peers) + ")";
+    across.wholeRanks = peers;
+    // It gives up a little before the ranks of its host that wait for it there, and tells them (acrossHosts), so
+    // every rank of the host names the lost host, none this rank.
+    across.options.timeout.early = std::min<std::chrono::milliseconds>(c.options.timeout.value / 10, kAcrossEarlyMost);
     CommConfig everyone = base;
     everyone.group = c.group;
     everyone.groupId = c.groupId;

@@ -89,7 +89,10 @@ std::string Timeout::describe() const {
 
 Options readOptions() {
   Options o;
-  if (auto v = getEnv("ATB_OPS_TIMEOUT")) o.timeout.value = env_parse::seconds("ATB_OPS_TIMEOUT", *v);
+  if (auto v = getEnv("ATB_OPS_TIMEOUT")) {
+    o.timeout.value = env_parse::seconds("ATB_OPS_TIMEOUT", *v);
+    o.timeout.fromEnvironment = true;
+  }
   if (auto v = getEnv("ATB_OPS_STRICT_BACKEND")) o.strictBackend = env_parse::flag("ATB_OPS_STRICT_BACKEND", *v);
   if (auto v = getEnv("ATB_OPS_STRICT_PARAMS")) o.strictParams = env_parse::flag("ATB_OPS_STRICT_PARAMS", *v);
   if (auto v = getEnv("ATB_OPS_SHM_EAGER")) o.shmEager = env_parse::bytes("ATB_OPS_SHM_EAGER", *v, 0, int64_t{1} << 20);

@@ -16,6 +16,11 @@ struct Timeout {
   std::chrono::milliseconds value{std::chrono::seconds(300)};
   // The communicator of a torch.distributed "atb_ops" group waits as long as the group's timeout.
   bool fromGroup = false;
+  // ATB_OPS_TIMEOUT was set: it bounds a group's communicator too, where it is the shorter.
+  bool fromEnvironment = false;
+  // How much sooner than `value` this communicator gives up: the part between hosts of a two-level one, so that it
+  // fails first and tells the ranks waiting for it within its host, which then name the lost host, not it.
+  std::chrono::milliseconds early{0};
 
   const char* name() const { return fromGroup ? "the group's timeout" : "ATB_OPS_TIMEOUT"; }
   double seconds() const { return std::chrono::duration<double>(value).count(); }

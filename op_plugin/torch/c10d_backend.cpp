@@ -103,9 +103,17 @@ bool isPeerFault(Status s) {
 C10dBackend::C10dBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                          std::chrono::milliseconds timeout, const std::string& groupName)
     : c10d::Backend(rank, size), domain_("c10d:" + groupName) {
-  CommConfig config = configForGroup("shm", rank, size, domain_, "", c10::Device(c10::kCPU), nullptr);
-  // The group's communicator waits as long as init_process_group(timeout=...) says, and its messages say so.
-  config.options.timeout = Timeout{std::min<std::chrono::milliseconds>(timeout, kMaxTimeout), /*fromGroup=*/true};
+  // "auto" on CPU: shared memory where every rank is on this host, two levels (shm in a host, gloo between hosts)
+  // or one gloo group where they are not; the host census below runs over the group's store (comm/host_span.h).
+  CommConfig config = configForGroup("auto", rank, size, domain_, "", c10::Device(c10::kCPU), nullptr);
+  config.hostsChecked = false;
+  // The group's communicator waits as long as init_process_group(timeout=...) says, and its messages say so; an
+  // ATB_OPS_TIMEOUT that is set and shorter bounds it too (a lost host is named within it).
+  const std::chrono::milliseconds groupTimeout = std::min<std::chrono::milliseconds>(timeout, kMaxTimeout);
+  if (!config.options.timeout.fromEnvironment || groupTimeout < config.options.timeout.value) {
+    config.options.timeout.value = groupTimeout;
+    config.options.timeout.fromGroup = true;
+  }
   config.store = std::make_shared<GivenStore>(GivenStore{store});
   // Its own communicator, never another live group's (group names are reused after destroy_process_group).
   config.groupId = this;

@@ -1,7 +1,8 @@
 // The torch.distributed backend "atb_ops" (a c10d::Backend, registered from Python by atb_ops.c10d_backend):
 // dist.all_reduce, all_gather(_into_tensor), reduce_scatter(_tensor), broadcast, all_to_all(_single),
-// send/recv and barrier on CPU tensors, through an atb_ops communicator of the group's ranks (shm: every rank
-// on this host). Each method only converts torch's arguments and calls the one body of the collective
+// send/recv and barrier on CPU tensors, through an atb_ops communicator of the group's ranks (shm where every rank
+// is on this host; across hosts shm within each and gloo between them, so a lost host is named as on every other
+// surface). Each method only converts torch's arguments and calls the one body of the collective
 // (csrc/framework/collectives.h: its checks, then the Communicator), so what is checked and what goes over the
 // wire is the same as for every other surface. Calls complete before they return: the Work handed back is done
 // (its future too, which DDP's reducer reads).

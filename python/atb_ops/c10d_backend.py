@@ -2,9 +2,11 @@
 
 ``import atb_ops`` registers it (``torch.distributed.Backend.register_backend``, CPU tensors). Every process
 group made with ``backend="atb_ops"`` gets a ``atb_ops._C.C10dBackend``: torch.distributed's collectives run
-through an atb_ops communicator of the group's ranks (the shared-memory backend, checked across ranks before
-any data moves) when every rank of the group is on this host, and through a gloo backend made from the same
-store when they are not. Under ``python -m atb_ops run``, backend "hccl" groups on CPU use it.
+through an atb_ops communicator of the group's ranks, each call checked across ranks before any data moves:
+shared memory when every rank of the group is on this host; across hosts shared memory within each and gloo
+groups made from the same store between them, so a lost host is named by rank and host, within the group's
+timeout or ``ATB_OPS_TIMEOUT`` where that is set and shorter. Under ``python -m atb_ops run``, backend "hccl"
+groups on CPU use it.
 """
 
 from __future__ import annotations
@@ -14,31 +16,9 @@ from typing import Any
 
 import torch.distributed as dist
 
-from atb_ops._host import host_id
-
 NAME = "atb_ops"
 _DEFAULT_TIMEOUT = datetime.timedelta(minutes=30)  # torch.distributed's own default
 _registered = False
-
-
-def _all_on_this_host(store: dist.Store, rank: int, size: int) -> bool:
-    """Whether every rank of the group runs on this host; a collective over the group's store.
-
-    Args:
-        store: the group's store (torch's, prefixed by the group's name).
-        rank: this rank in the group.
-        size: the group's size.
-
-    Returns:
-        True when every rank published this host's id.
-    """
-    if size == 1:
-        return True
-    mine = host_id()
-    store.set(f"atb_ops/host/{rank}", mine)
-    keys = [f"atb_ops/host/{r}" for r in range(size)]
-    store.wait(keys)
-    return all(store.get(k).decode() == mine for k in keys)
 
 
 def _create(opts: Any, backend_options: Any) -> dist.ProcessGroup:
@@ -49,7 +29,8 @@ def _create(opts: Any, backend_options: Any) -> dist.ProcessGroup:
         backend_options: ``pg_options`` from ``init_process_group``/``new_group`` (unused).
 
     Returns:
-        An ``atb_ops._C.C10dBackend`` when every rank is on this host, else a gloo backend on the same store.
+        An ``atb_ops._C.C10dBackend``: shared memory where every rank is on this host, else shared memory within
+        each host and gloo between them (on the group's store), as ATB's operators run across hosts.
 
     Raises:
         torch.distributed.DistBackendError: A peer did not join within the group's timeout, or died.
@@ -60,8 +41,6 @@ def _create(opts: Any, backend_options: Any) -> dist.ProcessGroup:
 
     store, rank, size = opts.store, opts.group_rank, opts.group_size
     timeout = opts.timeout if isinstance(opts.timeout, datetime.timedelta) else _DEFAULT_TIMEOUT
-    if not _all_on_this_host(store, rank, size):
-        return dist.ProcessGroupGloo(store, rank, size, timeout=timeout)
     return _C.C10dBackend(store, rank, size, timeout, str(opts.group_id))
 
 

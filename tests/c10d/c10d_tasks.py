@@ -356,18 +356,3 @@ def fsdp_train(rank: int, world_size: int, backend: str, steps: int = 4) -> tupl
     fully_shard(model, mesh=mesh)
     losses, ran = _train(model, g, rank, steps)
     return losses, [p.full_tensor().detach().clone() for p in model.parameters()], ran
-
-
-def multi_host(rank: int, world_size: int) -> list:
-    """A group whose ranks claim different hosts: the creator falls back to gloo on the group's store."""
-    from atb_ops import c10d_backend
-
-    real = c10d_backend.host_id
-    c10d_backend.host_id = lambda: f"host-{rank}"
-    try:
-        g = dist.new_group(list(range(world_size)), backend="atb_ops")
-    finally:
-        c10d_backend.host_id = real
-    x = torch.full((4,), float(rank + 1))
-    dist.all_reduce(x, group=g)
-    return [type(backend_of(g)).__name__, x[0].item()]

@@ -106,7 +106,7 @@ import atb_ops
 rank, n, port = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 mode = sys.argv[4] if len(sys.argv) > 4 else ""
 dist.init_process_group("atb_ops", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=n,
-                        timeout=datetime.timedelta(seconds=2 if mode == "stall" else 20))
+                        timeout=datetime.timedelta(seconds={"stall": 2, "stall-env": 60}.get(mode, 20)))
 assert dist.get_backend() == "atb_ops", dist.get_backend()
 x = torch.full((4,), float(rank + 1))
 dist.all_reduce(x)
@@ -129,9 +129,9 @@ if not mode:
                  c10d_tasks.alltoalls, c10d_tasks.point_to_point, c10d_tasks.async_ops, c10d_tasks.objects):
         task(rank, n)
 if mode and rank == 1:
-    if mode == "stall":
+    if mode.startswith("stall"):
         import time
-        time.sleep(8)  # alive but absent: rank 0 must give up after the group's 2 s timeout
+        time.sleep(8)  # alive but absent: rank 0 must give up after 2 s (the group's timeout or ATB_OPS_TIMEOUT)
     sys.exit(0)  # leaves: rank 0's next collective must fail naming it, not hang
 if mode:
     try:
@@ -164,22 +164,24 @@ def test_peer_exit_is_dist_backend_error():
     assert line.startswith("DistBackendError:") and "ERROR_COMM_PEER_DIED" in line and "rank 1" in line, line
 
 
-def test_group_timeout_is_dist_backend_error():
-    # init_process_group(timeout=2 s) bounds the wait for a peer that is alive but never calls.
+@pytest.mark.parametrize(
+    ("mode", "atb_ops_timeout", "named"),
+    [("stall", "60", "the group's timeout of 2 s"), ("stall-env", "2", "ATB_OPS_TIMEOUT=2 s")],
+    ids=["group-timeout", "shorter-ATB_OPS_TIMEOUT"],
+)
+def test_group_timeout_is_dist_backend_error(mode, atb_ops_timeout, named):
+    # The shorter of init_process_group(timeout=...) and a set ATB_OPS_TIMEOUT bounds the wait for a peer that is
+    # alive but never calls (2 s either way), and the message names the one that ran out.
     port = str(free_port())
-    procs = [start(DEFAULT_GROUP, [str(r), "2", port, "stall"], clean_env(ATB_OPS_TIMEOUT="60")) for r in range(2)]
+    env = clean_env(ATB_OPS_TIMEOUT=atb_ops_timeout)
+    procs = [start(DEFAULT_GROUP, [str(r), "2", port, mode], env) for r in range(2)]
     exits = finish(procs[:1], 120)
     procs[1].kill()  # still asleep (8 s): only rank 0's side of the story matters
     finish(procs[1:], 10)
     assert exits[0].returncode == 0, (exits[0].stdout, exits[0].stderr)
     line = exits[0].last_line()
     assert line.startswith("DistBackendError:") and "ERROR_COMM_TIMEOUT" in line and "rank 1" in line, line
-    # The message names the timeout that ran out: the group's, not ATB_OPS_TIMEOUT.
-    assert "the group's timeout of 2 s" in line and "ATB_OPS_TIMEOUT" not in line, line
-    assert exits[0].seconds < 30, exits[0].seconds  # the group's 2 s (and start-up on a busy machine), not the 60 s
+    assert named in line, line
+    assert exits[0].seconds < 30, exits[0].seconds  # 2 s (and start-up on a busy machine), not the 60 s
 
 
-def test_ranks_on_other_hosts_get_gloo(rank_pools):
-    # A group whose ranks report different hosts runs on gloo (made from the same store), with right values.
-    for got in rank_pools(2).run(c10d_tasks.multi_host):
-        assert got == ["ProcessGroupGloo", 3.0], got

@@ -78,10 +78,12 @@ ATB_AFTER_INIT = ATB_AFTER_INIT.replace("        # <uneven AllToAllVV2>\n", _UNE
 
 # argv: rank, size, root-info file. HCCL's C API through ctypes, no torch.distributed: rank 0 writes
 # HcclGetRootInfo's bytes to a file (HCCL's examples broadcast them with MPI), every rank joins with
-# HcclCommInitRootInfo, then HcclAllReduce and HcclAllGather. Prints {"wrong"} or {"error"}.
+# HcclCommInitRootInfo, then HcclAllReduce, HcclAllGather and HcclBatchSendRecv (a ring, each rank sending first).
+# Prints {"wrong"} or {"error"}.
 HCCL_ROOT_INFO = """
     import ctypes, json, os, sys, time
-    from tests.support.hccl_ctypes import HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, check, hccl
+    from tests.support.hccl_ctypes import (HCCL_DATA_TYPE_FP32, HCCL_RECV, HCCL_REDUCE_SUM, HCCL_SEND,
+                                           HcclSendRecvItem, check, hccl)
     rank, size, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
     lib = hccl()
     info = ctypes.create_string_buffer(4108)
@@ -106,6 +108,13 @@ HCCL_ROOT_INFO = """
     gathered = (ctypes.c_float * (5 * size))()
     check(lib, lib.HcclAllGather(send, gathered, ctypes.c_uint64(5), fp32, comm, None), "HcclAllGather")
     wrong += sum(gathered[r * 5 + i] != r * 10 + i for r in range(size) for i in range(5))
+    # HcclBatchSendRecv around the ring, every rank's send listed first (so each sends before it receives)
+    ring = (ctypes.c_float * 5)(*[-1.0] * 5)
+    items = (HcclSendRecvItem * 2)(
+        HcclSendRecvItem(HCCL_SEND, ctypes.cast(send, ctypes.c_void_p), 5, HCCL_DATA_TYPE_FP32, (rank + 1) % size),
+        HcclSendRecvItem(HCCL_RECV, ctypes.cast(ring, ctypes.c_void_p), 5, HCCL_DATA_TYPE_FP32, (rank - 1) % size))
+    check(lib, lib.HcclBatchSendRecv(items, ctypes.c_uint32(2), comm, None), "HcclBatchSendRecv")
+    wrong += sum(ring[i] != ((rank - 1) % size) * 10 + i for i in range(5))
     lib.HcclCommDestroy(comm)
     print(json.dumps({"wrong": wrong}))
 """
@@ -128,45 +137,102 @@ HCCL_RANK_TABLE = """
     print(json.dumps({"wrong": sum(recv[i] != sum(r + i for r in range(size)) for i in range(4))}))
 """
 
-# argv: rank, size. torch.distributed's own collectives on init_process_group("atb_ops") across hosts.
+# argv: rank, size. torch.distributed's own collectives on init_process_group("atb_ops") across hosts, each against
+# its golden (outputs start as sentinels); prints the count of wrong elements and what moved the data.
 C10D_ATB_OPS = """
     import datetime, json, sys, torch, torch.distributed as dist, atb_ops
     rank, size = int(sys.argv[1]), int(sys.argv[2])
     dist.init_process_group("atb_ops", rank=rank, world_size=size, timeout=datetime.timedelta(seconds=60))
-    t = torch.arange(4, dtype=torch.float32) + rank
-    dist.all_reduce(t)
-    wrong = int((t != torch.arange(4, dtype=torch.float32) * size + sum(range(size))).sum())
-    out = torch.empty(size * 2)
-    dist.all_gather_into_tensor(out, torch.full((2,), float(rank)))
-    wrong += int((out != torch.arange(size, dtype=torch.float32).repeat_interleave(2)).sum())
-    print(json.dumps({"wrong": wrong}))
+    wrong = 0
+
+    def count(got, want):
+        global wrong
+        wrong += int((got != want).sum()) + int(got.shape != want.shape)
+
+    def rows(r, n, salt=0):  # rank r's input: distinct small integers, exact in every dtype here
+        return (torch.arange(n, dtype=torch.float64) * 3 + r * 7 + salt) % 11 + 1
+
+    for n in (5, 1 << 20):  # one element per rank and some, and a sharded all-reduce past a host's shm slot
+        t = rows(rank, n).float()
+        dist.all_reduce(t)
+        count(t, sum(rows(r, n) for r in range(size)).float())
+        t = rows(rank, n).float()
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        count(t, torch.stack([rows(r, n) for r in range(size)]).amax(0).float())
+    out = torch.full((size * 3,), -1.0)
+    dist.all_gather_into_tensor(out, rows(rank, 3).float())
+    count(out, torch.cat([rows(r, 3) for r in range(size)]).float())
+    outs = [torch.full((2,), -1, dtype=torch.int64) for _ in range(size)]
+    dist.all_gather(outs, rows(rank, 2).long())
+    count(torch.stack(outs), torch.stack([rows(r, 2) for r in range(size)]).long())
+    shard = torch.full((4,), -1.0)
+    dist.reduce_scatter_tensor(shard, rows(rank, 4 * size).float())
+    count(shard, sum(rows(r, 4 * size) for r in range(size))[rank * 4:(rank + 1) * 4].float())
+    for root in range(size):
+        t = rows(rank, 6, salt=root).to(torch.bfloat16)
+        dist.broadcast(t, src=root)
+        count(t, rows(root, 6, salt=root).to(torch.bfloat16))
+    # all_to_all_single with uneven splits: rank r sends (r + j) % 3 + 1 rows of 2 to rank j
+    split = lambda r, j: (r + j) % 3 + 1  # noqa: E731
+    send = torch.cat([torch.full((split(rank, j), 2), float(rank * 10 + j)) for j in range(size)])
+    recv_rows = [split(j, rank) for j in range(size)]
+    recv = torch.full((sum(recv_rows), 2), -1.0)
+    dist.all_to_all_single(recv, send, recv_rows, [split(rank, j) for j in range(size)])
+    count(recv, torch.cat([torch.full((split(j, rank), 2), float(j * 10 + rank)) for j in range(size)]))
+    # a ring by batch_isend_irecv (each rank sends first), then send/recv between rank 0 and the last rank
+    got = torch.full((3,), -1.0)
+    ops = [dist.P2POp(dist.isend, torch.full((3,), float(rank)), (rank + 1) % size),
+           dist.P2POp(dist.irecv, got, (rank - 1) % size)]
+    for w in dist.batch_isend_irecv(ops):
+        w.wait()
+    count(got, torch.full((3,), float((rank - 1) % size)))
+    if rank == 0:
+        dist.send(torch.arange(4.0), size - 1)
+    elif rank == size - 1:
+        t = torch.full((4,), -1.0)
+        dist.recv(t, 0)
+        count(t, torch.arange(4.0))
+    dist.barrier()
+    backend = dist.group.WORLD._get_backend(torch.device("cpu"))
+    print(json.dumps({"wrong": wrong, "type": type(backend).__name__, "comm": backend.comm_backend}))
     dist.destroy_process_group()
 """
 
-# argv: rank, size, flag file[, elements per call (default 1024)]. A loop of AllReduce (backend "hccl" after
-# init_process_group, so gloo between the hosts); the test takes a host's link down or kills a rank meanwhile.
-# Prints {"error", "seconds"} once a call fails, then (after the link is back, signalled by a file) a fresh
-# operation's result.
+# argv: rank, size, flag file[, elements per call (default 1024)[, surface]]. A loop of AllReduce: surface "atb"
+# (default) ATB's operator with backend "hccl" after init_process_group("gloo"), so gloo between the hosts; "c10d"
+# torch.distributed's all_reduce on init_process_group("atb_ops") (the group's timeout 120 s, ATB_OPS_TIMEOUT shorter).
+# The test takes a host's link down or kills a rank meanwhile. Prints {"error", "seconds"} once a call fails (the
+# error as "<exception type>: <first line>"), then (after the link is back, signalled by a file) the result of a fresh
+# communicator (a new operation, or a new "atb_ops" group).
 LOOP_UNTIL_LOST = """
     import datetime, json, os, sys, time, torch, torch.distributed as dist, atb_ops
     rank, size, flag = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
     elements = int(sys.argv[4]) if len(sys.argv) > 4 else 1024
-    dist.init_process_group("gloo", rank=rank, world_size=size, timeout=datetime.timedelta(seconds=120))
+    surface = sys.argv[5] if len(sys.argv) > 5 else "atb"
+    dist.init_process_group("atb_ops" if surface == "c10d" else "gloo", rank=rank, world_size=size,
+                            timeout=datetime.timedelta(seconds=120))
 
-    def make():
+    def make(fresh):
+        if surface == "c10d":
+            group = dist.new_group(list(range(size)), backend="atb_ops") if fresh else dist.group.WORLD
+
+            def run(x):
+                dist.all_reduce(x, group=group)
+                return x
+            return run
         op = torch.classes.OperationTorch.OperationTorch("AllReduceOperation")
         op.set_param(json.dumps({"rank": rank, "rankSize": size, "backend": "hccl", "commDomain": "lossy"}))
-        return op
+        return lambda x: op.execute([x])[0]
 
-    op = make()
+    call = make(False)
     print(json.dumps({"stage": "looping"}), flush=True)
     began = None
     error = ""
     for _ in range(100000):
         try:
-            op.execute([torch.ones(elements)])
+            call(torch.ones(elements))
         except RuntimeError as e:
-            error = str(e).splitlines()[0]
+            error = type(e).__name__ + ": " + str(e).splitlines()[0]
             break
         if began is None and os.path.exists(flag + ".down"):
             began = time.monotonic()
@@ -175,7 +241,7 @@ LOOP_UNTIL_LOST = """
     print(json.dumps({"stage": "lost", "error": error, "seconds": lost}), flush=True)
     while not os.path.exists(flag + ".up"):
         time.sleep(0.05)
-    (out,) = make().execute([torch.full((4,), float(rank + 1))])
+    out = make(True)(torch.full((4,), float(rank + 1)))
     print(json.dumps({"wrong": int((out != float(sum(range(1, size + 1)))).sum())}), flush=True)
     os._exit(0)  # the default group lost a peer's sockets: no orderly teardown
 """

@@ -352,13 +352,16 @@ def test_nothing_to_meet_on_across_hosts_says_how_at_once(two_hosts):
 # -------------------------------------------------------------------------------------------- HCCL's C API
 
 
-def test_hccl_root_info_joins_from_another_host(two_hosts, tmp_path):
+@pytest.mark.parametrize("placement", [[0, 0, 1, 1], [0, 1]], ids=["2x2", "2x1"])
+def test_hccl_root_info_joins_from_another_host(two_hosts, tmp_path, placement):
     """HCCL's C API with no torch.distributed: rank 0's HcclGetRootInfo bytes are handed to the others out of
     band (a file here, MPI_Bcast in HCCL's examples); HcclCommInitRootInfo on both hosts joins the store the root
-    info names; AllReduce and AllGather give the golden values."""
+    info names; AllReduce, AllGather and a HcclBatchSendRecv ring whose every rank sends first give the golden
+    values."""
     path = str(tmp_path / "root_info")
-    procs = _start(two_hosts, tasks.HCCL_ROOT_INFO, [0, 0, 1, 1], lambda r: ["4", path], _env())
-    assert _finish(procs) == [{"wrong": 0}] * 4
+    size = str(len(placement))
+    procs = _start(two_hosts, tasks.HCCL_ROOT_INFO, placement, lambda r: [size, path], _env())
+    assert _finish(procs) == [{"wrong": 0}] * len(placement)
 
 
 def _rank_table(hosts: emulated_hosts.EmulatedHosts, **overrides) -> dict:
@@ -409,6 +412,24 @@ def test_rank_table_faults_are_named_at_once(two_hosts, tmp_path, fault, expecte
     assert time.monotonic() - began < 30
 
 
+def test_rank_table_whose_first_server_serves_no_store_fails_within_the_timeout(two_hosts, tmp_path):
+    """Rank 3 alone, on h1, with a two-server table: nothing serves the store at h0's host_ip. HcclCommInitClusterInfo
+    fails within ATB_OPS_TIMEOUT (4 s) naming the address it could not reach (torch's client alone took twice the
+    timeout and more, printing C++ frames)."""
+    path = tmp_path / "rank_table.json"
+    path.write_text(json.dumps(_rank_table(two_hosts)))
+    began = time.monotonic()
+    program = textwrap.dedent(tasks.HCCL_RANK_TABLE)
+    rank3 = two_hosts.popen(1, [sys.executable, "-c", program, "3", str(path)], env=clean_env(ATB_OPS_TIMEOUT="4"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT)
+    (report,) = _finish([rank3])
+    elapsed = time.monotonic() - began
+    address = f"{two_hosts.addresses[0]}:61001"
+    assert "ERROR_COMM_TIMEOUT" in report.get("error", "") and address in report["error"], report
+    assert "ATB_OPS_TIMEOUT=4 s" in report["error"], report
+    assert elapsed < 9, elapsed  # the 4 s and the interpreter's start-up
+
+
 def test_atb_params_with_a_rank_table_span_hosts(two_hosts, tmp_path):
     """ATB params with a rankTableFile listing two servers and nothing else (no torch.distributed): the ranks meet
     on the table's store and every operator gives the golden values."""
@@ -423,10 +444,19 @@ def test_atb_params_with_a_rank_table_span_hosts(two_hosts, tmp_path):
 # ------------------------------------------------------------------------------------- torch.distributed
 
 
-def test_atb_ops_process_group_spans_hosts(two_hosts):
-    """init_process_group("atb_ops") on 2 hosts x 2 ranks: all_reduce and all_gather_into_tensor right."""
-    procs = _start(two_hosts, tasks.C10D_ATB_OPS, [0, 0, 1, 1], lambda r: ["4"], _env())
-    assert _finish(procs) == [{"wrong": 0}] * 4
+@pytest.mark.parametrize(
+    ("placement", "comm"),
+    [([0, 0, 1, 1], "shm+gloo"), ([0, 1], "gloo"), ([0, 0, 1], "gloo")],
+    ids=["2x2", "2x1", "2+1"],
+)
+def test_atb_ops_process_group_spans_hosts(two_hosts, placement, comm):
+    """init_process_group("atb_ops") across hosts: all_reduce (sum, max; small and sharded), all_gather(_into_tensor),
+    reduce_scatter_tensor, broadcast from every root, all_to_all_single with uneven splits, batch_isend_irecv and
+    send/recv give the goldens, through atb_ops' own communicator (two levels where the hosts hold the same number
+    of ranks, else one gloo group), as ATB's operators do."""
+    size = str(len(placement))
+    procs = _start(two_hosts, tasks.C10D_ATB_OPS, placement, lambda r: [size], _env())
+    assert _finish(procs) == [{"wrong": 0, "type": "C10dBackend", "comm": comm}] * len(placement)
 
 
 def _ddp_golden() -> list[float]:
@@ -467,14 +497,45 @@ def test_torchrun_two_nodes_ddp_step(two_hosts, tmp_path):
 # ------------------------------------------------------------------------------------------------ faults
 
 
-def test_lost_host_is_named_and_a_new_communicator_works_when_it_is_back(tmp_path):
-    """A loop of AllReduce on 2 hosts x 1 rank; h1's link goes down: rank 0 raises within ATB_OPS_TIMEOUT naming the
-    rank and host it lost; the failed communicator leaves the cache, and once the link is back a new operation
-    works (both ranks)."""
+@pytest.mark.parametrize("placement", [[0, 1], [0, 0, 1, 1]], ids=["2x1", "2x2"])
+def test_lost_host_is_named_and_a_new_communicator_works_when_it_is_back(tmp_path, placement):
+    """A loop of AllReduce on 2 hosts x 1 rank and 2 x 2 (two levels); h1's link goes down: every rank of h0 raises
+    within ATB_OPS_TIMEOUT naming a rank it lost on h1 by its number in the communicator (never a rank of its own
+    host, which waited with it); the failed communicator leaves the cache, and once the link is back a new operation
+    works (every rank)."""
+    flag = str(tmp_path / "link")
+    size = len(placement)
+    on_h1 = [r for r, h in enumerate(placement) if h == 1]
+    with emulated_hosts.EmulatedHosts(2) as hosts:
+        env = clean_env(ATB_OPS_TIMEOUT="8", MASTER_ADDR="h0", MASTER_PORT=PORT)
+        procs = _start(hosts, tasks.LOOP_UNTIL_LOST, placement, lambda r: [str(size), flag], env)
+        for p in procs:
+            assert json.loads(p.stdout.readline()) == {"stage": "looping"}
+        time.sleep(1.0)
+        Path(flag + ".down").touch()
+        hosts.set_link(1, False)
+        for r in range(size - len(on_h1)):
+            lost = json.loads(procs[r].stdout.readline())
+            assert lost["stage"] == "lost" and lost["seconds"] < 9.5, (r, lost)  # ATB_OPS_TIMEOUT (8 s) + the call
+            assert "ERROR_COMM_TIMEOUT" in lost["error"] or "ERROR_COMM_PEER_DIED" in lost["error"], (r, lost)
+            assert any(f"rank {h1} on 'h1'" in lost["error"] for h1 in on_h1), (r, lost)
+        hosts.set_link(1, True)
+        for r in on_h1:  # h1's ranks lost h0 the same way
+            other = json.loads(procs[r].stdout.readline())
+            assert other["stage"] == "lost" and other["error"], (r, other)
+        Path(flag + ".up").touch()
+        reports = _finish(procs, 120)
+        assert reports == [{"wrong": 0}] * size
+
+
+def test_lost_host_is_named_by_an_atb_ops_process_group(tmp_path):
+    """The same on torch.distributed's all_reduce of init_process_group("atb_ops") (group timeout 120 s,
+    ATB_OPS_TIMEOUT 8 s): rank 0 raises DistBackendError within ATB_OPS_TIMEOUT naming rank 1 on 'h1'; once the
+    link is back a new "atb_ops" group works on both ranks."""
     flag = str(tmp_path / "link")
     with emulated_hosts.EmulatedHosts(2) as hosts:
         env = clean_env(ATB_OPS_TIMEOUT="8", MASTER_ADDR="h0", MASTER_PORT=PORT)
-        procs = _start(hosts, tasks.LOOP_UNTIL_LOST, [0, 1], lambda r: ["2", flag], env)
+        procs = _start(hosts, tasks.LOOP_UNTIL_LOST, [0, 1], lambda r: ["2", flag, "1024", "c10d"], env)
         for p in procs:
             assert json.loads(p.stdout.readline()) == {"stage": "looping"}
         time.sleep(1.0)
@@ -482,14 +543,14 @@ def test_lost_host_is_named_and_a_new_communicator_works_when_it_is_back(tmp_pat
         hosts.set_link(1, False)
         lost = json.loads(procs[0].stdout.readline())
         assert lost["stage"] == "lost" and lost["seconds"] < 9.5, lost  # within ATB_OPS_TIMEOUT (8 s) + the call
+        assert lost["error"].startswith("DistBackendError:"), lost
         assert "ERROR_COMM_TIMEOUT" in lost["error"] or "ERROR_COMM_PEER_DIED" in lost["error"], lost
         assert "rank 1 on 'h1'" in lost["error"], lost
         hosts.set_link(1, True)
-        other = json.loads(procs[1].stdout.readline())  # rank 1 lost rank 0 the same way
-        assert other["stage"] == "lost" and other["error"], other
+        other = json.loads(procs[1].stdout.readline())
+        assert other["stage"] == "lost" and other["error"].startswith("DistBackendError:"), other
         Path(flag + ".up").touch()
-        reports = _finish(procs, 120)
-        assert reports == [{"wrong": 0}] * 2
+        assert _finish(procs, 120) == [{"wrong": 0}] * 2
 
 
 @pytest.mark.parametrize("elements", [1024, 4_000_000], ids=["small", "sharded"])

@@ -11,6 +11,15 @@ import atb_ops
 
 HCCL_DATA_TYPE_FP32 = 4
 HCCL_REDUCE_SUM = 0
+HCCL_SEND = 0
+HCCL_RECV = 1
+
+
+class HcclSendRecvItem(ctypes.Structure):
+    """One entry of HcclBatchSendRecv's list (hccl_types.h)."""
+
+    _fields_ = [("sendRecvType", ctypes.c_int), ("buf", ctypes.c_void_p), ("count", ctypes.c_uint64),
+                ("dataType", ctypes.c_int), ("remoteRank", ctypes.c_uint32)]
 
 
 def hccl() -> ctypes.CDLL:

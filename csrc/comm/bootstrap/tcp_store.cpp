@@ -5,20 +5,30 @@
 #include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include "core/host.h"
+#include "core/interrupt.h"
 #include "core/per_process.h"
 #include "core/status.h"
 
 namespace atb_ops {
 namespace {
+
+using Clock = std::chrono::steady_clock;
 
 std::string text(const sockaddr* a) {
   char buf[INET_ADDRSTRLEN] = {0};
@@ -109,7 +119,51 @@ c10::intrusive_ptr<c10d::Store> serveStore(uint16_t port, std::chrono::milliseco
 
 namespace {
 
+// Whether a TCP connection to host:port opens before `deadline`, retried while it is refused (the server not up yet)
+// or times out; `*why` says what the last try met. torch's client, given a server that never answers, retries a
+// connect that used its whole timeout once more after a back-off, logging C++ frames each time (a rank table whose
+// first server serves no store, ATB_OPS_TIMEOUT=6: 14 s): it is given the port only once this has reached it.
+bool portOpens(const std::string& host, uint16_t port, std::chrono::steady_clock::time_point deadline,
+               std::string* why) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  while (true) {
+    throwIfInterrupted("connecting to a TCPStore");
+    addrinfo* res = nullptr;
+    const int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
+    if (rc != 0) {
+      *why = std::string("cannot resolve the host: ") + ::gai_strerror(rc);
+    }
+    for (const addrinfo* a = res; a != nullptr; a = a->ai_next) {
+      const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+      if (fd < 0) continue;
+      int error = ::connect(fd, a->ai_addr, a->ai_addrlen) == 0 ? 0 : errno;
+      if (error == EINPROGRESS) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+        pollfd p{fd, POLLOUT, 0};
+        // In slices, so that Ctrl-C is seen between them.
+        const int ready = ::poll(&p, 1, static_cast<int>(std::clamp<int64_t>(left.count(), 0, 500)));
+        socklen_t len = sizeof(error);
+        if (ready <= 0 || ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) != 0) error = ETIMEDOUT;
+      }
+      ::close(fd);
+      if (error == 0) {
+        ::freeaddrinfo(res);
+        return true;
+      }
+      *why = std::strerror(error);
+    }
+    if (res != nullptr) ::freeaddrinfo(res);
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::min<Clock::duration>(std::chrono::milliseconds(100), deadline - Clock::now()));
+  }
+}
+
 c10::intrusive_ptr<c10d::Store> connectStore(const std::string& host, uint16_t port, const Timeout& timeout) {
+  std::string why = "no answer";
+  ATB_CHECK(portOpens(host, port, Clock::now() + timeout.value, &why), ERROR_COMM_TIMEOUT,
+            "cannot reach the TCPStore at ", host, ":", port, " within ", timeout.describe(), ": ", why);
   c10d::TCPStoreOptions opts;
   opts.port = port;
   opts.isServer = false;

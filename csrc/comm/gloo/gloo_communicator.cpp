@@ -78,6 +78,9 @@ constexpr int64_t kLearnedRoomMaxBytes = int64_t{2} << 20;
 // send/recv's 0. On a caller's group (atb_ops.distributed) the caller may send and receive on it too, so not a small
 // number a program would pick: "ATB" and 1.
 constexpr int kStreamsTag = 0x41544201;
+// A batch of sends and receives (doSendRecv): what goes from sender to receiver, and the receiver's header back.
+constexpr int kBatchForwardTag = 0x41544202;
+constexpr int kBatchBackTag = 0x41544203;
 // The pairwise all-reduce's two halves (allreducePairwise): what goes to be reduced, and what comes back reduced.
 constexpr int kReduceTag = 2;
 constexpr int kGatherTag = 3;
@@ -225,8 +228,11 @@ c10::intrusive_ptr<c10d::Backend> ownGlooGroup(const CommConfig& c, std::string&
 
 }  // namespace
 
-GlooCommunicator::GlooCommunicator(const CommConfig& c) : Communicator("gloo", c.rank, c.rankSize, c.options) {
+GlooCommunicator::GlooCommunicator(const CommConfig& c)
+    : Communicator("gloo", c.rank, c.rankSize, c.options), wholeRanks_(c.wholeRanks) {
   ATB_CHECK(c.handle == 0, ERROR_INVALID_PARAM, "backend 'gloo' takes no hcclComm handle, got ", c.handle);
+  ATB_CHECK(wholeRanks_.empty() || static_cast<int32_t>(wholeRanks_.size()) == c.rankSize, ERROR_INVALID_PARAM,
+            "backend 'gloo': ", wholeRanks_.size(), " whole-communicator ranks for a part of ", c.rankSize);
   if (c.group) {
     group_ = c.group->group;
     name_ = "group '" + group_->getGroupName() + "'";
@@ -280,7 +286,7 @@ std::string GlooCommunicator::deadPeers() const {
   const int64_t here = hostHash();
   for (size_t r = 0; r < peerPids_.size(); ++r) {
     if (peerHosts_[r] == here && !processAlive(static_cast<pid_t>(peerPids_[r]))) {
-      dead += (dead.empty() ? "" : ", ") + std::string("rank ") + std::to_string(r) + " (pid " +
+      dead += (dead.empty() ? "" : ", ") + std::string("rank ") + std::to_string(shown(r)) + " (pid " +
               std::to_string(peerPids_[r]) + ")";
     }
   }
@@ -289,9 +295,11 @@ std::string GlooCommunicator::deadPeers() const {
 
 std::string GlooCommunicator::remotePeers() const {
   const int64_t here = hostHash();
-  std::vector<std::string> remote(peerHostNames_.size());
+  std::vector<std::string> remote;  // by the number messages give each rank
   for (size_t r = 0; r < peerHosts_.size(); ++r) {
-    if (peerHosts_[r] != here) remote[r] = peerHostNames_[r];
+    const size_t at = static_cast<size_t>(shown(r));
+    if (remote.size() <= at) remote.resize(at + 1);
+    if (peerHosts_[r] != here) remote[at] = peerHostNames_[r];
   }
   return formatRanksByLabel(remote);
 }
@@ -304,7 +312,7 @@ void GlooCommunicator::leaveNote(const std::string& reason) const {
   // Only where every peer is on this host: across hosts the store may live on the host that was lost, where a
   // request waits out the store's timeout (30 minutes for torch's default group), and this rank's error must not.
   if (!notes_ || !remotePeers().empty()) return;
-  const std::string note = std::to_string(rank()) + "|" + reason;
+  const std::string note = std::to_string(shown(rank())) + "|" + reason;
   try {
     notes_->compareSet("abandoned", {}, std::vector<uint8_t>(note.begin(), note.end()));  // the first reason stays
   } catch (const std::exception&) {
@@ -317,7 +325,7 @@ std::string GlooCommunicator::peerNote() const {
   const std::vector<uint8_t> note = notes_->get("abandoned");
   std::string text(note.begin(), note.end());
   const size_t bar = text.find('|');
-  if (bar == std::string::npos || text.compare(0, bar, std::to_string(rank())) == 0) return "";
+  if (bar == std::string::npos || text.compare(0, bar, std::to_string(shown(rank()))) == 0) return "";
   return "rank " + text.substr(0, bar) + " gave up on this communicator: " + text.substr(bar + 1);
 }
 
@@ -330,7 +338,7 @@ bool GlooCommunicator::abandonedByPeer() const {
 }
 
 void GlooCommunicator::waitFor(const c10::intrusive_ptr<c10d::Work>& work, const char* what, WorkKind kind) const {
-  const auto deadline = std::chrono::steady_clock::now() + options().timeout.value;
+  const auto deadline = std::chrono::steady_clock::now() + options().timeout.value - options().timeout.early;
   std::string error;
   while (true) {
     // A collective runs on gloo's threads and its Work is only watched here: waited for in slices, so that Ctrl-C
@@ -392,10 +400,10 @@ void GlooCommunicator::waitFor(const c10::intrusive_ptr<c10d::Work>& work, const
             "): ", gaveUp);
   ATB_CHECK(!closedByPeer, ERROR_COMM_PEER_LEFT, "gloo ", what, " on ", name_, " (rank ", rank(), " of ", size(),
             "): a peer released this communicator (its operation went) while this rank still held it: ", error);
-  const std::string why = c10::str(
-      "gloo ", what, " on ", name_, " (rank ", rank(), " of ", size(), ") failed or timed out (",
-      options().timeout.describe(), ")",
-      remote.empty() ? "" : "; a peer on another host was lost (" + remote + " of this communicator)", ": ", error);
+  const std::string why =
+      c10::str("gloo ", what, " on ", name_, " (rank ", rank(), " of ", size(), ") failed or timed out (",
+               options().timeout.describe(), ")",
+               remote.empty() ? "" : "; a peer on another host was lost (" + remote + ")", ": ", error);
   readNote();  // a peer that gave up first, whose reason may say more (the rank both waited for, ...)
   if (!gaveUp.empty()) ATB_FAIL(ERROR_COMM_TIMEOUT, why, "; ", gaveUp);
   leaveNote(why);  // a peer that did not take part yet must not hand this group to its next operation
@@ -751,15 +759,24 @@ void GlooCommunicator::doBroadcast(at::Tensor& tensor, int32_t root) {
   waitFor(backend_->broadcast(tensors, opts), "broadcast");
 }
 
+namespace {
+
+// A message's header: its bytes, dtype and tag.
+at::Tensor headerOf(const at::Tensor& tensor, int32_t tag) {
+  at::Tensor h = at::empty({3}, at::kLong);
+  h[0] = static_cast<int64_t>(tensor.nbytes());
+  h[1] = static_cast<int64_t>(tensor.scalar_type());
+  h[2] = tag;
+  return h;
+}
+
+}  // namespace
+
 GlooCommunicator::PeerHeader GlooCommunicator::exchangeHeader(const at::Tensor& tensor, int32_t peer, int32_t tag,
                                                               bool sender) {
   const char* what = sender ? "send (size check)" : "recv (size check)";
-  at::Tensor mine = at::empty({3}, at::kLong);
-  mine[0] = static_cast<int64_t>(tensor.nbytes());
-  mine[1] = static_cast<int64_t>(tensor.scalar_type());
-  mine[2] = tag;
   at::Tensor theirs = at::empty({3}, at::kLong);
-  std::vector<at::Tensor> m{mine};
+  std::vector<at::Tensor> m{headerOf(tensor, tag)};
   std::vector<at::Tensor> t{theirs};
   if (sender) waitFor(backend_->send(m, peer, 0), what, WorkKind::kMessage);
   waitFor(backend_->recv(t, peer, 0), what, WorkKind::kMessage);
@@ -768,27 +785,65 @@ GlooCommunicator::PeerHeader GlooCommunicator::exchangeHeader(const at::Tensor& 
                     theirs[2].item<int64_t>()};
 }
 
+void GlooCommunicator::checkHeader(const PeerHeader& theirs, const at::Tensor& tensor, int32_t peer, int32_t tag,
+                                   bool sender) const {
+  const bool same = theirs.bytes == static_cast<int64_t>(tensor.nbytes()) && theirs.type == tensor.scalar_type();
+  if (sender) {
+    ATB_CHECK(same, ERROR_INVALID_PARAM, "gloo send: rank ", shown(rank()), " sent ", tensor.numel(), " elements of ",
+              tensor.scalar_type(), " to rank ", shown(peer), ", which expected ", theirs.elements(), " elements of ",
+              theirs.type);
+    ATB_CHECK(theirs.tag == tag, ERROR_INVALID_PARAM, "gloo send: rank ", shown(rank()), " sent tag ", tag, " to rank ",
+              shown(peer), ", whose receive takes tag ", theirs.tag, kTagsInOrder);
+  } else {
+    ATB_CHECK(same, ERROR_INVALID_PARAM, "gloo recv: rank ", shown(rank()), " expected ", tensor.numel(),
+              " elements of ", tensor.scalar_type(), " from rank ", shown(peer), ", which sent ", theirs.elements(),
+              " elements of ", theirs.type);
+    ATB_CHECK(theirs.tag == tag, ERROR_INVALID_PARAM, "gloo recv: rank ", shown(rank()), " takes tag ", tag,
+              " from rank ", shown(peer), ", which sent tag ", theirs.tag, kTagsInOrder);
+  }
+}
+
 void GlooCommunicator::doSend(const at::Tensor& tensor, int32_t peer, int32_t tag) {
   // gloo aborts the process when a message is longer than the receive buffer: agree on sizes (and tags) first.
-  const PeerHeader want = exchangeHeader(tensor, peer, tag, /*sender=*/true);
-  ATB_CHECK(want.bytes == static_cast<int64_t>(tensor.nbytes()) && want.type == tensor.scalar_type(),
-            ERROR_INVALID_PARAM, "gloo send: rank ", rank(), " sent ", tensor.numel(), " elements of ",
-            tensor.scalar_type(), " to rank ", peer, ", which expected ", want.elements(), " elements of ", want.type);
-  ATB_CHECK(want.tag == tag, ERROR_INVALID_PARAM, "gloo send: rank ", rank(), " sent tag ", tag, " to rank ", peer,
-            ", whose receive takes tag ", want.tag, kTagsInOrder);
+  checkHeader(exchangeHeader(tensor, peer, tag, /*sender=*/true), tensor, peer, tag, /*sender=*/true);
   std::vector<at::Tensor> t{bytesOf(tensor)};
   if (t[0].numel() > 0) waitFor(backend_->send(t, peer, 0), "send", WorkKind::kMessage);
 }
 
 void GlooCommunicator::doRecv(at::Tensor& tensor, int32_t peer, int32_t tag) {
-  const PeerHeader sent = exchangeHeader(tensor, peer, tag, /*sender=*/false);
-  ATB_CHECK(sent.bytes == static_cast<int64_t>(tensor.nbytes()) && sent.type == tensor.scalar_type(),
-            ERROR_INVALID_PARAM, "gloo recv: rank ", rank(), " expected ", tensor.numel(), " elements of ",
-            tensor.scalar_type(), " from rank ", peer, ", which sent ", sent.elements(), " elements of ", sent.type);
-  ATB_CHECK(sent.tag == tag, ERROR_INVALID_PARAM, "gloo recv: rank ", rank(), " takes tag ", tag, " from rank ", peer,
-            ", which sent tag ", sent.tag, kTagsInOrder);
+  checkHeader(exchangeHeader(tensor, peer, tag, /*sender=*/false), tensor, peer, tag, /*sender=*/false);
   std::vector<at::Tensor> t{bytesOf(tensor)};
   if (t[0].numel() > 0) waitFor(backend_->recv(t, peer, 0), "recv", WorkKind::kMessage);
+}
+
+void GlooCommunicator::doSendRecv(std::vector<P2pOp>& ops) {
+  // gloo matches the messages of one peer and tag in the order they were posted, so a rank's k-th send to a peer
+  // meets that peer's k-th receive from it: each side's header travels both ways on tags of the batch's own (the
+  // sender's on kBatchForwardTag, the receiver's on kBatchBackTag), then the data on the forward one.
+  std::vector<at::Tensor> theirs;
+  std::vector<c10::intrusive_ptr<c10d::Work>> posted;
+  for (const P2pOp& op : ops) {
+    theirs.push_back(at::empty({3}, at::kLong));
+    std::vector<at::Tensor> m{headerOf(op.tensor, op.tag)};
+    std::vector<at::Tensor> t{theirs.back()};
+    posted.push_back(backend_->send(m, op.peer, op.isSend ? kBatchForwardTag : kBatchBackTag));
+    posted.push_back(backend_->recv(t, op.peer, op.isSend ? kBatchBackTag : kBatchForwardTag));
+  }
+  for (const auto& work : posted) waitFor(work, "send/recv (size check)", WorkKind::kMessage);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const at::Tensor& h = theirs[i];
+    const PeerHeader header{h[0].item<int64_t>(), static_cast<c10::ScalarType>(h[1].item<int64_t>()),
+                            h[2].item<int64_t>()};
+    checkHeader(header, ops[i].tensor, ops[i].peer, ops[i].tag, ops[i].isSend);
+  }
+  posted.clear();
+  for (P2pOp& op : ops) {
+    std::vector<at::Tensor> t{bytesOf(op.tensor)};
+    if (t[0].numel() == 0) continue;
+    posted.push_back(op.isSend ? backend_->send(t, op.peer, kBatchForwardTag)
+                               : backend_->recv(t, op.peer, kBatchForwardTag));
+  }
+  for (const auto& work : posted) waitFor(work, "send/recv", WorkKind::kMessage);
 }
 
 void GlooCommunicator::doBarrier() {

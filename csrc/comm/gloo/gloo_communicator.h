@@ -52,6 +52,9 @@ class GlooCommunicator final : public Communicator {
   void doBroadcast(at::Tensor& tensor, int32_t root) override;
   void doSend(const at::Tensor& tensor, int32_t peer, int32_t tag) override;
   void doRecv(at::Tensor& tensor, int32_t peer, int32_t tag) override;
+  // A batch (batch_isend_irecv, HcclBatchSendRecv): every message posted before any is waited for, so ranks that
+  // each send to the other first meet.
+  void doSendRecv(std::vector<P2pOp>& ops) override;
   void doBarrier() override;
   void doShutdown() override;
   // A group atb_ops made: a note under its keys in the store it met on, read when the cache would hand it out.
@@ -74,6 +77,8 @@ class GlooCommunicator final : public Communicator {
   };
   // Gives `peer` this rank's header for `tensor` and `tag` and returns the peer's (the sender's goes first).
   PeerHeader exchangeHeader(const at::Tensor& tensor, int32_t peer, int32_t tag, bool sender);
+  // Raises ERROR_INVALID_PARAM, naming both sides, where the peer's header does not match this rank's message.
+  void checkHeader(const PeerHeader& theirs, const at::Tensor& tensor, int32_t peer, int32_t tag, bool sender) const;
   // Writes this rank's reason for giving up into notes_ (the first one stays) where every peer is on this host;
   // never raises.
   void leaveNote(const std::string& reason) const;
@@ -132,6 +137,9 @@ class GlooCommunicator final : public Communicator {
   std::vector<int64_t> peerHosts_;      // per rank: a hash of its host identity (pids compare only within a host)
   std::vector<int64_t> peerPids_;
   std::vector<std::string> peerHostNames_;  // per rank: its host name, for messages
+  std::vector<int32_t> wholeRanks_;         // CommConfig::wholeRanks: how messages number the peers
+  // Rank r as messages name it: its number in the whole communicator where this one is a part.
+  int32_t shown(size_t r) const { return wholeRanks_.empty() ? static_cast<int32_t>(r) : wholeRanks_[r]; }
 };
 
 }  // namespace atb_ops::gloo
