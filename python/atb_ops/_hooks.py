@@ -1,7 +1,8 @@
 """What only Python can give the native core: the job's torch.distributed store and gloo groups.
 
 The bootstrap (csrc/comm/bootstrap/) exchanges communicator set-up bytes through the store of the default
-process group when there is one, and the "gloo" backend builds one gloo group per commDomain on that store.
+process group when there is one (else, under torchrun, through its agent's store), and the "gloo" backend builds one
+gloo group per commDomain on that store.
 torch ships no gloo headers, so the group itself is constructed through torch.distributed's own binding.
 """
 
@@ -17,10 +18,10 @@ import torch.distributed as dist
 
 
 def job_store(required: bool = False, rank: int = -1, size: int = 0, timeout_s: float = 1800.0) -> dist.Store | None:
-    """The default process group's store, or None when the job has no default group.
+    """The default process group's store; else, under torchrun, its agent's store; else None.
 
     Args:
-        required: Without a default group, make one from MASTER_ADDR/MASTER_PORT (env://), as torch.distributed's
+        required: Without either, make a default group from MASTER_ADDR/MASTER_PORT (env://), as torch.distributed's
             own scripts do, instead of returning None. Its rank and size are RANK and WORLD_SIZE where the launcher
             set them (torchrun does), else `rank` and `size`: those of the communicator asking, right when it spans
             the whole job.
@@ -36,8 +37,9 @@ def job_store(required: bool = False, rank: int = -1, size: int = 0, timeout_s: 
     """
     if dist.is_available() and dist.is_initialized():
         return dist.distributed_c10d._get_default_store()
-    if not required:
-        return None
+    agent = _agent_store(timeout_s)
+    if agent is not None or not required:
+        return agent
     if not (os.environ.get("MASTER_ADDR") and os.environ.get("MASTER_PORT")):
         raise RuntimeError(
             "backend 'gloo' needs torch.distributed: call torch.distributed.init_process_group('gloo', ...) "
@@ -146,6 +148,34 @@ def _tell_and_wait(store: dist.Store, rank: int, seen: dict[int, int], wait_s: f
 
 
 _own_default_group = False  # atb_ops made the default process group (make_gloo), so it also ends it
+_agent: tuple[int, str, dist.Store] | None = None  # (pid, where, store): this process's client of torchrun's store
+
+
+def _agent_store(timeout_s: float) -> dist.Store | None:
+    """torchrun's agent store, where a worker has no default group yet: ranks on several nodes meet on it.
+
+    torchrun's agent serves a TCPStore at MASTER_ADDR:MASTER_PORT for its workers' whole life and says so with
+    TORCHELASTIC_USE_AGENT_STORE=True; every worker joins it as a client, as torch's own env:// rendezvous does, so
+    nothing is served and no default group is made behind the caller's back (its own init_process_group still
+    works). The keys live under a prefix per restart attempt, apart from torch's.
+
+    Args:
+        timeout_s: ATB_OPS_TIMEOUT, for the connection and the store's waits (torch's default where 0).
+
+    Returns:
+        The store, or None outside torchrun (or where it gave no address).
+    """
+    global _agent
+    addr, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True" or not addr or not port:
+        return None
+    where = f"{addr}:{port}"
+    if _agent is None or _agent[:2] != (os.getpid(), where):  # a fork()ed child connects anew
+        timeout = timedelta(seconds=timeout_s) if timeout_s > 0 else timedelta(minutes=30)
+        client = dist.TCPStore(addr, int(port), is_master=False, wait_for_workers=False, timeout=timeout)
+        attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+        _agent = (os.getpid(), where, dist.PrefixStore(f"atb_ops/torchelastic/attempt_{attempt}", client))
+    return _agent[2]
 
 
 def destroy_own_default_group() -> None:

@@ -494,6 +494,33 @@ def test_torchrun_two_nodes_ddp_step(two_hosts, tmp_path):
     assert torch.allclose(torch.tensor(got), torch.tensor(_ddp_golden()), atol=1e-6), (got, _ddp_golden())
 
 
+def test_torchrun_two_nodes_atb_operators_without_init(two_hosts, tmp_path):
+    """torchrun --nnodes 2 --nproc-per-node 2, a script of ATB operators that never calls init_process_group: the
+    ranks meet on torchrun's agent store (TORCHELASTIC_USE_AGENT_STORE) and span the hosts in two levels; every
+    operator gives the golden values on all four ranks, and no default group was made behind the script's back."""
+    script = tmp_path / "atb_ops_no_init.py"
+    script.write_text(
+        "import os, sys\n"
+        "sys.argv = [sys.argv[0], os.environ['RANK'], os.environ['WORLD_SIZE'], 'hccl']\n"
+        + textwrap.dedent(tasks.ATB_AFTER_INIT)
+        + "import torch.distributed as dist\nprint('default group made:', dist.is_initialized())\n")
+    env = clean_env(ATB_OPS_TIMEOUT="60", INIT="0")
+    argv = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "2",
+            "--rdzv-backend", "c10d", "--rdzv-endpoint", f"h0:{PORT}", "--rdzv-id", "atb-no-init", str(script)]
+    nodes = [two_hosts.popen(h, argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT)
+             for h in range(2)]
+    reports, made = [], []
+    for p in nodes:
+        out, err = p.communicate(timeout=240)
+        assert p.returncode == 0, err[-4000:]
+        reports += [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+        made += [line for line in out.splitlines() if line.startswith("default group made")]
+    assert len(reports) == 4, reports
+    for report in reports:
+        assert report.get("wrong") == 0 and report["backends"] == ["shm+gloo"], report
+    assert made == ["default group made: False"] * 4, made
+
+
 # ------------------------------------------------------------------------------------------------ faults
 
 
