@@ -122,6 +122,26 @@ ALLGATHER_IN_DOMAIN = """
     print(json.dumps({"wrong": int((out != want).sum())}))
 """
 
+# argv: "idle" (imports atb_ops, sleeps longer than the test's ATB_OPS_TIMEOUT, never creates), or rank, then
+# rankSize: a 2-rank AllGather (shm, no job id). Prints {"wrong"}, or {"error", "seconds"} (from the import on).
+IDLE_OR_ALLGATHER = """
+    import json, sys, time, torch, atb_ops
+    began = time.monotonic()
+    if sys.argv[1] == "idle":
+        time.sleep(float(sys.argv[2]))
+        print(json.dumps({"wrong": 0}))
+        sys.exit(0)
+    rank, size = int(sys.argv[1]), int(sys.argv[2])
+    op = torch.classes.OperationTorch.OperationTorch("AllGatherOperation")
+    op.set_param(json.dumps({"rank": rank, "rankSize": size, "backend": "shm"}))
+    try:
+        out = op.execute([torch.full((3,), float(rank))])[0]
+    except RuntimeError as e:
+        print(json.dumps({"error": str(e).splitlines()[0], "seconds": time.monotonic() - began}))
+        sys.exit(0)
+    print(json.dumps({"wrong": int((out != torch.arange(size).repeat_interleave(3).view(size, 3)).sum())}))
+"""
+
 # argv: role (rank|idle), value. A rank makes a 1-rank AllReduce (shm, no commDomain, no job id) and checks 20 calls
 # of `value`; an idle process imports atb_ops and never makes a communicator. Prints {"wrong"} or {"error"}.
 SINGLE_RANK = """

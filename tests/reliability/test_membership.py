@@ -184,6 +184,21 @@ def test_single_rank_processes_of_one_parent_are_not_refused():
     assert [c["report"] for c in children] == [{"wrong": 0}] * 3, children
 
 
+def test_a_refusal_beside_an_idle_sibling_reaches_every_rank_at_once():
+    """One parent (no job id) runs a 2-rank AllGather and a third process of the same program that loads atb_ops
+    and never creates (it outlives ATB_OPS_TIMEOUT): the census cannot tell whether it is a rank of a second job, so
+    both ranks refuse naming ATB_OPS_JOB_ID, within the timeout. The first to refuse tells the other (it had counted
+    one process fewer once the first went, paired with nobody and timed out after twice the timeout, naming
+    nothing)."""
+    children = _parent(tasks.SIBLINGS_PARENT, [textwrap.dedent(tasks.IDLE_OR_ALLGATHER), "0:2", "1:2", "idle:14"],
+                       clean_env(ATB_OPS_TIMEOUT="5"))
+    for child in children[:2]:
+        report = child["report"]
+        assert "ATB_OPS_JOB_ID" in report.get("error", ""), children
+        assert report["seconds"] < 8, children  # the 5 s census and the call, not 5 s more of a rendezvous
+    assert children[2]["report"] == {"wrong": 0}, children
+
+
 @pytest.mark.parametrize("parent_imports_atb_ops", [True, False])
 def test_spawn_beside_a_manager_is_not_refused(tmp_path, parent_imports_atb_ops):
     """Case 4b: a 2-rank torch.multiprocessing.spawn whose parent also runs a spawn-context Manager (a third child

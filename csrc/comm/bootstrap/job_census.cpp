@@ -325,8 +325,8 @@ void JobCensus::checkVerdict() const {
   ATB_CHECK(why.empty(), ERROR_INVALID_PARAM, describe(), ": ", why);
 }
 
-void JobCensus::refuse(const std::string& why, bool tellOthers) {
-  if (tellOthers) {
+void JobCensus::refuse(const std::string& why, Tell tell) {
+  if (tell != Tell::kNobody) {
     // Every claimant of this scope, now and until they are all gone, fails with this same reason.
     try {
       const std::string tmp = dir_ + "/tmp." + randomToken();
@@ -340,7 +340,7 @@ void JobCensus::refuse(const std::string& why, bool tellOthers) {
           ++n;
         }
       }
-      if (parentScoped_) {
+      if (parentScoped_ && tell == Tell::kClaimantsAndLaterRanks) {
         // The scope is the parent's: the verdict holds while it lives, so a rank of either job that starts late
         // (after the others failed and exited) is told too, instead of waiting alone for a partner.
         v.pids[n] = ::getppid();
@@ -367,7 +367,7 @@ void JobCensus::refuseDuplicates(std::map<int32_t, std::vector<pid_t>> byRank, c
                     "), so two jobs meet here and none of them may pair; set ATB_OPS_JOB_ID to a value of its own in "
                     "each job's environment (or initialise torch.distributed, or pass each job its own rank table "
                     "or commDomain)"),
-           true);
+           Tell::kClaimantsAndLaterRanks);
   }
 }
 
@@ -407,7 +407,9 @@ void JobCensus::awaitUnambiguous(Clock::time_point deadline) {
                       c10::Join(", ", undeclared), "), more than its rankSize ", slot_.rankSize,
                       ", so two jobs may have been started at once; set ATB_OPS_JOB_ID to a value of its own in "
                       "each job's environment (or MASTER_ADDR/MASTER_PORT, or initialise torch.distributed)"),
-             false);
+             // The other claimants fail with it at once: once this rank has gone, they would count one process
+             // fewer, pair with nobody and time out. Not later ranks: a fresh try may find the job unambiguous.
+             Tell::kClaimants);
     }
     throwIfInterrupted("the job census of a node-local rendezvous");
     std::this_thread::sleep_for(std::chrono::milliseconds(attempt++ < 20 ? 5 : 25));

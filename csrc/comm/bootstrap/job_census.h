@@ -80,7 +80,10 @@ class JobCensus {
   static void declareNoRank(const Options& options);
 
  private:
-  [[noreturn]] void refuse(const std::string& why, bool tellOthers);
+  // Who else a refusal fails: nobody; this scope's claimants while any of them lives; or also, while the parent
+  // lives, any rank of this scope that arrives later.
+  enum class Tell { kNobody, kClaimants, kClaimantsAndLaterRanks };
+  [[noreturn]] void refuse(const std::string& why, Tell tell);
   // Refuses (and tells every claimant) when a rank of this scope has two claimants; `when` adds to the message.
   void refuseDuplicates(std::map<int32_t, std::vector<pid_t>> byRank, const char* when);
   void checkVerdict() const;
