@@ -72,6 +72,13 @@ void checkAverage(const c10d::ReduceOp& op, const at::Tensor& t) {
             "ReduceOp.AVG needs a floating-point tensor, got ", t.scalar_type());
 }
 
+// The call's label, which every rank's call is compared by: AVG moves a sum and divides afterwards, so without a
+// label of its own a rank averaging beside ranks summing would keep a result of its own, silently. "AVG" leads, as
+// messages show a long label's first 22 characters.
+const char* labelFor(const c10d::ReduceOp& op, const char* sum, const char* average) {
+  return op.op_ == c10d::ReduceOp::AVG ? average : sum;
+}
+
 void finishAverage(const c10d::ReduceOp& op, at::Tensor& t, int size) {
   if (op.op_ == c10d::ReduceOp::AVG) t.div_(size);
 }
@@ -104,7 +111,8 @@ C10dBackend::C10dBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                          std::chrono::milliseconds timeout, const std::string& groupName)
     : c10d::Backend(rank, size), domain_("c10d:" + groupName) {
   // "auto" on CPU: shared memory where every rank is on this host, two levels (shm in a host, gloo between hosts)
-  // or one gloo group where they are not; the host census below runs over the group's store (comm/host_span.h).
+  // or one gloo group where they are not, decided by a host census over the group's store at creation
+  // (comm/host_span.h).
   CommConfig config = configForGroup("auto", rank, size, domain_, "", c10::Device(c10::kCPU), nullptr);
   config.hostsChecked = false;
   // The group's communicator waits as long as init_process_group(timeout=...) says, and its messages say so; an
@@ -155,26 +163,29 @@ c10::intrusive_ptr<c10d::Work> C10dBackend::allreduce(std::vector<at::Tensor>& t
   at::Tensor& t = single(tensors, "all_reduce");
   const std::string op = reduceName(opts.reduceOp);
   checkAverage(opts.reduceOp, t);
-  return run("torch.distributed.all_reduce", tensors, [&](Communicator& comm) {
-    Writable w(t);
-    framework::allReduceInPlace(comm, w.work, op);
-    finishAverage(opts.reduceOp, w.work, comm.size());
-    w.commit();
-  });
+  return run(labelFor(opts.reduceOp, "torch.distributed.all_reduce", "AVG torch.distributed.all_reduce"), tensors,
+             [&](Communicator& comm) {
+               Writable w(t);
+               framework::allReduceInPlace(comm, w.work, op);
+               finishAverage(opts.reduceOp, w.work, comm.size());
+               w.commit();
+             });
 }
 
 c10::intrusive_ptr<c10d::Work> C10dBackend::allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                                                 const c10d::AllreduceCoalescedOptions& opts) {
   const std::string op = reduceName(opts.reduceOp);
   for (const at::Tensor& t : tensors) checkAverage(opts.reduceOp, t);
-  return run("torch.distributed.all_reduce_coalesced", tensors, [&](Communicator& comm) {
-    for (at::Tensor& t : tensors) {
-      Writable w(t);
-      framework::allReduceInPlace(comm, w.work, op);
-      finishAverage(opts.reduceOp, w.work, comm.size());
-      w.commit();
-    }
-  });
+  return run(
+      labelFor(opts.reduceOp, "torch.distributed.all_reduce_coalesced", "AVG torch.distributed.all_reduce_coalesced"),
+      tensors, [&](Communicator& comm) {
+        for (at::Tensor& t : tensors) {
+          Writable w(t);
+          framework::allReduceInPlace(comm, w.work, op);
+          finishAverage(opts.reduceOp, w.work, comm.size());
+          w.commit();
+        }
+      });
 }
 
 c10::intrusive_ptr<c10d::Work> C10dBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
@@ -219,24 +230,27 @@ c10::intrusive_ptr<c10d::Work> C10dBackend::reduce_scatter(std::vector<at::Tenso
   std::vector<at::Tensor>& ins = inputs[0];
   const std::string op = reduceName(opts.reduceOp);
   checkAverage(opts.reduceOp, out);
-  return run("torch.distributed.reduce_scatter", outputs, [&](Communicator& comm) {
-    Writable w(out);
-    framework::reduceScatterList(comm, w.work, ins, op);
-    finishAverage(opts.reduceOp, w.work, comm.size());
-    w.commit();
-  });
+  return run(labelFor(opts.reduceOp, "torch.distributed.reduce_scatter", "AVG torch.distributed.reduce_scatter"),
+             outputs, [&](Communicator& comm) {
+               Writable w(out);
+               framework::reduceScatterList(comm, w.work, ins, op);
+               finishAverage(opts.reduceOp, w.work, comm.size());
+               w.commit();
+             });
 }
 
 c10::intrusive_ptr<c10d::Work> C10dBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                                  const c10d::ReduceScatterOptions& opts) {
   const std::string op = reduceName(opts.reduceOp);
   checkAverage(opts.reduceOp, output);
-  return run("torch.distributed.reduce_scatter_tensor", {output}, [&](Communicator& comm) {
-    Writable w(output);
-    framework::reduceScatterInto(comm, w.work, input.contiguous(), op);
-    finishAverage(opts.reduceOp, w.work, comm.size());
-    w.commit();
-  });
+  return run(
+      labelFor(opts.reduceOp, "torch.distributed.reduce_scatter_tensor", "AVG torch.distributed.reduce_scatter_tensor"),
+      {output}, [&](Communicator& comm) {
+        Writable w(output);
+        framework::reduceScatterInto(comm, w.work, input.contiguous(), op);
+        finishAverage(opts.reduceOp, w.work, comm.size());
+        w.commit();
+      });
 }
 
 c10::intrusive_ptr<c10d::Work> C10dBackend::reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,
@@ -246,14 +260,16 @@ c10::intrusive_ptr<c10d::Work> C10dBackend::reduce_scatter_tensor_coalesced(std:
             " outputs for ", inputs.size(), " inputs");
   const std::string op = reduceName(opts.reduceOp);
   for (const at::Tensor& t : outputs) checkAverage(opts.reduceOp, t);
-  return run("torch.distributed.reduce_scatter_tensor", outputs, [&](Communicator& comm) {
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      Writable w(outputs[i]);
-      framework::reduceScatterInto(comm, w.work, inputs[i].contiguous(), op);
-      finishAverage(opts.reduceOp, w.work, comm.size());
-      w.commit();
-    }
-  });
+  return run(
+      labelFor(opts.reduceOp, "torch.distributed.reduce_scatter_tensor", "AVG torch.distributed.reduce_scatter_tensor"),
+      outputs, [&](Communicator& comm) {
+        for (size_t i = 0; i < outputs.size(); ++i) {
+          Writable w(outputs[i]);
+          framework::reduceScatterInto(comm, w.work, inputs[i].contiguous(), op);
+          finishAverage(opts.reduceOp, w.work, comm.size());
+          w.commit();
+        }
+      });
 }
 
 c10::intrusive_ptr<c10d::Work> C10dBackend::alltoall_base(at::Tensor& output, at::Tensor& input,

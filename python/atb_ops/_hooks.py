@@ -151,6 +151,34 @@ _own_default_group = False  # atb_ops made the default process group (make_gloo)
 _agent: tuple[int, str, dist.Store] | None = None  # (pid, where, store): this process's client of torchrun's store
 
 
+def _started_by_torchrun() -> bool:
+    """Whether this process is one of torchrun's workers: its parent is torchrun's agent.
+
+    A worker's own children (``torch.multiprocessing.spawn`` inside a worker, a job of their own) inherit the agent's
+    variables, yet are no ranks of the torchrun job: on the agent's store they would meet the children of other
+    workers under one key (two jobs, one commDomain). They meet as any process does (the node-local rendezvous,
+    scoped by their job).
+
+    Returns:
+        True when the parent process runs ``torch.distributed.run`` (``torchrun``) or ``torch.distributed.launch``.
+    """
+    try:
+        with open(f"/proc/{os.getppid()}/cmdline", "rb") as f:
+            argv = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+    except OSError:
+        return False
+    modules = ("torch.distributed.run", "torch.distributed.launch")
+    files = ("torch/distributed/run.py", "torch/distributed/launch.py")
+    return any(arg in modules or os.path.basename(arg) == "torchrun" or arg.endswith(files) for arg in argv[:3])
+
+
+def _atb_ops_timeout_s() -> float:
+    """ATB_OPS_TIMEOUT as the native core reads it (300 s when unset)."""
+    from atb_ops import _C  # noqa: PLC0415  (loaded by the time a store is asked for)
+
+    return float(_C.options()["ATB_OPS_TIMEOUT"])
+
+
 def _agent_store(timeout_s: float) -> dist.Store | None:
     """torchrun's agent store, where a worker has no default group yet: ranks on several nodes meet on it.
 
@@ -169,9 +197,12 @@ def _agent_store(timeout_s: float) -> dist.Store | None:
     addr, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
     if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True" or not addr or not port:
         return None
+    if not _started_by_torchrun():
+        return None
     where = f"{addr}:{port}"
     if _agent is None or _agent[:2] != (os.getpid(), where):  # a fork()ed child connects anew
-        timeout = timedelta(seconds=timeout_s) if timeout_s > 0 else timedelta(minutes=30)
+        # Bounded by ATB_OPS_TIMEOUT: a store on a node that was lost must not hold a rank for torch's 30 minutes.
+        timeout = timedelta(seconds=timeout_s if timeout_s > 0 else _atb_ops_timeout_s())
         client = dist.TCPStore(addr, int(port), is_master=False, wait_for_workers=False, timeout=timeout)
         attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
         _agent = (os.getpid(), where, dist.PrefixStore(f"atb_ops/torchelastic/attempt_{attempt}", client))

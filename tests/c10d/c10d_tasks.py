@@ -265,6 +265,21 @@ def mismatch(rank: int, world_size: int) -> list[str]:
             dist.all_reduce(t, op=op, group=g)
         except (RuntimeError, ValueError) as e:
             errors.append(str(e))
+    # AVG on the last rank, SUM on the others: AVG moves a sum too, and must still be told apart (each rank would
+    # keep a result of its own).
+    avg = dist.ReduceOp.AVG if rank == world_size - 1 else dist.ReduceOp.SUM
+    t = torch.full((4,), float(rank + 1))
+    try:
+        dist.all_reduce(t, op=avg, group=g)
+        errors.append(f"no error: {t.tolist()}")
+    except RuntimeError as e:
+        errors.append(str(e))
+    shard = torch.full((2,), -1.0)
+    try:
+        dist.reduce_scatter_tensor(shard, torch.ones(2 * world_size), op=avg, group=g)
+        errors.append(f"no error: {shard.tolist()}")
+    except RuntimeError as e:
+        errors.append(str(e))
     z = torch.ones(3)
     dist.all_reduce(z, group=g)  # still usable
     _check(z, torch.full((3,), float(world_size)), "after mismatch")

@@ -58,8 +58,10 @@ def test_async_op_work_and_future(rank_pools):
 def test_mismatch_raises_on_every_rank(rank_pools, n):
     results = rank_pools(n).run(c10d_tasks.mismatch)
     for rank, errors in enumerate(results):
-        assert len(errors) == 5, (rank, errors)
-        size_error, dtype_error, arg_error, avg_error, band_error = errors
+        assert len(errors) == 7, (rank, errors)
+        size_error, dtype_error, arg_error, avg_error, band_error, *avg_vs_sum = errors
+        for error in avg_vs_sum:  # one rank averaging beside ranks summing: the call itself differs, on every rank
+            assert "operation differs" in error and "AVG torch.distributed." in error, (rank, error)
         assert "ReduceOp.AVG needs a floating-point tensor" in avg_error, avg_error
         assert "BAND/BOR/BXOR" in band_error, band_error
         assert "ERROR_INVALID_TENSOR_SIZE" in size_error and "rank 0" in size_error, size_error

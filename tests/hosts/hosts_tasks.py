@@ -193,14 +193,35 @@ C10D_ATB_OPS = """
         dist.recv(t, 0)
         count(t, torch.arange(4.0))
     dist.barrier()
+    # A ring whose last receive expects 5 elements where 4 come: the two ranks of that transfer raise naming both
+    # sizes, at once; the others' transfers complete with their data; the group stays usable.
+    import time
+    involved = {size - 2, size - 1}
+    got = torch.full((4 + (rank == size - 1),), -1.0)
+    began = time.monotonic()
+    try:
+        for w in dist.batch_isend_irecv([dist.P2POp(dist.isend, torch.full((4,), float(rank)), (rank + 1) % size),
+                                         dist.P2POp(dist.irecv, got, (rank - 1) % size)]):
+            w.wait()
+        batch = "done"
+        if rank not in involved:
+            count(got, torch.full((4,), float((rank - 1) % size)))
+    except RuntimeError as e:
+        batch = "expected 5 elements" if "expected 5 elements" in str(e) else str(e).splitlines()[0]
+    batch_seconds = time.monotonic() - began
+    t = torch.full((3,), 1.0)
+    dist.all_reduce(t)
+    count(t, torch.full((3,), float(size)))
     backend = dist.group.WORLD._get_backend(torch.device("cpu"))
-    print(json.dumps({"wrong": wrong, "type": type(backend).__name__, "comm": backend.comm_backend}))
+    print(json.dumps({"wrong": wrong, "type": type(backend).__name__, "comm": backend.comm_backend,
+                      "batch": batch, "fast": batch_seconds < 10}))
     dist.destroy_process_group()
 """
 
-# argv: rank, size, flag file[, elements per call (default 1024)[, surface]]. A loop of AllReduce: surface "atb"
-# (default) ATB's operator with backend "hccl" after init_process_group("gloo"), so gloo between the hosts; "c10d"
-# torch.distributed's all_reduce on init_process_group("atb_ops") (the group's timeout 120 s, ATB_OPS_TIMEOUT shorter).
+# argv: rank, size, flag file[, elements per call (default 1024)[, surface[, "fresh"]]]. A loop of AllReduce: surface
+# "atb" (default) ATB's operator with backend "hccl" after init_process_group("gloo"), so gloo between the hosts;
+# "c10d" torch.distributed's all_reduce on init_process_group("atb_ops") (the group's timeout 120 s, ATB_OPS_TIMEOUT
+# shorter); "fresh": a new operator for every call (each finds the cached communicator).
 # The test takes a host's link down or kills a rank meanwhile. Prints {"error", "seconds"} once a call fails (the
 # error as "<exception type>: <first line>"), then (after the link is back, signalled by a file) the result of a fresh
 # communicator (a new operation, or a new "atb_ops" group).
@@ -209,6 +230,7 @@ LOOP_UNTIL_LOST = """
     rank, size, flag = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
     elements = int(sys.argv[4]) if len(sys.argv) > 4 else 1024
     surface = sys.argv[5] if len(sys.argv) > 5 else "atb"
+    fresh = len(sys.argv) > 6 and sys.argv[6] == "fresh"
     dist.init_process_group("atb_ops" if surface == "c10d" else "gloo", rank=rank, world_size=size,
                             timeout=datetime.timedelta(seconds=120))
 
@@ -225,12 +247,14 @@ LOOP_UNTIL_LOST = """
         return lambda x: op.execute([x])[0]
 
     call = make(False)
+    if fresh:
+        call(torch.ones(elements))  # its communicator stays cached while `call` lives: each fresh operator finds it
     print(json.dumps({"stage": "looping"}), flush=True)
     began = None
     error = ""
     for _ in range(100000):
         try:
-            call(torch.ones(elements))
+            (make(False) if fresh else call)(torch.ones(elements))
         except RuntimeError as e:
             error = type(e).__name__ + ": " + str(e).splitlines()[0]
             break

@@ -614,3 +614,38 @@ PEER_GOES_WHILE_ANOTHER_IS_AWAITED = """
         sys.exit(0)
     print(json.dumps({"wrong": wrong}))
 """
+
+
+# A torchrun worker (RANK = its tag) that runs a 2-process job of its own with torch.multiprocessing.spawn: the
+# children inherit torchrun's variables (its agent's store), yet are ranks of their worker's job only. Each child
+# waits for START_AT (so every worker's children create at once), then makes ROUNDS AllReduces on commDomain "77"
+# (backend from B). Prints "REPORT {rank, children: [{child, wrong, error?}]}".
+SPAWN_IN_TORCHRUN_WORKER = """
+import json, os, time
+import torch, torch.multiprocessing as mp
+
+
+def child(i, tag, queue):
+    import atb_ops  # noqa: F401
+    time.sleep(max(0.0, float(os.environ["START_AT"]) - time.time()))
+    report = {"child": i, "wrong": 0}
+    try:
+        for _ in range(int(os.environ["ROUNDS"])):
+            op = torch.classes.OperationTorch.OperationTorch("AllReduceOperation")
+            op.set_param(json.dumps({"rank": i, "rankSize": 2, "backend": os.environ["B"], "commDomain": "77"}))
+            got = torch.full((4,), -777.0)
+            op.execute_out([torch.full((4,), float(1000 * tag + i))], [got])
+            report["wrong"] += int((got != float(2000 * tag + 1)).sum())
+    except RuntimeError as e:
+        report["error"] = str(e).splitlines()[0]
+    queue.put(report)
+
+
+if __name__ == "__main__":
+    import atb_ops  # noqa: F401  (the parent's spawn calls give each job an id of its own)
+    tag = int(os.environ["RANK"])
+    queue = mp.get_context("spawn").SimpleQueue()
+    mp.spawn(child, args=(tag, queue), nprocs=2, join=True)
+    print("REPORT", json.dumps({"rank": tag, "children": sorted((queue.get() for _ in range(2)),
+                                                                key=lambda c: c["child"])}), flush=True)
+"""

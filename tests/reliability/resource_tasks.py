@@ -209,3 +209,27 @@ def arena_output_as_out(rank: int, world_size: int) -> bool:
     y.fill_(2.0)
     return bool(ok and torch.equal(y, torch.full((10,), 2.0)))
 
+
+# argv: rank, size. 20 AllGathers of 1 MiB per rank on backend gloo (ATB_OPS_JOB_ID scopes them); every rank but 0
+# sleeps 250-290 ms before each, so rank 0 waits more than one 200 ms slice of a gloo wait each time. Prints
+# {"ok": calls right} or {"error", "call"}.
+SKEWED_GLOO_CALLS = """
+    import json, random, sys, time, torch, atb_ops
+    rank, size = int(sys.argv[1]), int(sys.argv[2])
+    op = torch.classes.OperationTorch.OperationTorch("AllGatherOperation")
+    op.set_param(json.dumps({"rank": rank, "rankSize": size, "backend": "gloo", "commDomain": "skewed"}))
+    x = torch.full((262144,), float(rank + 1))
+    want = torch.arange(1, size + 1, dtype=torch.float32).repeat_interleave(262144).view(size, 262144)
+    rng = random.Random(1234 + rank)
+    ok = 0
+    for call in range(20):
+        if rank:
+            time.sleep(rng.uniform(0.25, 0.29))
+        try:
+            (out,) = op.execute([x])
+        except RuntimeError as e:
+            print(json.dumps({"error": str(e).splitlines()[0], "call": call}))
+            sys.exit(0)
+        ok += bool(torch.equal(out, want))
+    print(json.dumps({"ok": ok}))
+"""

@@ -184,6 +184,25 @@ def test_single_rank_processes_of_one_parent_are_not_refused():
     assert [c["report"] for c in children] == [{"wrong": 0}] * 3, children
 
 
+@pytest.mark.parametrize("backend", ["shm", "hccl"])
+def test_spawned_jobs_inside_torchrun_workers_never_pair(tmp_path, backend):
+    """torchrun --standalone, 2 workers, each running a 2-process job of its own with torch.multiprocessing.spawn
+    (commDomain "77" in both, every child creating at once, 10 rounds): each child gets its own job's sum. The
+    children inherit torchrun's agent-store variables; only torchrun's own workers meet on that store (on it, the
+    two jobs' children met under one key: wrong sums in 20 of 30 rounds, no error)."""
+    script = tmp_path / "spawn_in_worker.py"
+    script.write_text(tasks.SPAWN_IN_TORCHRUN_WORKER)
+    env = clean_env(ATB_OPS_TIMEOUT="30", B=backend, ROUNDS="10", START_AT=str(time.time() + 12))
+    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                           str(script)], capture_output=True, text=True, env=env, timeout=240, cwd=REPO_ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    reports = sorted((json.loads(line[len("REPORT "):]) for line in done.stdout.splitlines()
+                      if line.startswith("REPORT ")), key=lambda r: r["rank"])
+    assert [r["rank"] for r in reports] == [0, 1], done.stdout
+    for report in reports:
+        assert report["children"] == [{"child": 0, "wrong": 0}, {"child": 1, "wrong": 0}], reports
+
+
 def test_a_refusal_beside_an_idle_sibling_reaches_every_rank_at_once():
     """One parent (no job id) runs a 2-rank AllGather and a third process of the same program that loads atb_ops
     and never creates (it outlives ATB_OPS_TIMEOUT): the census cannot tell whether it is a rank of a second job, so

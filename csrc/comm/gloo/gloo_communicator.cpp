@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <limits>
 #include <mutex>
 #include <set>
@@ -330,6 +331,10 @@ std::string GlooCommunicator::peerNote() const {
 }
 
 bool GlooCommunicator::abandonedByPeer() const {
+  // Notes are left only where every peer is on this host (leaveNote). Across hosts the store may be on a host that
+  // was lost, where asking would hold the next operation for the store's timeout (30 minutes for torch's default
+  // group) before it could even start.
+  if (!remotePeers().empty()) return false;
   try {
     return !peerNote().empty();
   } catch (const std::exception&) {
@@ -354,7 +359,21 @@ void GlooCommunicator::waitFor(const c10::intrusive_ptr<c10d::Work>& work, const
     } catch (const std::exception& e) {
       error = e.what();
     }
-    if (whole || work->isCompleted()) break;
+    if (kind != WorkKind::kMessage && work->isCompleted()) {
+      // The wait may have run out a moment before the collective finished on gloo's thread: a finished one says
+      // itself whether it succeeded (raising here would fail a call that succeeded on every rank, the peers moving
+      // on to the next step without this one).
+      try {
+        work->wait();
+        return;
+      } catch (const c10::Error& e) {
+        error = e.what_without_backtrace();
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+      break;
+    }
+    if (whole) break;
     try {
       throwIfInterrupted(what);
     } catch (const StatusError& e) {
@@ -830,20 +849,28 @@ void GlooCommunicator::doSendRecv(std::vector<P2pOp>& ops) {
     posted.push_back(backend_->recv(t, op.peer, op.isSend ? kBatchBackTag : kBatchForwardTag));
   }
   for (const auto& work : posted) waitFor(work, "send/recv (size check)", WorkKind::kMessage);
+  // A transfer whose two sides disagree moves nothing (both sides see both headers, so both skip it); the others
+  // still move, so that their peers, which found nothing wrong, complete rather than wait out the timeout. Then the
+  // first disagreement raises here and on its peer.
+  std::exception_ptr disagreement;
+  posted.clear();
   for (size_t i = 0; i < ops.size(); ++i) {
     const at::Tensor& h = theirs[i];
     const PeerHeader header{h[0].item<int64_t>(), static_cast<c10::ScalarType>(h[1].item<int64_t>()),
                             h[2].item<int64_t>()};
-    checkHeader(header, ops[i].tensor, ops[i].peer, ops[i].tag, ops[i].isSend);
-  }
-  posted.clear();
-  for (P2pOp& op : ops) {
-    std::vector<at::Tensor> t{bytesOf(op.tensor)};
+    try {
+      checkHeader(header, ops[i].tensor, ops[i].peer, ops[i].tag, ops[i].isSend);
+    } catch (const StatusError&) {
+      if (!disagreement) disagreement = std::current_exception();
+      continue;
+    }
+    std::vector<at::Tensor> t{bytesOf(ops[i].tensor)};
     if (t[0].numel() == 0) continue;
-    posted.push_back(op.isSend ? backend_->send(t, op.peer, kBatchForwardTag)
-                               : backend_->recv(t, op.peer, kBatchForwardTag));
+    posted.push_back(ops[i].isSend ? backend_->send(t, ops[i].peer, kBatchForwardTag)
+                                   : backend_->recv(t, ops[i].peer, kBatchForwardTag));
   }
   for (const auto& work : posted) waitFor(work, "send/recv", WorkKind::kMessage);
+  if (disagreement) std::rethrow_exception(disagreement);
 }
 
 void GlooCommunicator::doBarrier() {
