@@ -197,15 +197,16 @@ def _agent_store(timeout_s: float) -> dist.Store | None:
     addr, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
     if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True" or not addr or not port:
         return None
-    if not _started_by_torchrun():
-        return None
     where = f"{addr}:{port}"
-    if _agent is None or _agent[:2] != (os.getpid(), where):  # a fork()ed child connects anew
-        # Bounded by ATB_OPS_TIMEOUT: a store on a node that was lost must not hold a rank for torch's 30 minutes.
-        timeout = timedelta(seconds=timeout_s if timeout_s > 0 else _atb_ops_timeout_s())
-        client = dist.TCPStore(addr, int(port), is_master=False, wait_for_workers=False, timeout=timeout)
-        attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
-        _agent = (os.getpid(), where, dist.PrefixStore(f"atb_ops/torchelastic/attempt_{attempt}", client))
+    if _agent is not None and _agent[:2] == (os.getpid(), where):
+        return _agent[2]
+    if not _started_by_torchrun():  # a fork()ed child asks again: its parent is the worker
+        return None
+    # Bounded by ATB_OPS_TIMEOUT: a store on a node that was lost must not hold a rank for torch's 30 minutes.
+    timeout = timedelta(seconds=timeout_s if timeout_s > 0 else _atb_ops_timeout_s())
+    client = dist.TCPStore(addr, int(port), is_master=False, wait_for_workers=False, timeout=timeout)
+    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    _agent = (os.getpid(), where, dist.PrefixStore(f"atb_ops/torchelastic/attempt_{attempt}", client))
     return _agent[2]
 
 

@@ -312,7 +312,7 @@ void GlooCommunicator::abortPeers(const std::string& reason) {
 void GlooCommunicator::leaveNote(const std::string& reason) const {
   // Only where every peer is on this host: across hosts the store may live on the host that was lost, where a
   // request waits out the store's timeout (30 minutes for torch's default group), and this rank's error must not.
-  if (!notes_ || !remotePeers().empty()) return;
+  if (!notes_ || acrossHosts_) return;
   const std::string note = std::to_string(shown(rank())) + "|" + reason;
   try {
     notes_->compareSet("abandoned", {}, std::vector<uint8_t>(note.begin(), note.end()));  // the first reason stays
@@ -322,7 +322,9 @@ void GlooCommunicator::leaveNote(const std::string& reason) const {
 }
 
 std::string GlooCommunicator::peerNote() const {
-  if (!notes_ || !notes_->check({"abandoned"})) return "";
+  // Notes are left only where every peer is on this host (leaveNote), and across hosts asking the store could hold
+  // this rank for the store's timeout where its host was lost: an error's message, or the next operation's lookup.
+  if (!notes_ || acrossHosts_ || !notes_->check({"abandoned"})) return "";
   const std::vector<uint8_t> note = notes_->get("abandoned");
   std::string text(note.begin(), note.end());
   const size_t bar = text.find('|');
@@ -331,10 +333,6 @@ std::string GlooCommunicator::peerNote() const {
 }
 
 bool GlooCommunicator::abandonedByPeer() const {
-  // Notes are left only where every peer is on this host (leaveNote). Across hosts the store may be on a host that
-  // was lost, where asking would hold the next operation for the store's timeout (30 minutes for torch's default
-  // group) before it could even start.
-  if (!remotePeers().empty()) return false;
   try {
     return !peerNote().empty();
   } catch (const std::exception&) {
@@ -398,8 +396,7 @@ void GlooCommunicator::waitFor(const c10::intrusive_ptr<c10d::Work>& work, const
   std::string gaveUp;
   const auto readNote = [&] {
     try {
-      // Not where peers are elsewhere: the store may be on the host that was lost, and would hold this rank.
-      if (remote.empty()) gaveUp = peerNote();
+      gaveUp = peerNote();  // none where peers are elsewhere (the store may be on the host that was lost)
     } catch (const std::exception&) {
       // The store went: the peers' deaths or the timeout say what happened.
     }
@@ -800,8 +797,7 @@ GlooCommunicator::PeerHeader GlooCommunicator::exchangeHeader(const at::Tensor& 
   if (sender) waitFor(backend_->send(m, peer, 0), what, WorkKind::kMessage);
   waitFor(backend_->recv(t, peer, 0), what, WorkKind::kMessage);
   if (!sender) waitFor(backend_->send(m, peer, 0), what, WorkKind::kMessage);
-  return PeerHeader{theirs[0].item<int64_t>(), static_cast<c10::ScalarType>(theirs[1].item<int64_t>()),
-                    theirs[2].item<int64_t>()};
+  return PeerHeader::of(theirs);
 }
 
 void GlooCommunicator::checkHeader(const PeerHeader& theirs, const at::Tensor& tensor, int32_t peer, int32_t tag,
@@ -855,11 +851,8 @@ void GlooCommunicator::doSendRecv(std::vector<P2pOp>& ops) {
   std::exception_ptr disagreement;
   posted.clear();
   for (size_t i = 0; i < ops.size(); ++i) {
-    const at::Tensor& h = theirs[i];
-    const PeerHeader header{h[0].item<int64_t>(), static_cast<c10::ScalarType>(h[1].item<int64_t>()),
-                            h[2].item<int64_t>()};
     try {
-      checkHeader(header, ops[i].tensor, ops[i].peer, ops[i].tag, ops[i].isSend);
+      checkHeader(PeerHeader::of(theirs[i]), ops[i].tensor, ops[i].peer, ops[i].tag, ops[i].isSend);
     } catch (const StatusError&) {
       if (!disagreement) disagreement = std::current_exception();
       continue;

@@ -74,6 +74,11 @@ class GlooCommunicator final : public Communicator {
     c10::ScalarType type;
     int64_t tag;
     int64_t elements() const { return bytes / static_cast<int64_t>(c10::elementSize(type)); }
+    // From the three int64 a peer sent (headerOf in the .cpp: bytes, dtype, tag).
+    static PeerHeader of(const at::Tensor& sent) {
+      return PeerHeader{sent[0].item<int64_t>(), static_cast<c10::ScalarType>(sent[1].item<int64_t>()),
+                        sent[2].item<int64_t>()};
+    }
   };
   // Gives `peer` this rank's header for `tensor` and `tag` and returns the peer's (the sender's goes first).
   PeerHeader exchangeHeader(const at::Tensor& tensor, int32_t peer, int32_t tag, bool sender);
