@@ -503,22 +503,26 @@ def test_torchrun_two_nodes_atb_operators_without_init(two_hosts, tmp_path):
     ranks meet on torchrun's agent store (TORCHELASTIC_USE_AGENT_STORE) and span the hosts in two levels; every
     operator gives the golden values on all four ranks, and no default group was made behind the script's back."""
     script = tmp_path / "atb_ops_no_init.py"
+    # Each worker reports into a file of its own: two workers' lines on torchrun's one stdout can run together.
     script.write_text(
         "import os, sys\n"
         "sys.argv = [sys.argv[0], os.environ['RANK'], os.environ['WORLD_SIZE'], 'hccl']\n"
+        "sys.stdout = open(os.path.join(os.environ['REPORTS'], os.environ['RANK']), 'w', buffering=1)\n"
         + textwrap.dedent(tasks.ATB_AFTER_INIT)
         + "import torch.distributed as dist\nprint('default group made:', dist.is_initialized())\n")
-    env = clean_env(ATB_OPS_TIMEOUT="60", INIT="0")
+    env = clean_env(ATB_OPS_TIMEOUT="60", INIT="0", REPORTS=str(tmp_path))
     argv = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "2",
             "--rdzv-backend", "c10d", "--rdzv-endpoint", f"h0:{PORT}", "--rdzv-id", "atb-no-init", str(script)]
     nodes = [two_hosts.popen(h, argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT)
              for h in range(2)]
-    reports, made = [], []
     for p in nodes:
-        out, err = p.communicate(timeout=240)
+        _, err = p.communicate(timeout=240)
         assert p.returncode == 0, err[-4000:]
-        reports += [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-        made += [line for line in out.splitlines() if line.startswith("default group made")]
+    reports, made = [], []
+    for rank in range(4):
+        lines = (tmp_path / str(rank)).read_text().splitlines()
+        reports += [json.loads(line) for line in lines if line.startswith("{")]
+        made += [line for line in lines if line.startswith("default group made")]
     assert len(reports) == 4, reports
     for report in reports:
         assert report.get("wrong") == 0 and report["backends"] == ["shm+gloo"], report
